@@ -1,0 +1,22 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// IdentityProviderStatus is the observed state of an identity provider; every kind in this group
+// reports the same shape.
+type IdentityProviderStatus struct {
+	// Phase summarizes the conditions.
+	//
+	// +optional
+	// +kubebuilder:default=Pending
+	Phase Phase `json:"phase,omitempty"`
+
+	// Conditions are the results of the checks made on the spec, keyed by type.
+	//
+	// +optional
+	// +patchMergeKey=type
+	// +patchStrategy=merge
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
