@@ -1,0 +1,394 @@
+// Package servingcert creates, stores, rotates and serves the TLS certificate of an aggregated
+// API server, and keeps the caBundle of its APIService objects current.
+//
+// The controller keeps a private CA and a serving certificate for <service>.<namespace>.svc in
+// one Secret (keys SecretKeyCACertificate, SecretKeyCAPrivateKey, SecretKeyTLSCertificateChain,
+// SecretKeyTLSPrivateKey). It replaces the Secret's content when it is missing, unreadable, not
+// for this Service, or within RenewBefore of expiry. Every replica serves what the Secret holds,
+// never a certificate of its own, so replicas agree; a replica that may not write (not the
+// leader) retries until the leader's Secret shows up through the informer.
+package servingcert
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+	aggregatorinformers "k8s.io/kube-aggregator/pkg/client/informers/externalversions"
+	apiregistrationlisters "k8s.io/kube-aggregator/pkg/client/listers/apiregistration/v1"
+	"k8s.io/utils/clock"
+
+	"sealion.dev/core/certauthority"
+)
+
+// Keys of the Secret's data.
+const (
+	SecretKeyCACertificate       = "caCertificate"
+	SecretKeyCAPrivateKey        = "caCertificatePrivateKey"
+	SecretKeyTLSCertificateChain = "tlsCertificateChain"
+	SecretKeyTLSPrivateKey       = "tlsPrivateKey"
+)
+
+// Defaults for Config.
+const (
+	DefaultSecretName  = "pinniped-concierge-api-tls-serving-certificate"
+	DefaultDuration    = 365 * 24 * time.Hour
+	DefaultRenewBefore = DefaultDuration - 273*24*time.Hour // renew about 9 months after issuance
+	// DefaultResyncPeriod bounds how long a change the informers miss goes unnoticed.
+	DefaultResyncPeriod = 10 * time.Minute
+)
+
+// Config says which certificate to maintain and where.
+type Config struct {
+	// Namespace holds the Secret and the Service. Required.
+	Namespace string
+	// ServiceName is the Service in front of the API server; the certificate is for
+	// <ServiceName>.<Namespace>.svc, the name the kube-aggregator dials. Required.
+	ServiceName string
+	// SecretName is the Secret holding the CA and certificate. Default DefaultSecretName.
+	SecretName string
+	// SecretLabels are set on a Secret this controller creates.
+	SecretLabels map[string]string
+	// APIServiceNames are the APIService objects whose spec.caBundle is kept equal to the CA,
+	// e.g. "v1alpha1.login.concierge.pinniped.dev". A missing one is logged and retried.
+	APIServiceNames []string
+	// Duration is the validity of a new CA and serving certificate. Default DefaultDuration.
+	Duration time.Duration
+	// RenewBefore is how long before expiry both are replaced. Default DefaultRenewBefore. Note
+	// that Pinniped's config field api.servingCertificate.renewBeforeSeconds is the certificate
+	// age at which to renew, that is Duration minus RenewBefore.
+	RenewBefore time.Duration
+	// ResyncPeriod is the longest time between two checks. Default DefaultResyncPeriod.
+	ResyncPeriod time.Duration
+	// Clock defaults to the real clock; for tests.
+	Clock clock.WithTicker
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Namespace == "" || c.ServiceName == "" {
+		return c, errors.New("servingcert: Namespace and ServiceName are required")
+	}
+	if c.SecretName == "" {
+		c.SecretName = DefaultSecretName
+	}
+	if c.Duration == 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.RenewBefore == 0 {
+		c.RenewBefore = DefaultRenewBefore
+	}
+	if c.ResyncPeriod == 0 {
+		c.ResyncPeriod = DefaultResyncPeriod
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Duration < 0 || c.RenewBefore < 0 || c.RenewBefore >= c.Duration {
+		// Otherwise every new certificate would be due for renewal at once.
+		return c, fmt.Errorf("servingcert: need 0 <= RenewBefore (%s) < Duration (%s)", c.RenewBefore, c.Duration)
+	}
+	return c, nil
+}
+
+// hostname is the DNS name of the Service, which the certificate must be valid for.
+func (c Config) hostname() string { return c.ServiceName + "." + c.Namespace + ".svc" }
+
+// queueKey is the only item in the queue: every event leads to the same full check.
+const queueKey = "serving-certificate"
+
+// Controller maintains the serving certificate. Make one with New and start it with Run.
+type Controller struct {
+	cfg        Config
+	kube       kubernetes.Interface
+	aggregator aggregatorclient.Interface
+	provider   *Provider
+	queue      workqueue.TypedRateLimitingInterface[string]
+
+	secretInformers     informers.SharedInformerFactory
+	secrets             corelisters.SecretNamespaceLister
+	apiServiceInformers aggregatorinformers.SharedInformerFactory
+	apiServices         apiregistrationlisters.APIServiceLister
+}
+
+// New makes a controller. aggregator may be nil when cfg.APIServiceNames is empty.
+func New(cfg Config, kube kubernetes.Interface, aggregator aggregatorclient.Interface) (*Controller, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if aggregator == nil && len(cfg.APIServiceNames) > 0 {
+		return nil, errors.New("servingcert: an aggregator client is required to update APIServiceNames")
+	}
+	c := &Controller{
+		cfg:        cfg,
+		kube:       kube,
+		aggregator: aggregator,
+		provider:   newProvider("servingcert/" + cfg.Namespace + "/" + cfg.SecretName),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "servingcert", Clock: cfg.Clock}),
+	}
+	enqueue := func(wanted func(name string) bool) cache.ResourceEventHandler {
+		// Fake clientsets ignore field selectors, so filter here as well.
+		return cache.FilteringResourceEventHandler{
+			FilterFunc: func(obj any) bool {
+				if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tombstone.Obj
+				}
+				m, err := meta.Accessor(obj)
+				return err == nil && wanted(m.GetName())
+			},
+			Handler: cache.ResourceEventHandlerFuncs{
+				AddFunc:    func(any) { c.queue.Add(queueKey) },
+				UpdateFunc: func(any, any) { c.queue.Add(queueKey) },
+				DeleteFunc: func(any) { c.queue.Add(queueKey) },
+			},
+		}
+	}
+
+	c.secretInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0,
+		informers.WithNamespace(cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.SecretName).String()
+		}))
+	secretInformer := c.secretInformers.Core().V1().Secrets()
+	if _, err := secretInformer.Informer().AddEventHandler(enqueue(func(n string) bool { return n == cfg.SecretName })); err != nil {
+		return nil, fmt.Errorf("servingcert: watch Secret: %w", err)
+	}
+	c.secrets = secretInformer.Lister().Secrets(cfg.Namespace)
+
+	if len(cfg.APIServiceNames) > 0 {
+		wanted := make(map[string]bool, len(cfg.APIServiceNames))
+		for _, n := range cfg.APIServiceNames {
+			wanted[n] = true
+		}
+		c.apiServiceInformers = aggregatorinformers.NewSharedInformerFactory(aggregator, 0)
+		apiServiceInformer := c.apiServiceInformers.Apiregistration().V1().APIServices()
+		if _, err := apiServiceInformer.Informer().AddEventHandler(enqueue(func(n string) bool { return wanted[n] })); err != nil {
+			return nil, fmt.Errorf("servingcert: watch APIServices: %w", err)
+		}
+		c.apiServices = apiServiceInformer.Lister()
+	}
+	return c, nil
+}
+
+// Provider returns what to give the HTTPS server as its serving certificate.
+func (c *Controller) Provider() *Provider { return c.provider }
+
+// Run maintains the certificate until ctx is done; call it once. It logs through
+// klog.FromContext(ctx).
+func (c *Controller) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("controller", "servingcert", "secret", klog.KRef(c.cfg.Namespace, c.cfg.SecretName))
+	ctx = klog.NewContext(ctx, logger)
+	defer c.queue.ShutDown()
+
+	c.secretInformers.Start(ctx.Done())
+	defer c.secretInformers.Shutdown()
+	synced := []cache.InformerSynced{c.secretInformers.Core().V1().Secrets().Informer().HasSynced}
+	if c.apiServiceInformers != nil {
+		c.apiServiceInformers.Start(ctx.Done())
+		defer c.apiServiceInformers.Shutdown()
+		synced = append(synced, c.apiServiceInformers.Apiregistration().V1().APIServices().Informer().HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("servingcert: informer caches did not sync: %w", ctx.Err())
+	}
+
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	c.queue.Add(queueKey)
+	for c.processNext(ctx) {
+	}
+	return nil
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	next, err := c.sync(ctx)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Serving certificate not fully reconciled; will retry")
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	c.queue.AddAfter(key, next)
+	return true
+}
+
+// sync makes sure the Secret holds a usable certificate, serves it, and updates the
+// APIServices. It returns how long until the next check is needed.
+func (c *Controller) sync(ctx context.Context) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	now := c.cfg.Clock.Now()
+
+	secret, err := c.secrets.Get(c.cfg.SecretName)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("get Secret %s/%s from cache: %w", c.cfg.Namespace, c.cfg.SecretName, err)
+	}
+	var current *stored
+	if secret != nil {
+		current, err = c.parse(secret, now)
+		switch {
+		case err != nil:
+			logger.Info("Replacing unusable serving certificate", "reason", err.Error())
+		case !now.Before(current.renewAt):
+			logger.Info("Renewing serving certificate", "notAfter", current.notAfter, "renewAt", current.renewAt)
+		}
+	}
+	if current != nil {
+		// Still valid: serve it even if renewing fails below, e.g. because we are not the leader.
+		c.serve(current)
+	}
+	if current == nil || !now.Before(current.renewAt) {
+		if current, err = c.issue(ctx, secret); err != nil {
+			return 0, err
+		}
+		c.serve(current)
+	}
+
+	if err := c.updateAPIServices(ctx, current.data[SecretKeyCACertificate]); err != nil {
+		return 0, err
+	}
+	return min(current.renewAt.Sub(now), c.cfg.ResyncPeriod), nil
+}
+
+func (c *Controller) serve(s *stored) {
+	c.provider.set(s.data[SecretKeyTLSCertificateChain], s.data[SecretKeyTLSPrivateKey])
+}
+
+// stored is the validated content of the Secret.
+type stored struct {
+	data     map[string][]byte
+	notAfter time.Time // of the CA or the leaf, whichever expires first
+	renewAt  time.Time
+}
+
+// parse checks that the Secret holds a CA and a serving certificate issued by it, currently
+// valid for the Service's hostname.
+func (c *Controller) parse(secret *corev1.Secret, now time.Time) (*stored, error) {
+	for _, key := range []string{SecretKeyCACertificate, SecretKeyCAPrivateKey, SecretKeyTLSCertificateChain, SecretKeyTLSPrivateKey} {
+		if len(secret.Data[key]) == 0 {
+			return nil, fmt.Errorf("key %q is missing", key)
+		}
+	}
+	ca, err := certauthority.Load(secret.Data[SecretKeyCACertificate], secret.Data[SecretKeyCAPrivateKey])
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(secret.Data[SecretKeyTLSCertificateChain], secret.Data[SecretKeyTLSPrivateKey])
+	if err != nil {
+		return nil, fmt.Errorf("load serving key pair: %w", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Certificate())
+	if _, err := pair.Leaf.Verify(x509.VerifyOptions{
+		DNSName:     c.cfg.hostname(),
+		Roots:       roots,
+		CurrentTime: now,
+		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}); err != nil {
+		return nil, fmt.Errorf("verify serving certificate: %w", err)
+	}
+	notAfter := ca.Certificate().NotAfter
+	if pair.Leaf.NotAfter.Before(notAfter) {
+		notAfter = pair.Leaf.NotAfter
+	}
+	return &stored{data: secret.Data, notAfter: notAfter, renewAt: notAfter.Add(-c.cfg.RenewBefore)}, nil
+}
+
+// issue makes a new CA and serving certificate and writes them to the Secret, creating it if
+// old is nil.
+func (c *Controller) issue(ctx context.Context, old *corev1.Secret) (*stored, error) {
+	host := c.cfg.hostname()
+	ca, err := certauthority.New(host+" CA", c.cfg.Duration, certauthority.WithClock(c.cfg.Clock.Now))
+	if err != nil {
+		return nil, err
+	}
+	certPEM, keyPEM, err := ca.IssueServingCert(host, []string{host}, nil, c.cfg.Duration)
+	if err != nil {
+		return nil, err
+	}
+	data := map[string][]byte{
+		SecretKeyCACertificate:       ca.Bundle(),
+		SecretKeyCAPrivateKey:        ca.PrivateKeyPEM(),
+		SecretKeyTLSCertificateChain: certPEM,
+		SecretKeyTLSPrivateKey:       keyPEM,
+	}
+	secrets := c.kube.CoreV1().Secrets(c.cfg.Namespace)
+	if old == nil {
+		_, err = secrets.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: c.cfg.SecretName, Namespace: c.cfg.Namespace, Labels: c.cfg.SecretLabels},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       data,
+		}, metav1.CreateOptions{})
+	} else {
+		// Update carries old's resourceVersion, so a concurrent writer makes this fail and retry
+		// rather than be overwritten.
+		updated := old.DeepCopy()
+		updated.Data = data
+		_, err = secrets.Update(ctx, updated, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write Secret %s/%s: %w", c.cfg.Namespace, c.cfg.SecretName, err)
+	}
+	klog.FromContext(ctx).Info("Stored new serving certificate", "hostname", host, "notAfter", ca.Certificate().NotAfter)
+	// The leaf was signed after the CA, so the CA expires first.
+	notAfter := ca.Certificate().NotAfter
+	return &stored{data: data, notAfter: notAfter, renewAt: notAfter.Add(-c.cfg.RenewBefore)}, nil
+}
+
+// updateAPIServices sets spec.caBundle of every configured APIService to caPEM.
+func (c *Controller) updateAPIServices(ctx context.Context, caPEM []byte) error {
+	var errs []error
+	for _, name := range c.cfg.APIServiceNames {
+		apiService, err := c.apiServices.Get(name)
+		if apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("APIService %q not found", name))
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("get APIService %q from cache: %w", name, err))
+			continue
+		}
+		if bytes.Equal(apiService.Spec.CABundle, caPEM) {
+			continue
+		}
+		// A merge patch of the one field leaves the rest of the object to its owner (the
+		// install manifests) and cannot conflict with their edits.
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"caBundle": caPEM}})
+		if err != nil {
+			return fmt.Errorf("encode caBundle patch: %w", err)
+		}
+		if _, err := c.aggregator.ApiregistrationV1().APIServices().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("patch caBundle of APIService %q: %w", name, err))
+			continue
+		}
+		klog.FromContext(ctx).Info("Updated caBundle", "apiService", name)
+	}
+	return errors.Join(errs...)
+}
