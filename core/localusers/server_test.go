@@ -1,0 +1,168 @@
+package localusers
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+)
+
+// startServer runs Serve on a loopback port until the test ends and returns its address.
+func startServer(t *testing.T, client *fake.Clientset, cfg Config) string {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, listener, client, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return listener.Addr().String()
+}
+
+// Talks to the server with the webhook token authenticator of k8s.io/apiserver, the client the
+// Concierge's WebhookAuthenticator uses, in both TokenReview versions.
+func TestServeWithKubernetesWebhookClient(t *testing.T) {
+	t.Parallel()
+	client := fake.NewClientset(userSecret(t, DefaultNamespace, "alice", "correct horse", ptr("admins,devs")))
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	address := startServer(t, client, Config{Namespace: DefaultNamespace, CABundleFile: caFile})
+	caPEM := waitForFile(t, caFile)
+
+	for _, version := range []string{"v1beta1", "v1"} {
+		t.Run(version, func(t *testing.T) {
+			config := &rest.Config{Host: "https://" + address + WebhookPath, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
+			authenticator, err := webhook.New(config, version, nil, wait.Backoff{Steps: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, ok, err := authenticator.AuthenticateToken(context.Background(), "alice:correct horse")
+			if err != nil || !ok {
+				t.Fatalf("AuthenticateToken = %v, %v", ok, err)
+			}
+			if resp.User.GetName() != "alice" || !reflect.DeepEqual(resp.User.GetGroups(), []string{"admins", "devs"}) {
+				t.Errorf("user = %s %v", resp.User.GetName(), resp.User.GetGroups())
+			}
+			if _, ok, err := authenticator.AuthenticateToken(context.Background(), "alice:wrong"); ok || err != nil {
+				t.Errorf("wrong password: AuthenticateToken = %v, %v; want false, nil", ok, err)
+			}
+		})
+	}
+	if _, err := client.CoreV1().Secrets(DefaultNamespace).Get(context.Background(), CABundleSecretName, metav1.GetOptions{}); err == nil {
+		t.Error("CA bundle was published in a Secret although a file was requested")
+	}
+}
+
+func TestServePublishesCABundle(t *testing.T) {
+	t.Parallel()
+	client := fake.NewClientset()
+	address := startServer(t, client, Config{Namespace: "users"})
+
+	var caPEM []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for caPEM == nil {
+		secret, err := client.CoreV1().Secrets("users").Get(context.Background(), CABundleSecretName, metav1.GetOptions{})
+		if err == nil {
+			caPEM = secret.Data[CABundleKey]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CA bundle Secret never appeared: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("published CA bundle is not PEM: %q", caPEM)
+	}
+	// The served certificate must verify for the in-cluster Service name.
+	conn := dialTLS(t, address, pool, "local-user-authenticator.users.svc")
+	_ = conn.Close()
+}
+
+func TestPublishCABundleUpdatesExistingSecret(t *testing.T) {
+	t.Parallel()
+	client := fake.NewClientset()
+	ctx := context.Background()
+	for _, ca := range []string{"first", "second"} {
+		if err := PublishCABundle(ctx, client, "ns", []byte(ca)); err != nil {
+			t.Fatal(err)
+		}
+		secret, err := client.CoreV1().Secrets("ns").Get(ctx, CABundleSecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(secret.Data[CABundleKey]); got != ca {
+			t.Fatalf("Secret holds %q, want %q", got, ca)
+		}
+	}
+}
+
+func TestServingCertificateNames(t *testing.T) {
+	t.Parallel()
+	serving, caPEM, err := ServingCertificate("ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatal("CA bundle is not PEM")
+	}
+	leaf, err := x509.ParseCertificate(serving.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"local-user-authenticator.ns.svc", "local-user-authenticator.ns.svc.cluster.local", "localhost", "127.0.0.1", "::1"} {
+		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("certificate does not verify for %s: %v", name, err)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "local-user-authenticator.other.svc", Roots: pool}); err == nil {
+		t.Error("certificate verifies for another namespace's Service")
+	}
+}
+
+func waitForFile(t *testing.T, path string) []byte {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		content, err := os.ReadFile(path)
+		if err == nil && len(content) > 0 {
+			return content
+		}
+		if !errors.Is(err, os.ErrNotExist) && err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func dialTLS(t *testing.T, address string, roots *x509.CertPool, serverName string) *tls.Conn {
+	t.Helper()
+	conn, err := tls.Dial("tcp", address, &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatalf("TLS handshake with %s as %s: %v", address, serverName, err)
+	}
+	return conn
+}
