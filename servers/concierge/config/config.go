@@ -1,0 +1,161 @@
+// Package config reads the Concierge's static configuration: the `pinniped.yaml` key of the
+// ConfigMap `pinniped-concierge-config`, mounted as a file. Field names follow Pinniped's so existing
+// install values keep working. Load fills defaults and reports every invalid field at once.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"sealion.dev/core/groupsuffix"
+)
+
+// Config is the Concierge's static configuration.
+type Config struct {
+	APIGroupSuffix *string `json:"apiGroupSuffix,omitempty"`
+	// AggregatedAPIServerPort is where the TokenCredentialRequest and WhoAmIRequest APIs listen.
+	AggregatedAPIServerPort *int64 `json:"aggregatedAPIServerPort,omitempty"`
+	// AggregatedAPIServerDisableAdmissionPlugins names admission plugins to turn off.
+	AggregatedAPIServerDisableAdmissionPlugins []string          `json:"aggregatedAPIServerDisableAdmissionPlugins,omitempty"`
+	API                                        API               `json:"api"`
+	Names                                      Names             `json:"names"`
+	Labels                                     map[string]string `json:"labels,omitempty"`
+	Log                                        Log               `json:"log"`
+	// Signer is the CA that signs TokenCredentialRequest client certificates, read from files and
+	// reloaded when they change. Optional: without it, the kube cert agent feeds the signer.
+	Signer *Signer `json:"signer,omitempty"`
+}
+
+// API configures the aggregated API's own serving certificate.
+type API struct {
+	ServingCertificate ServingCertificate `json:"servingCertificate"`
+}
+
+// ServingCertificate sets the serving certificate's lifetime and when it is renewed.
+type ServingCertificate struct {
+	DurationSeconds *int64 `json:"durationSeconds,omitempty"`
+	// RenewBeforeSeconds is the certificate age at which it is renewed (Pinniped's meaning).
+	RenewBeforeSeconds *int64 `json:"renewBeforeSeconds,omitempty"`
+}
+
+// Names of the objects the Concierge owns.
+type Names struct {
+	ServingCertificateSecret string `json:"servingCertificateSecret"`
+	CredentialIssuer         string `json:"credentialIssuer"`
+	// APIService is the name of the Service behind the aggregated APIs.
+	APIService string `json:"apiService"`
+}
+
+// Log sets the log level: info, debug, trace or all.
+type Log struct {
+	Level string `json:"level,omitempty"`
+}
+
+// Signer names a CA certificate and key on disk.
+type Signer struct {
+	CertificateFile string `json:"certificateFile"`
+	PrivateKeyFile  string `json:"privateKeyFile"`
+}
+
+// Defaults.
+const (
+	DefaultAPIGroupSuffix          = "pinniped.dev"
+	DefaultAggregatedAPIServerPort = 10250
+	DefaultServingCertDuration     = 365 * 24 * time.Hour
+	// DefaultServingCertRenewBefore is, as in Pinniped, the certificate age at which it is renewed.
+	DefaultServingCertRenewBefore = 273 * 24 * time.Hour
+)
+
+// Load reads, defaults and validates the file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(data)
+}
+
+// Parse defaults and validates a configuration document.
+func Parse(data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("decoding config: %w", err)
+	}
+	c.setDefaults()
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	return &c, nil
+}
+
+func (c *Config) setDefaults() {
+	if c.APIGroupSuffix == nil {
+		s := DefaultAPIGroupSuffix
+		c.APIGroupSuffix = &s
+	}
+	if c.AggregatedAPIServerPort == nil {
+		p := int64(DefaultAggregatedAPIServerPort)
+		c.AggregatedAPIServerPort = &p
+	}
+	sc := &c.API.ServingCertificate
+	if sc.DurationSeconds == nil {
+		d := int64(DefaultServingCertDuration / time.Second)
+		sc.DurationSeconds = &d
+	}
+	if sc.RenewBeforeSeconds == nil {
+		r := int64(DefaultServingCertRenewBefore / time.Second)
+		sc.RenewBeforeSeconds = &r
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if err := groupsuffix.Validate(*c.APIGroupSuffix); err != nil {
+		errs = append(errs, fmt.Errorf("apiGroupSuffix: %w", err))
+	}
+	if p := *c.AggregatedAPIServerPort; p < 1024 || p > 65535 {
+		errs = append(errs, fmt.Errorf("aggregatedAPIServerPort: must be within 1024-65535, got %d", p))
+	}
+	sc := c.API.ServingCertificate
+	if *sc.DurationSeconds <= 0 || *sc.RenewBeforeSeconds <= 0 || *sc.RenewBeforeSeconds >= *sc.DurationSeconds {
+		errs = append(errs, errors.New("api.servingCertificate: durationSeconds and renewBeforeSeconds must be positive and renewBeforeSeconds smaller"))
+	}
+	for field, v := range map[string]string{
+		"names.servingCertificateSecret": c.Names.ServingCertificateSecret,
+		"names.credentialIssuer":         c.Names.CredentialIssuer,
+		"names.apiService":               c.Names.APIService,
+	} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s: required", field))
+		}
+	}
+	if _, err := Verbosity(c.Log.Level); err != nil {
+		errs = append(errs, err)
+	}
+	if s := c.Signer; s != nil && (s.CertificateFile == "" || s.PrivateKeyFile == "") {
+		errs = append(errs, errors.New("signer: certificateFile and privateKeyFile are both required"))
+	}
+	return errors.Join(errs...)
+}
+
+// Verbosity maps a log level name to a klog verbosity.
+func Verbosity(level string) (int, error) {
+	switch level {
+	case "info":
+		return 0, nil
+	case "debug":
+		return 4, nil
+	case "trace":
+		return 6, nil
+	case "all":
+		return 108, nil
+	}
+	return 0, fmt.Errorf("log.level: must be one of info, debug, trace, all; got %q", level)
+}

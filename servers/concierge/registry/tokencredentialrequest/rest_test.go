@@ -1,0 +1,123 @@
+package tokencredentialrequest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/utils/ptr"
+
+	"sealion.dev/core/apis/concierge/login"
+	"sealion.dev/core/authncache"
+	"sealion.dev/core/credential"
+)
+
+type fakeExchanger struct {
+	gotKey   authncache.Key
+	gotToken string
+	err      error
+}
+
+func (f *fakeExchanger) Exchange(_ context.Context, key authncache.Key, token string) (*credential.Credential, error) {
+	f.gotKey, f.gotToken = key, token
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &credential.Credential{ExpirationTimestamp: time.Unix(1000, 0), ClientCertificateData: "CERT", ClientKeyData: "KEY"}, nil
+}
+
+var gr = schema.GroupResource{Group: "login.concierge.pinniped.dev", Resource: "tokencredentialrequests"}
+
+func request(token string) *login.TokenCredentialRequest {
+	return &login.TokenCredentialRequest{Spec: login.TokenCredentialRequestSpec{
+		Token: token,
+		Authenticator: corev1.TypedLocalObjectReference{
+			APIGroup: ptr.To("authentication.concierge.pinniped.dev"), Kind: "JWTAuthenticator", Name: "dex",
+		},
+	}}
+}
+
+func TestCreateSuccess(t *testing.T) {
+	ex := &fakeExchanger{}
+	var admitted *login.TokenCredentialRequest
+	validate := func(_ context.Context, obj runtime.Object) error {
+		admitted = obj.(*login.TokenCredentialRequest)
+		return nil
+	}
+	out, err := NewREST(ex, gr).Create(context.Background(), request("secret-token"), validate, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := authncache.Key{APIGroup: "authentication.concierge.pinniped.dev", Kind: "JWTAuthenticator", Name: "dex"}
+	if ex.gotKey != want || ex.gotToken != "secret-token" {
+		t.Errorf("exchanged %+v %q", ex.gotKey, ex.gotToken)
+	}
+	if admitted == nil || admitted.Spec.Token != "" {
+		t.Errorf("admission saw the token: %+v", admitted)
+	}
+	resp := out.(*login.TokenCredentialRequest)
+	if resp.Status.Message != nil || resp.Status.Credential == nil || resp.Status.Credential.ClientCertificateData != "CERT" ||
+		resp.Status.Credential.ClientKeyData != "KEY" || resp.Status.Credential.ExpirationTimestamp.Unix() != 1000 {
+		t.Errorf("unexpected status %+v", resp.Status)
+	}
+	if resp.Spec.Token != "" {
+		t.Error("the response echoes the token")
+	}
+}
+
+func TestCreateFailures(t *testing.T) {
+	nsCtx := genericapirequest.WithNamespace(context.Background(), "default")
+	tests := []struct {
+		name        string
+		ctx         context.Context
+		opts        *metav1.CreateOptions
+		exchangeErr error
+		admitErr    error
+		wantMessage bool
+		wantStatus  int32
+	}{
+		{name: "authentication failed", exchangeErr: credential.ErrAuthenticationFailed, wantMessage: true},
+		{name: "internal error", exchangeErr: errors.New("boom"), wantStatus: 500},
+		{name: "namespaced", ctx: nsCtx, wantStatus: 400},
+		{name: "dry run", opts: &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, wantStatus: 400},
+		{name: "admission refuses", admitErr: apierrors.NewForbidden(gr, "", errors.New("no")), wantStatus: 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := tt.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			validate := func(context.Context, runtime.Object) error { return tt.admitErr }
+			out, err := NewREST(&fakeExchanger{err: tt.exchangeErr}, gr).Create(ctx, request("tok"), validate, tt.opts)
+			if tt.wantMessage {
+				resp := out.(*login.TokenCredentialRequest)
+				if err != nil || resp.Status.Credential != nil || ptr.Deref(resp.Status.Message, "") != "authentication failed" {
+					t.Fatalf("got %+v, %v", resp, err)
+				}
+				return
+			}
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) || status.Status().Code != tt.wantStatus {
+				t.Fatalf("got %v, want HTTP %d", err, tt.wantStatus)
+			}
+		})
+	}
+}
+
+func TestListIsEmpty(t *testing.T) {
+	out, err := NewREST(&fakeExchanger{}, gr).List(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := out.(*login.TokenCredentialRequestList); len(l.Items) != 0 || l.ResourceVersion != "0" {
+		t.Errorf("got %+v", l)
+	}
+}

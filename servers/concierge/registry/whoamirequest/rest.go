@@ -1,0 +1,88 @@
+// Package whoamirequest serves WhoAmIRequest: a create-only, cluster-scoped, virtual resource that
+// echoes the caller's identity as this server sees it (after the aggregation layer or the
+// impersonation proxy).
+package whoamirequest
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"sealion.dev/core/apis/concierge/identity"
+)
+
+// REST is the storage of whoamirequests.
+type REST struct {
+	tableConvertor rest.TableConvertor
+}
+
+var (
+	_ rest.Creater                  = (*REST)(nil)
+	_ rest.Scoper                   = (*REST)(nil)
+	_ rest.Storage                  = (*REST)(nil)
+	_ rest.SingularNameProvider     = (*REST)(nil)
+	_ rest.GroupVersionKindProvider = (*REST)(nil)
+)
+
+// NewREST serves the resource named by groupResource.
+func NewREST(groupResource schema.GroupResource) *REST {
+	return &REST{tableConvertor: rest.NewDefaultTableConvertor(groupResource)}
+}
+
+func (*REST) New() runtime.Object     { return &identity.WhoAmIRequest{} }
+func (*REST) Destroy()                {}
+func (*REST) NamespaceScoped() bool   { return false }
+func (*REST) GetSingularName() string { return "whoamirequest" }
+
+func (r *REST) GroupVersionKind(containing schema.GroupVersion) schema.GroupVersionKind {
+	return containing.WithKind("WhoAmIRequest")
+}
+
+func (r *REST) ConvertToTable(ctx context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	return r.tableConvertor.ConvertToTable(ctx, obj, tableOptions)
+}
+
+// Create answers with the requesting user.
+func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	if _, ok := obj.(*identity.WhoAmIRequest); !ok {
+		return nil, apierrors.NewBadRequest("not a WhoAmIRequest")
+	}
+	if ns, ok := genericapirequest.NamespaceFrom(ctx); ok && ns != "" {
+		return nil, apierrors.NewBadRequest("namespace is not allowed on WhoAmIRequest")
+	}
+	if options != nil && len(options.DryRun) > 0 {
+		return nil, apierrors.NewBadRequest("dryRun is not supported")
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, obj.DeepCopyObject()); err != nil {
+			return nil, err
+		}
+	}
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return nil, apierrors.NewInternalError(errors.New("no user in the request context"))
+	}
+	out := &identity.WhoAmIRequest{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Now())}}
+	info := &out.Status.KubernetesUserInfo
+	info.User.Username = u.GetName()
+	info.User.UID = u.GetUID()
+	info.User.Groups = u.GetGroups()
+	if extra := u.GetExtra(); len(extra) > 0 {
+		info.User.Extra = make(map[string]identity.ExtraValue, len(extra))
+		for k, v := range extra {
+			info.User.Extra[k] = v
+		}
+	}
+	if auds, ok := authenticator.AudiencesFrom(ctx); ok {
+		info.Audiences = auds
+	}
+	return out, nil
+}

@@ -1,0 +1,42 @@
+package whoamirequest
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"sealion.dev/core/apis/concierge/identity"
+)
+
+func TestCreate(t *testing.T) {
+	r := NewREST(schema.GroupResource{Group: "identity.concierge.pinniped.dev", Resource: "whoamirequests"})
+	u := &user.DefaultInfo{Name: "alice", UID: "42", Groups: []string{"devs", "system:authenticated"}, Extra: map[string][]string{"scopes": {"a", "b"}}}
+	ctx := genericapirequest.WithUser(context.Background(), u)
+	ctx = authenticator.WithAudiences(ctx, authenticator.Audiences{"api"})
+
+	out, err := r.Create(ctx, &identity.WhoAmIRequest{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*identity.WhoAmIRequest).Status.KubernetesUserInfo
+	want := identity.KubernetesUserInfo{
+		User: identity.UserInfo{Username: "alice", UID: "42", Groups: []string{"devs", "system:authenticated"},
+			Extra: map[string]identity.ExtraValue{"scopes": {"a", "b"}}},
+		Audiences: []string{"api"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+
+	if _, err := r.Create(context.Background(), &identity.WhoAmIRequest{}, nil, nil); err == nil {
+		t.Error("a request without a user succeeded")
+	}
+	if _, err := r.Create(genericapirequest.WithNamespace(ctx, "ns"), &identity.WhoAmIRequest{}, nil, nil); err == nil {
+		t.Error("a namespaced request succeeded")
+	}
+}

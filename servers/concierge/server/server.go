@@ -1,0 +1,232 @@
+// Package server runs the Concierge: it reads the configuration, builds clients and informers,
+// starts the controllers and the aggregated API server, and stops everything when the context ends.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // the JSON log format
+	"k8s.io/klog/v2"
+	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+
+	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
+	"sealion.dev/core/authncache"
+	"sealion.dev/core/certauthority/dynamicca"
+	"sealion.dev/core/controllers/authenticator"
+	"sealion.dev/core/credential"
+	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
+	conciergeinformers "sealion.dev/core/generated/concierge/informers/externalversions"
+	generatedopenapi "sealion.dev/core/generated/openapi"
+	"sealion.dev/core/groupsuffix"
+	"sealion.dev/core/servingcert"
+	"sealion.dev/servers/concierge/apiserver"
+	"sealion.dev/servers/concierge/config"
+)
+
+// Options are the command-line flags. Everything else is in the configuration file.
+type Options struct {
+	ConfigFile  string
+	Kubeconfig  string
+	Namespace   string
+	BindAddress string
+}
+
+// NewCommand returns the pinniped-concierge command.
+func NewCommand(ctx context.Context) *cobra.Command {
+	o := &Options{Namespace: os.Getenv("POD_NAMESPACE"), BindAddress: "0.0.0.0"}
+	cmd := &cobra.Command{
+		Use:          "pinniped-concierge",
+		Short:        "Exchange external credentials for short-lived cluster credentials",
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return Run(ctx, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.ConfigFile, "config", "/etc/config/pinniped.yaml", "path to the configuration file")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig for running outside a cluster (in-cluster config otherwise)")
+	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace the Concierge runs in (default $POD_NAMESPACE)")
+	f.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the aggregated API listens on")
+	return cmd
+}
+
+// Run starts the Concierge and blocks until ctx ends or the API server fails.
+func Run(ctx context.Context, o *Options) error {
+	cfg, err := config.Load(o.ConfigFile)
+	if err != nil {
+		return err
+	}
+	if err := setUpLogging(cfg.Log.Level); err != nil {
+		return err
+	}
+	if o.Namespace == "" {
+		return errors.New("the Concierge's namespace is unknown: set --namespace or POD_NAMESPACE")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logger := klog.FromContext(ctx)
+	suffix := *cfg.APIGroupSuffix
+
+	restConfig, err := kubeRESTConfig(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	kubeClient, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	aggregator, err := aggregatorclient.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	conciergeConfig := rest.CopyConfig(restConfig)
+	conciergeConfig.Wrap(groupsuffix.Transport(suffix))
+	conciergeClient, err := conciergeclientset.NewForConfig(conciergeConfig)
+	if err != nil {
+		return err
+	}
+
+	// The Concierge's own namespace is the only place it reads Secrets and ConfigMaps from.
+	nsInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithNamespace(o.Namespace))
+	crInformers := conciergeinformers.NewSharedInformerFactory(conciergeClient, 0)
+
+	signer := dynamicca.New("token credential request signer")
+	if s := cfg.Signer; s != nil {
+		go signer.WatchFiles(ctx, s.CertificateFile, s.PrivateKeyFile, 2*time.Second)
+	}
+	var authenticators authncache.Cache
+	credential.RegisterMetrics()
+	exchanger := &credential.Exchanger{Authenticators: &authenticators, Issuer: signer}
+
+	authGroup, _ := groupsuffix.Replace(authv1alpha1.GroupName, suffix)
+	shared := authenticator.Shared{
+		APIGroup: authGroup, Namespace: o.Namespace, Cache: &authenticators,
+		Secrets: nsInformers.Core().V1().Secrets(), ConfigMaps: nsInformers.Core().V1().ConfigMaps(),
+	}
+	authInformers := crInformers.Authentication().V1alpha1()
+	controllers := []interface{ Run(context.Context) }{
+		authenticator.NewJWT(shared, conciergeClient, authInformers.JWTAuthenticators()),
+		authenticator.NewWebhook(shared, conciergeClient, authInformers.WebhookAuthenticators()),
+	}
+
+	scheme, err := apiserver.NewScheme(suffix)
+	if err != nil {
+		return err
+	}
+	// The configuration names the certificate age at which to renew, as Pinniped's does.
+	duration := time.Duration(*cfg.API.ServingCertificate.DurationSeconds) * time.Second
+	renewAtAge := time.Duration(*cfg.API.ServingCertificate.RenewBeforeSeconds) * time.Second
+	serving, err := servingcert.New(servingcert.Config{
+		Namespace:    o.Namespace,
+		SecretName:   cfg.Names.ServingCertificateSecret,
+		ServiceName:  cfg.Names.APIService,
+		SecretLabels: cfg.Labels,
+		APIServiceNames: []string{
+			scheme.LoginGV.Version + "." + scheme.LoginGV.Group,
+			scheme.IdentityGV.Version + "." + scheme.IdentityGV.Group,
+		},
+		Duration:    duration,
+		RenewBefore: duration - renewAtAge,
+	}, kubeClient, aggregator)
+	if err != nil {
+		return err
+	}
+
+	genericConfig, err := genericServerConfig(o, cfg, scheme, serving)
+	if err != nil {
+		return err
+	}
+	server, err := (&apiserver.Config{
+		GenericConfig: genericConfig,
+		ExtraConfig:   apiserver.ExtraConfig{Scheme: scheme, Exchanger: exchanger},
+	}).Complete().New()
+	if err != nil {
+		return err
+	}
+
+	go func() {
+		if err := serving.Run(ctx); err != nil {
+			logger.Error(err, "serving certificate controller stopped")
+			cancel()
+		}
+	}()
+	nsInformers.Start(ctx.Done())
+	crInformers.Start(ctx.Done())
+	for _, c := range controllers {
+		go c.Run(ctx)
+	}
+	// The generic server refuses to start without a certificate, so wait for the first one.
+	select {
+	case <-serving.Provider().Ready():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	logger.Info("starting the Concierge", "apiGroupSuffix", suffix, "port", *cfg.AggregatedAPIServerPort)
+	return server.PrepareRun().RunWithContext(ctx)
+}
+
+// genericServerConfig builds the generic API server config: delegated authentication and
+// authorization to the cluster, admission, and TLS from the serving certificate manager.
+func genericServerConfig(o *Options, cfg *config.Config, scheme *apiserver.Scheme, serving *servingcert.Controller) (*genericapiserver.RecommendedConfig, error) {
+	recommended := genericoptions.NewRecommendedOptions("", scheme.Codecs.LegacyCodec(scheme.LoginGV, scheme.IdentityGV))
+	recommended.Etcd = nil // nothing is stored
+	recommended.SecureServing.BindAddress = net.ParseIP(o.BindAddress)
+	recommended.SecureServing.BindPort = int(*cfg.AggregatedAPIServerPort)
+	recommended.Admission.DisablePlugins = cfg.AggregatedAPIServerDisableAdmissionPlugins
+	recommended.Authorization.AlwaysAllowPaths = []string{"/healthz", "/readyz", "/livez"}
+	if o.Kubeconfig != "" {
+		recommended.Authentication.RemoteKubeConfigFile = o.Kubeconfig
+		recommended.Authorization.RemoteKubeConfigFile = o.Kubeconfig
+		recommended.CoreAPI.CoreAPIKubeconfigPath = o.Kubeconfig
+	}
+
+	c := genericapiserver.NewRecommendedConfig(scheme.Codecs)
+	// Version information for /version and the emulation checks, from the Kubernetes libraries.
+	c.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	namer := openapinamer.NewDefinitionNamer(scheme.Scheme)
+	c.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIConfig.Info.Title = "Pinniped Concierge"
+	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIV3Config.Info.Title = "Pinniped Concierge"
+	if err := recommended.ApplyTo(c); err != nil {
+		return nil, fmt.Errorf("configuring the API server: %w", err)
+	}
+	// The serving certificate rotates under the server: the generic server watches the provider.
+	c.SecureServing.Cert = serving.Provider()
+	return c, nil
+}
+
+func kubeRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return rest.InClusterConfig()
+}
+
+// setUpLogging switches klog to structured JSON at the configured level.
+func setUpLogging(level string) error {
+	v, err := config.Verbosity(level)
+	if err != nil {
+		return err
+	}
+	c := logsapi.NewLoggingConfiguration()
+	c.Format = logsapi.JSONLogFormat
+	c.Verbosity = logsapi.VerbosityLevel(v)
+	return logsapi.ValidateAndApply(c, nil)
+}
