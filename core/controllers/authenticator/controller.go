@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,8 +73,14 @@ type Controller[T Object] struct {
 	kind   kind[T]
 	queue  workqueue.TypedRateLimitingInterface[string]
 
-	mu     sync.Mutex
-	hashes map[string][32]byte // name -> spec and CA hash of the cached authenticator
+	mu    sync.Mutex
+	built map[string]build // name -> how the cached authenticator was built
+}
+
+// build is what a cached authenticator was built from (spec and CA hash) and the checks it passed.
+type build struct {
+	hash  [32]byte
+	steps checks.List
 }
 
 func newController[T Object](s Shared, k kind[T]) *Controller[T] {
@@ -83,7 +90,7 @@ func newController[T Object](s Shared, k kind[T]) *Controller[T] {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 2*time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: k.name}),
-		hashes: map[string][32]byte{},
+		built: map[string]build{},
 	}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -162,7 +169,7 @@ func (c *Controller[T]) sync(ctx context.Context, name string) error {
 	obj, err := c.kind.get(name)
 	if apierrors.IsNotFound(err) {
 		c.shared.Cache.Delete(key)
-		c.setHash(name, nil)
+		c.setBuilt(name, nil)
 		return nil
 	}
 	if err != nil {
@@ -173,7 +180,7 @@ func (c *Controller[T]) sync(ctx context.Context, name string) error {
 	if tlsErr != nil {
 		// The spec cannot be tried; drop any authenticator built from an older spec.
 		c.shared.Cache.Delete(key)
-		c.setHash(name, nil)
+		c.setBuilt(name, nil)
 		var steps checks.List
 		steps.Fail(authv1alpha1.ConditionTLSConfigurationValid, tlsErr.Reason, "%s", tlsErr.Message)
 		steps.Skip(c.laterSteps()...)
@@ -187,22 +194,24 @@ func (c *Controller[T]) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if c.hashOf(name) == hash && c.shared.Cache.Get(key) != nil {
-		// Unchanged and working: keep it, and only make sure the status says so.
-		return nil
+	if b, ok := c.builtFor(name); ok && b.hash == hash && c.shared.Cache.Get(key) != nil {
+		// Unchanged and working: keep it, and only make sure the status says so (the status write
+		// after building it may have failed).
+		return c.writeStatus(ctx, obj, b.steps)
 	}
 
 	value, steps := c.kind.build(ctx, obj, caBundle)
 	if value == nil {
 		c.shared.Cache.Delete(key)
-		c.setHash(name, nil)
+		c.setBuilt(name, nil)
 		if err := c.writeStatus(ctx, obj, steps); err != nil {
 			return err
 		}
 		return errInvalid
 	}
 	c.shared.Cache.Store(key, value)
-	c.setHash(name, &hash)
+	// Clipped so that writeStatus, which appends Ready to its copy, cannot write into the stored steps.
+	c.setBuilt(name, &build{hash: hash, steps: slices.Clip(steps)})
 	return c.writeStatus(ctx, obj, steps)
 }
 
@@ -261,20 +270,21 @@ func (c *Controller[T]) writeStatus(ctx context.Context, obj T, steps checks.Lis
 	return c.kind.updateStatus(ctx, obj, updated, phase)
 }
 
-func (c *Controller[T]) hashOf(name string) [32]byte {
+func (c *Controller[T]) builtFor(name string) (build, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.hashes[name]
+	b, ok := c.built[name]
+	return b, ok
 }
 
-func (c *Controller[T]) setHash(name string, h *[32]byte) {
+func (c *Controller[T]) setBuilt(name string, b *build) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if h == nil {
-		delete(c.hashes, name)
+	if b == nil {
+		delete(c.built, name)
 		return
 	}
-	c.hashes[name] = *h
+	c.built[name] = *b
 }
 
 func specHash(spec any, caBundle []byte) ([32]byte, error) {
