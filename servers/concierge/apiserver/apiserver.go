@@ -93,12 +93,16 @@ type CompletedConfig struct {
 	*completedConfig
 }
 
-// Complete fills in defaults.
-func (c *Config) Complete() CompletedConfig {
+// Complete fills in defaults and installs our handler chain.
+func (c *Config) Complete() (CompletedConfig, error) {
+	if err := disableLibraryHTTP2Mitigation(); err != nil {
+		return CompletedConfig{}, err
+	}
+	c.GenericConfig.BuildHandlerChainFunc = buildHandlerChain
 	return CompletedConfig{&completedConfig{
 		GenericConfig: c.GenericConfig.Complete(),
 		ExtraConfig:   &c.ExtraConfig,
-	}}
+	}}, nil
 }
 
 // New builds the server with both API groups installed.

@@ -1,0 +1,56 @@
+package apiserver
+
+import (
+	"net/http"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericfeatures "k8s.io/apiserver/pkg/features"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+)
+
+// The generic API server closes an HTTP/2 connection after every anonymous request, so that
+// unauthenticated clients cannot hold expensive connections open (CVE-2023-44487). Behind the
+// aggregation layer that is wrong for us: the connection belongs to the kube-apiserver, which
+// authenticated with its front-proxy client certificate and multiplexes every user's requests over
+// it, and TokenCredentialRequest is anonymous by design. Each exchange would close the shared
+// connection and the requests in flight on it would fail with 503. So the library's mitigation is
+// turned off and applied here only to connections that presented no client certificate.
+
+// disableLibraryHTTP2Mitigation turns off the generic server's version of the mitigation.
+func disableLibraryHTTP2Mitigation() error {
+	return utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
+		string(genericfeatures.UnauthenticatedHTTP2DOSMitigation): false,
+	})
+}
+
+// buildHandlerChain is the default chain with our mitigation innermost, where the user is known.
+func buildHandlerChain(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+	return genericapiserver.DefaultBuildHandlerChain(closeUnauthenticatedHTTP2(apiHandler), c)
+}
+
+// closeUnauthenticatedHTTP2 asks the HTTP/2 server to close the connection after this request when
+// an anonymous user sent it over a connection without a client certificate.
+func closeUnauthenticatedHTTP2(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && (r.TLS == nil || len(r.TLS.PeerCertificates) == 0) {
+			if u, ok := genericapirequest.UserFrom(r.Context()); !ok || isAnonymous(u) {
+				w.Header().Set("Connection", "close")
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isAnonymous(u user.Info) bool {
+	if u.GetName() == user.Anonymous {
+		return true
+	}
+	for _, g := range u.GetGroups() {
+		if g == user.AllUnauthenticated {
+			return true
+		}
+	}
+	return false
+}
