@@ -49,9 +49,10 @@ type environment struct {
 	binDir     string
 	servers    []*server
 	// webhookURL and webhookCA reach the local-user-authenticator.
-	webhookURL   string
-	webhookCA    []byte
-	conciergePID int
+	webhookURL    string
+	webhookCA     []byte
+	conciergePID  int
+	conciergePort int
 }
 
 func TestMain(m *testing.M) {
@@ -217,11 +218,11 @@ names:
   credentialIssuer: pinniped-concierge-config
   apiService: %s
 log:
-  level: debug
+  level: %s
 signer:
   certificateFile: %s
   privateKeyFile: %s
-`, port, apiServiceName, e.cp.ClientCACertFile, e.cp.ClientCAKeyFile)
+`, port, apiServiceName, logLevel(), e.cp.ClientCACertFile, e.cp.ClientCAKeyFile)
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		return err
 	}
@@ -230,7 +231,7 @@ signer:
 	if err != nil {
 		return err
 	}
-	e.conciergePID = s.cmd.Process.Pid
+	e.conciergePID, e.conciergePort = s.cmd.Process.Pid, port
 
 	// The aggregator reaches a local process through an ExternalName Service: it resolves the name
 	// itself (aggregator routing is off) and checks the certificate for <service>.<namespace>.svc.
@@ -254,6 +255,14 @@ signer:
 		}
 	}
 	return nil
+}
+
+// logLevel is debug, to explain failures, except in a load run, where logging would skew the numbers.
+func logLevel() string {
+	if *load {
+		return "info"
+	}
+	return "debug"
 }
 
 func (e *environment) startLocalUserAuthenticator(ctx context.Context) error {

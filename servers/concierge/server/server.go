@@ -152,10 +152,14 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	server, err := (&apiserver.Config{
+	completed, err := (&apiserver.Config{
 		GenericConfig: genericConfig,
 		ExtraConfig:   apiserver.ExtraConfig{Scheme: scheme, Exchanger: exchanger},
-	}).Complete().New()
+	}).Complete()
+	if err != nil {
+		return err
+	}
+	server, err := completed.New()
 	if err != nil {
 		return err
 	}
