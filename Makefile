@@ -28,7 +28,8 @@ deps: ## check the toolchain this project needs
 
 .PHONY: build
 build: deps ## build our binaries into ./bin
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./servers/concierge ./servers/local-user-authenticator
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/pinniped-concierge ./servers/concierge
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/local-user-authenticator ./servers/local-user-authenticator
 
 .PHONY: kube-binaries
 kube-binaries: deps ## build etcd and the Kubernetes binaries from source into the cache (no-op when warm)
@@ -48,7 +49,7 @@ unit: deps ## unit tests
 	cd tools && $(GO) test -short -count=1 ./...
 
 .PHONY: integration
-integration: kube-binaries build ## integration tests against a real etcd and kube-apiserver
+integration: kube-binaries ## integration tests against a real etcd and kube-apiserver (they build our servers)
 	$(GO) test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: fuzz
@@ -59,7 +60,7 @@ fuzz: deps ## fuzz the token authentication path for a short time
 test: verify-generate unit integration fuzz ## everything CI runs
 
 .PHONY: bench
-bench: kube-binaries build ## benchmarks: in-server exchange cost and a load run through the aggregation layer
+bench: kube-binaries ## benchmarks: in-server exchange cost and a load run through the aggregation layer
 	$(GO) test -run '^$$' -bench . -benchmem ./core/certauthority/ ./core/credential/
 	$(GO) test -count=1 -run '^TestLoad' -v ./servers/concierge/integration/ -load
 
