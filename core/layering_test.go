@@ -1,0 +1,73 @@
+package core_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// forbidden lists, per top-level folder, the folders its packages must not import, directly or
+// through others: data flows one way (core -> servers -> CLI and harness), and the CLI and the
+// harness talk to the servers over the wire only.
+var forbidden = map[string][]string{
+	"core":      {"servers", "cli", "providers", "fixtures", "e2e", "matrix"},
+	"servers":   {"cli", "providers", "fixtures", "e2e", "matrix"},
+	"cli":       {"servers", "providers", "fixtures", "e2e", "matrix"},
+	"providers": {"servers", "cli", "e2e", "matrix"},
+	"fixtures":  {"servers", "cli", "providers", "e2e", "matrix"},
+	"e2e":       {"servers", "cli", "matrix"},
+	"matrix":    {"servers", "cli"},
+}
+
+const module = "sealion.dev/"
+
+func TestLayering(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the whole module; skipped under -short")
+	}
+	cmd := exec.Command("go", "list", "-test", "-deps=false", "-json=ImportPath,Imports,Deps", module+"...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	checked := 0
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		from := topFolder(p.ImportPath)
+		for _, dep := range p.Deps {
+			to := topFolder(dep)
+			for _, bad := range forbidden[from] {
+				if to == bad {
+					t.Errorf("%s depends on %s: %s must not import %s", p.ImportPath, dep, from, bad)
+				}
+			}
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("go list returned no packages")
+	}
+}
+
+// topFolder is the first path element under the module, or "" outside it.
+func topFolder(importPath string) string {
+	// Test variants look like "sealion.dev/x/y [sealion.dev/x/y.test]".
+	importPath, _, _ = strings.Cut(importPath, " ")
+	rest, ok := strings.CutPrefix(importPath, module)
+	if !ok {
+		return ""
+	}
+	top, _, _ := strings.Cut(rest, "/")
+	return top
+}
