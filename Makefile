@@ -16,7 +16,12 @@ BIN := $(CURDIR)/bin
 FUZZTIME ?= 20s
 
 # Packages whose tests start real processes (etcd, kube-apiserver, our servers).
-INTEGRATION_PKGS := ./core/testing/controlplane/... ./servers/concierge/integration/...
+INTEGRATION_PKGS := ./core/testing/controlplane/... ./servers/concierge/integration/... ./providers/managed/loadbalancer/...
+
+# The cluster provider of `make e2e`: kubeadm, gke, eks, aks (simulated managed clusters) or existing.
+PROVIDER ?= kubeadm
+# Debian packages the providers that run a node on this machine need.
+HOST_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool ca-certificates
 
 .PHONY: all
 all: build
@@ -34,6 +39,36 @@ build: deps ## build our binaries into ./bin
 .PHONY: kube-binaries
 kube-binaries: deps ## build etcd and the Kubernetes binaries from source into the cache (no-op when warm)
 	cd tools && $(GO) run ./kubebuild --version $(KUBE_VERSION) --cache-dir $(SEALION_CACHE)
+
+.PHONY: host-deps
+host-deps: ## install the Debian packages that host-based clusters need (only the missing ones)
+	@missing=$$(for p in $(HOST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+.PHONY: images
+images: kube-binaries ## build the cluster images (cached per version) and our server image into _output/images
+	cd tools && $(GO) run ./images cluster --kube-version $(KUBE_VERSION) --cache-dir $(SEALION_CACHE)
+	cd tools && $(GO) run ./images server --repo-root $(CURDIR)
+
+# Host-based clusters change this machine (containerd, kubelet, /etc/kubernetes, iptables), so they
+# run only when asked: CI=true, SEALION_ALLOW_HOST_CHANGES=true, or `make e2e ALLOW_HOST_CHANGES=true`.
+ifeq ($(ALLOW_HOST_CHANGES),true)
+export SEALION_ALLOW_HOST_CHANGES := true
+endif
+HOST_CHANGES_ALLOWED := $(filter true,$(CI) $(SEALION_ALLOW_HOST_CHANGES))
+
+.PHONY: e2e
+e2e: ## end-to-end suites on a real cluster from PROVIDER (needs CI=true or ALLOW_HOST_CHANGES=true)
+	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make e2e starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed afterwards): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
+	$(MAKE) host-deps images
+	SEALION_E2E_PROVIDER=$(PROVIDER) $(GO) test -count=1 -timeout 40m -v ./e2e/...
+
+.PHONY: e2e-if-allowed
+e2e-if-allowed:
+	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) e2e; else echo "skipping e2e: it needs a cluster on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"; fi
 
 .PHONY: generate
 generate: deps ## regenerate deepcopy, conversion, OpenAPI, clients, listers, informers and CRDs
@@ -57,7 +92,7 @@ fuzz: deps ## fuzz the token authentication path for a short time
 	$(GO) test -run '^$$' -fuzz '^FuzzTokenCredentialRequest$$' -fuzztime $(FUZZTIME) ./core/credential/
 
 .PHONY: test
-test: verify-generate unit integration fuzz ## everything CI runs
+test: verify-generate unit integration fuzz e2e-if-allowed ## everything CI runs (e2e on PROVIDER, kubeadm by default)
 
 .PHONY: bench
 bench: kube-binaries ## benchmarks: in-server exchange cost and a load run through the aggregation layer

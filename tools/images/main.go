@@ -1,0 +1,62 @@
+// Command images builds container images without a container engine and writes each as a
+// docker-archive tarball, the format `ctr -n k8s.io images import` and `kind load image-archive`
+// read. Run it from the tools module:
+//
+//	go run ./images cluster [--kube-version v1.33.13] [--cache-dir DIR]
+//	    the images kubeadm lists for the version (control plane, kube-proxy, etcd, pause, CoreDNS),
+//	    into <cache-dir>/images/<version>/<component>.tar; up-to-date archives are kept
+//	go run ./images server [--repo-root ..] [--tag localhost/sealion/pinniped-server:dev]
+//	    our server image, into <repo-root>/_output/images/pinniped-server.tar
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// defaultCABundle is Debian's bundle of public CAs (package ca-certificates).
+const defaultCABundle = "/etc/ssl/certs/ca-certificates.crt"
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "cluster":
+		err = runCluster(os.Args[2:])
+	case "server":
+		err = runServer(os.Args[2:])
+	case "help", "-h", "-help", "--help":
+		usage()
+		return
+	default:
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "images: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: images cluster|server [flags]
+  cluster  images kubeadm expects for a Kubernetes version, from the cached Kubernetes binaries
+  server   the sealion server image, from the main module
+Run "images <command> -h" for the flags of a command.
+`)
+}
+
+// defaultCacheDir honours SEALION_CACHE, then the user cache directory, as kubebuild does.
+func defaultCacheDir() string {
+	if d := os.Getenv("SEALION_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "sealion")
+	}
+	return filepath.Join(os.TempDir(), "sealion-cache")
+}
