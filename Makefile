@@ -86,6 +86,7 @@ unit: deps ## unit tests
 .PHONY: integration
 integration: kube-binaries ## integration tests against a real etcd and kube-apiserver (they build our servers)
 	$(GO) test -count=1 -timeout 20m $(INTEGRATION_PKGS)
+	cd tools && $(GO) test -count=1 ./deploycheck/
 
 .PHONY: fuzz
 fuzz: deps ## fuzz the token authentication path for a short time

@@ -71,3 +71,11 @@ for pkg in "${crd_packages[@]}"; do
 	paths+=("paths=${pkg}")
 done
 "${GOBIN}/controller-gen" crd:crdVersions=v1 "${paths[@]}" output:crd:dir="${generated}/crds"
+
+# The Concierge's install manifests and Helm chart ship copies of its CRDs.
+echo "Copying the Concierge CRDs into its install manifests"
+for dest in servers/concierge/deploy/crds servers/concierge/deploy/chart/files/crds; do
+	mkdir -p "${dest}"
+	rm -f "${dest}"/*.yaml
+	cp "${generated}"/crds/*.concierge.pinniped.dev_*.yaml "${dest}/"
+done

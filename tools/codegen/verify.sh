@@ -7,11 +7,13 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 cd "${root}"
 
-# Every file update.sh writes: the generated trees, and zz_generated files next to the types.
+# Every file update.sh writes: the generated trees, zz_generated files next to the types, and the
+# copies of the Concierge CRDs in its install manifests.
 generated_files() {
 	{
 		find core/generated -type f 2>/dev/null || true
 		find core/apis -type f -name 'zz_generated.*.go'
+		find servers/concierge/deploy/crds servers/concierge/deploy/chart/files/crds -type f -name '*.yaml' 2>/dev/null || true
 	} | LC_ALL=C sort
 }
 

@@ -1,0 +1,134 @@
+// Package deploycheck loads the install manifests as objects: the plain YAML folders through
+// kustomize (what `kubectl apply -k` builds) and the Helm charts through Helm's own chart loader
+// and template engine (what `helm install` renders). Tests use it to check that the two install
+// paths agree and that every object is valid.
+package deploycheck
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// Kustomize builds the kustomization in dir.
+func Kustomize(dir string) ([]*unstructured.Unstructured, error) {
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("building kustomization %s: %w", dir, err)
+	}
+	out, err := resources.AsYaml()
+	if err != nil {
+		return nil, fmt.Errorf("encoding kustomization %s: %w", dir, err)
+	}
+	return Decode(out)
+}
+
+// RenderChart renders the chart in dir as `helm template` would, with values over the chart's
+// defaults, and returns every object of every template, hooks included.
+func RenderChart(dir string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	chrt, err := loader.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s: %w", dir, err)
+	}
+	release := chartutil.ReleaseOptions{Name: "sealion", Namespace: "default", Revision: 1, IsInstall: true}
+	// ToRenderValues also checks the values against the chart's values.schema.json.
+	renderValues, err := chartutil.ToRenderValues(chrt, values, release, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, fmt.Errorf("preparing values of chart %s: %w", dir, err)
+	}
+	files, err := engine.Render(chrt, renderValues)
+	if err != nil {
+		return nil, fmt.Errorf("rendering chart %s: %w", dir, err)
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var objects []*unstructured.Unstructured
+	for _, name := range names {
+		if strings.HasPrefix(path.Base(name), "_") || !strings.HasSuffix(name, ".yaml") {
+			continue // partials and notes
+		}
+		decoded, err := Decode([]byte(files[name]))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		objects = append(objects, decoded...)
+	}
+	return objects, nil
+}
+
+// Decode splits a multi-document YAML stream into objects, skipping empty documents.
+func Decode(data []byte) ([]*unstructured.Unstructured, error) {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objects []*unstructured.Unstructured
+	for {
+		var obj map[string]any
+		if err := decoder.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objects, nil
+			}
+			return nil, fmt.Errorf("decoding YAML document %d: %w", len(objects)+1, err)
+		}
+		if obj != nil {
+			objects = append(objects, &unstructured.Unstructured{Object: obj})
+		}
+	}
+}
+
+// Key identifies an object within an installation.
+type Key struct {
+	APIVersion, Kind, Namespace, Name string
+}
+
+func (k Key) String() string {
+	return fmt.Sprintf("%s %s %s/%s", k.APIVersion, k.Kind, k.Namespace, k.Name)
+}
+
+// KeyOf returns obj's key.
+func KeyOf(obj *unstructured.Unstructured) Key {
+	return Key{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// ByKey indexes objects by key, failing on duplicates.
+func ByKey(objects []*unstructured.Unstructured) (map[Key]*unstructured.Unstructured, error) {
+	m := make(map[Key]*unstructured.Unstructured, len(objects))
+	for _, obj := range objects {
+		k := KeyOf(obj)
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("duplicate object %s", k)
+		}
+		m[k] = obj
+	}
+	return m, nil
+}
+
+// Normalize returns a copy of obj without what only Helm needs: its hook annotations.
+func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	annotations := out.GetAnnotations()
+	for k := range annotations {
+		if strings.HasPrefix(k, "helm.sh/") {
+			delete(annotations, k)
+		}
+	}
+	if len(annotations) == 0 {
+		unstructured.RemoveNestedField(out.Object, "metadata", "annotations")
+	} else {
+		out.SetAnnotations(annotations)
+	}
+	return out
+}

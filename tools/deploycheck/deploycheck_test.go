@@ -1,0 +1,512 @@
+package deploycheck
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"sigs.k8s.io/yaml"
+
+	authenticationv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	"sealion.dev/core/testing/controlplane"
+	conciergeconfig "sealion.dev/servers/concierge/config"
+)
+
+// Folders, relative to this package.
+const (
+	repoRoot        = "../.."
+	conciergeDeploy = repoRoot + "/servers/concierge/deploy"
+	conciergeCRDs   = conciergeDeploy + "/crds"
+	signerComponent = conciergeDeploy + "/components/signer-secret"
+	conciergeChart  = conciergeDeploy + "/chart"
+	usersDeploy     = repoRoot + "/servers/local-user-authenticator/deploy"
+	usersChart      = usersDeploy + "/chart"
+
+	// signerSecret is the Secret the signer-secret component mounts.
+	signerSecret = "pinniped-concierge-signer"
+)
+
+func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	objects, err := Kustomize(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objects
+}
+
+// withComponent builds, as a user would, a kustomization of its own with base as its resources
+// and component as its component.
+func withComponent(t *testing.T, base, component string) []*unstructured.Unstructured {
+	t.Helper()
+	dir := t.TempDir()
+	rel := func(p string) string {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := filepath.Rel(dir, abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	k := "resources: [" + rel(base) + "]\ncomponents: [" + rel(component) + "]\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kustomize(t, dir)
+}
+
+func render(t *testing.T, chart string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	objects, err := RenderChart(chart, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objects
+}
+
+func byKey(t *testing.T, objects []*unstructured.Unstructured) map[Key]*unstructured.Unstructured {
+	t.Helper()
+	m, err := ByKey(objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestChartMatchesPlainManifests(t *testing.T) {
+	tests := []struct {
+		name   string
+		plain  []*unstructured.Unstructured
+		chart  string
+		values map[string]any
+	}{
+		{name: "concierge", plain: kustomize(t, conciergeDeploy), chart: conciergeChart},
+		{
+			name: "concierge with a signer Secret", plain: withComponent(t, conciergeDeploy, signerComponent), chart: conciergeChart,
+			values: map[string]any{"signer": map[string]any{"secretName": signerSecret}},
+		},
+		{name: "local-user-authenticator", plain: kustomize(t, usersDeploy), chart: usersChart},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plain := byKey(t, tt.plain)
+			chart := byKey(t, render(t, tt.chart, tt.values))
+			if diff := cmp.Diff(sortedKeys(plain), sortedKeys(chart)); diff != "" {
+				t.Fatalf("objects differ (-plain +chart):\n%s", diff)
+			}
+			for k, p := range plain {
+				if diff := cmp.Diff(Normalize(p).Object, Normalize(chart[k]).Object); diff != "" {
+					t.Errorf("%s differs (-plain +chart):\n%s", k, diff)
+				}
+			}
+		})
+	}
+}
+
+func sortedKeys(m map[Key]*unstructured.Unstructured) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k.String())
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// `kubectl apply -f <folder>` and `kubectl apply -k <folder>` must install the same objects.
+func TestKustomizationListsEveryFile(t *testing.T) {
+	for dir, subfolders := range map[string][]string{
+		conciergeDeploy: {"crds"},
+		conciergeCRDs:   nil,
+		usersDeploy:     nil,
+	} {
+		t.Run(strings.TrimPrefix(dir, repoRoot+"/"), func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(dir, "Kustomization"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var k struct {
+				Resources []string `json:"resources"`
+			}
+			if err := yaml.Unmarshal(data, &k); err != nil {
+				t.Fatal(err)
+			}
+			files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Clone(subfolders)
+			for _, f := range files {
+				want = append(want, filepath.Base(f))
+			}
+			sort.Strings(want)
+			got := slices.Clone(k.Resources)
+			sort.Strings(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Kustomization resources differ from the folder's files (-files +resources):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The copies of the CRDs must be those generated from the API types (tools/codegen/verify.sh
+// checks the same after regenerating; this catches hand edits cheaply).
+func TestCRDCopiesMatchGenerated(t *testing.T) {
+	generated, err := filepath.Glob(filepath.Join(repoRoot, "core/generated/crds/*.concierge.pinniped.dev_*.yaml"))
+	if err != nil || len(generated) == 0 {
+		t.Fatalf("no generated Concierge CRDs found (%v)", err)
+	}
+	for _, dir := range []string{conciergeCRDs, conciergeChart + "/files/crds"} {
+		copies, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(copies) != len(generated) {
+			t.Errorf("%s has %d CRDs, core/generated/crds has %d: run `make generate`", dir, len(copies), len(generated))
+		}
+		for _, src := range generated {
+			want, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(dir, filepath.Base(src)))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s is not a copy of %s (%v): run `make generate`", filepath.Join(dir, filepath.Base(src)), src, err)
+			}
+		}
+	}
+}
+
+// strictDecoder decodes every kind the manifests contain and fails on unknown or duplicate fields.
+func strictDecoder(t *testing.T) runtime.Decoder {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme,
+		configv1alpha1.AddToScheme, authenticationv1alpha1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+}
+
+func decodeStrict(decoder runtime.Decoder, obj *unstructured.Unstructured) error {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return err
+	}
+	_, err = runtime.Decode(decoder, data)
+	return err
+}
+
+func TestManifestsDecodeStrictly(t *testing.T) {
+	decoder := strictDecoder(t)
+	sets := map[string][]*unstructured.Unstructured{
+		"concierge":                      kustomize(t, conciergeDeploy),
+		"concierge signer component":     withComponent(t, conciergeDeploy, signerComponent),
+		"local-user-authenticator":       kustomize(t, usersDeploy),
+		"concierge chart":                render(t, conciergeChart, nil),
+		"local-user-authenticator chart": render(t, usersChart, nil),
+	}
+	for name, objects := range sets {
+		t.Run(name, func(t *testing.T) {
+			if len(objects) == 0 {
+				t.Fatal("no objects")
+			}
+			for _, obj := range objects {
+				if err := decodeStrict(decoder, obj); err != nil {
+					t.Errorf("%s: %v", KeyOf(obj), err)
+				}
+			}
+		})
+	}
+}
+
+// The decoder used above must reject what the API server would drop or refuse.
+func TestStrictDecoderRejectsUnknownFields(t *testing.T) {
+	decoder := strictDecoder(t)
+	tests := []struct {
+		name, doc string
+	}{
+		{name: "Deployment", doc: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replica: 2}\n"},
+		{name: "APIService", doc: "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: x}\nspec: {groupPriority: 1}\n"},
+		{name: "CredentialIssuer", doc: "apiVersion: config.concierge.pinniped.dev/v1alpha1\nkind: CredentialIssuer\nmetadata: {name: x}\nspec: {impersonationProxy: {mode: auto, externalEndPoint: x}}\n"},
+		{name: "CRD", doc: "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x}\nspec: {scop: Cluster}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objects, err := Decode([]byte(tt.doc))
+			if err != nil || len(objects) != 1 {
+				t.Fatalf("decoding the test document: %v (%d objects)", err, len(objects))
+			}
+			if err := decodeStrict(decoder, objects[0]); !runtime.IsStrictDecodingError(err) {
+				t.Errorf("got %v, want a strict decoding error", err)
+			}
+		})
+	}
+}
+
+// conciergeConfig parses the Concierge configuration in the ConfigMap among objects, as the
+// server does.
+func conciergeConfig(t *testing.T, objects []*unstructured.Unstructured, namespace string) *conciergeconfig.Config {
+	t.Helper()
+	m := byKey(t, objects)
+	cm, ok := m[Key{APIVersion: "v1", Kind: "ConfigMap", Namespace: namespace, Name: "pinniped-concierge-config"}]
+	if !ok {
+		t.Fatal("no ConfigMap pinniped-concierge-config")
+	}
+	text, _, _ := unstructured.NestedString(cm.Object, "data", "pinniped.yaml")
+	cfg, err := conciergeconfig.Parse([]byte(text))
+	if err != nil {
+		t.Fatalf("the Concierge would reject its configuration: %v", err)
+	}
+	return cfg
+}
+
+func TestConciergeConfiguration(t *testing.T) {
+	tests := []struct {
+		name       string
+		objects    []*unstructured.Unstructured
+		namespace  string
+		wantSuffix string
+		wantLevel  string
+		wantSigner *conciergeconfig.Signer
+	}{
+		{name: "plain", objects: kustomize(t, conciergeDeploy), namespace: "pinniped-concierge", wantSuffix: "pinniped.dev", wantLevel: "info"},
+		{
+			name: "signer component", objects: withComponent(t, conciergeDeploy, signerComponent), namespace: "pinniped-concierge", wantSuffix: "pinniped.dev", wantLevel: "info",
+			wantSigner: &conciergeconfig.Signer{CertificateFile: "/etc/pinniped/signer/tls.crt", PrivateKeyFile: "/etc/pinniped/signer/tls.key"},
+		},
+		{
+			name: "chart with values",
+			objects: render(t, conciergeChart, map[string]any{
+				"namespace": "tuna", "apiGroupSuffix": "tuna.io", "logLevel": "debug",
+			}),
+			namespace: "tuna", wantSuffix: "tuna.io", wantLevel: "debug",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := conciergeConfig(t, tt.objects, tt.namespace)
+			if *cfg.APIGroupSuffix != tt.wantSuffix || cfg.Log.Level != tt.wantLevel {
+				t.Errorf("apiGroupSuffix %q, log level %q; want %q, %q", *cfg.APIGroupSuffix, cfg.Log.Level, tt.wantSuffix, tt.wantLevel)
+			}
+			if diff := cmp.Diff(tt.wantSigner, cfg.Signer); diff != "" {
+				t.Errorf("signer (-want +got):\n%s", diff)
+			}
+			if got := time.Duration(*cfg.API.ServingCertificate.DurationSeconds) * time.Second; got != 30*24*time.Hour {
+				t.Errorf("serving certificate lifetime %v, want 30 days", got)
+			}
+		})
+	}
+}
+
+func TestAPIGroupSuffix(t *testing.T) {
+	objects := render(t, conciergeChart, map[string]any{"namespace": "tuna-concierge", "apiGroupSuffix": "tuna.io"})
+	m := byKey(t, objects)
+
+	for _, want := range []Key{
+		{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "jwtauthenticators.authentication.concierge.tuna.io"},
+		{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "webhookauthenticators.authentication.concierge.tuna.io"},
+		{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "credentialissuers.config.concierge.tuna.io"},
+		{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Name: "v1alpha1.login.concierge.tuna.io"},
+		{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Name: "v1alpha1.identity.concierge.tuna.io"},
+		{APIVersion: "config.concierge.tuna.io/v1alpha1", Kind: "CredentialIssuer", Name: "pinniped-concierge-config"},
+	} {
+		obj, ok := m[want]
+		if !ok {
+			t.Errorf("missing %s", want)
+			continue
+		}
+		if group, found, _ := unstructured.NestedString(obj.Object, "spec", "group"); found && !strings.HasSuffix(want.Name, "."+group) {
+			t.Errorf("%s: spec.group %q does not match its name", want, group)
+		}
+	}
+
+	var groups []string
+	for _, obj := range objects {
+		rules, _, _ := unstructured.NestedSlice(obj.Object, "rules")
+		for _, r := range rules {
+			apiGroups, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "apiGroups")
+			groups = append(groups, apiGroups...)
+		}
+	}
+	for _, g := range []string{"authentication.concierge.tuna.io", "config.concierge.tuna.io", "login.concierge.tuna.io", "identity.concierge.tuna.io"} {
+		if !slices.Contains(groups, g) {
+			t.Errorf("no RBAC rule for API group %s; rules name %v", g, groups)
+		}
+	}
+
+	// Nothing may still name a default group; the Pod selector label is a label, not a group.
+	out, err := yaml.Marshal(objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := strings.ReplaceAll(string(out), "deployment.pinniped.dev", ""); strings.Contains(text, "pinniped.dev") {
+		for _, line := range strings.Split(text, "\n") {
+			if strings.Contains(line, "pinniped.dev") {
+				t.Errorf("default API group left in the rendered chart: %s", strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+func TestChartRendersImpersonationProxySettings(t *testing.T) {
+	objects := render(t, conciergeChart, map[string]any{"impersonationProxy": map[string]any{
+		"mode":             "enabled",
+		"externalEndpoint": "proxy.example.com:8443",
+		"service": map[string]any{
+			"type":           "ClusterIP",
+			"loadBalancerIP": "10.0.0.9",
+			"annotations":    map[string]any{"a": "b"},
+		},
+	}})
+	ci := byKey(t, objects)[Key{APIVersion: "config.concierge.pinniped.dev/v1alpha1", Kind: "CredentialIssuer", Name: "pinniped-concierge-config"}]
+	if ci == nil {
+		t.Fatal("no CredentialIssuer")
+	}
+	var got configv1alpha1.CredentialIssuer
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(ci.Object, &got, true); err != nil {
+		t.Fatal(err)
+	}
+	want := configv1alpha1.ImpersonationProxySpec{
+		Mode:             configv1alpha1.ImpersonationProxyModeEnabled,
+		ExternalEndpoint: "proxy.example.com:8443",
+		Service: configv1alpha1.ImpersonationProxyServiceSpec{
+			Type:           configv1alpha1.ImpersonationProxyServiceTypeClusterIP,
+			LoadBalancerIP: "10.0.0.9",
+			// Helm merges maps: the default annotation stays unless set to null.
+			Annotations: map[string]string{"a": "b", "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout": "4000"},
+		},
+	}
+	if diff := cmp.Diff(&want, got.Spec.ImpersonationProxy); diff != "" {
+		t.Errorf("impersonation proxy spec (-want +got):\n%s", diff)
+	}
+}
+
+func TestChartRejectsInvalidValues(t *testing.T) {
+	tests := []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{name: "suffix without a dot", values: map[string]any{"apiGroupSuffix": "tuna"}, want: "apiGroupSuffix"},
+		{name: "unknown log level", values: map[string]any{"logLevel": "verbose"}, want: "logLevel"},
+		{name: "unknown proxy mode", values: map[string]any{"impersonationProxy": map[string]any{"mode": "on"}}, want: "mode"},
+		{
+			name:   "service None without an external endpoint",
+			values: map[string]any{"impersonationProxy": map[string]any{"service": map[string]any{"type": "None"}}},
+			want:   "externalEndpoint is required",
+		},
+		{
+			name:   "renewal after expiry",
+			values: map[string]any{"servingCertificate": map[string]any{"durationSeconds": 100, "renewBeforeSeconds": 100}},
+			want:   "renewBeforeSeconds must be smaller",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := RenderChart(conciergeChart, tt.values)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got error %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestManifestsApplyToAPIServer installs everything into a real kube-apiserver (no nodes, so no
+// Pod runs): the plain manifests with kubectl apply -f and -k, the overlay, and a second
+// Concierge from the chart with another namespace and API group suffix next to the first.
+func TestManifestsApplyToAPIServer(t *testing.T) {
+	cp := controlplane.StartForTest(t, controlplane.Options{})
+	kubectl := func(t *testing.T, stdin []byte, args ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, cp.KubectlPath, append([]string{"--kubeconfig", cp.KubeconfigPath}, args...)...)
+		cmd.Stdin = bytes.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+	}
+	waitForCRDs := []string{"wait", "--for=condition=Established", "--timeout=30s", "crd", "--all"}
+
+	t.Run("plain manifests", func(t *testing.T) {
+		kubectl(t, nil, "apply", "-f", conciergeCRDs)
+		kubectl(t, nil, waitForCRDs...)
+		kubectl(t, nil, "apply", "-f", conciergeDeploy)
+		kubectl(t, nil, "apply", "-f", usersDeploy)
+		// Applying the same objects as a kustomization changes nothing and does not fail.
+		kubectl(t, nil, "apply", "-k", conciergeDeploy)
+		kubectl(t, nil, "apply", "-k", usersDeploy)
+		kubectl(t, yamlStream(t, withComponent(t, conciergeDeploy, signerComponent)), "apply", "--dry-run=server", "-f", "-")
+	})
+
+	t.Run("second installation from the chart", func(t *testing.T) {
+		objects := render(t, conciergeChart, map[string]any{"namespace": "tuna-concierge", "apiGroupSuffix": "tuna.io"})
+		var crds, rest []*unstructured.Unstructured
+		for _, obj := range objects {
+			if obj.GetKind() == "CustomResourceDefinition" {
+				crds = append(crds, obj)
+			} else {
+				rest = append(rest, obj)
+			}
+		}
+		kubectl(t, yamlStream(t, crds), "apply", "-f", "-")
+		kubectl(t, nil, waitForCRDs...)
+		kubectl(t, yamlStream(t, rest), "apply", "-f", "-")
+		kubectl(t, nil, "get", "credentialissuers.config.concierge.tuna.io", "pinniped-concierge-config")
+	})
+}
+
+// yamlStream encodes objects as one YAML document each, Namespaces first as kubectl applies a
+// stream in order (Helm sorts by kind itself).
+func yamlStream(t *testing.T, objects []*unstructured.Unstructured) []byte {
+	t.Helper()
+	objects = slices.Clone(objects)
+	slices.SortStableFunc(objects, func(a, b *unstructured.Unstructured) int {
+		return compareBool(b.GetKind() == "Namespace", a.GetKind() == "Namespace")
+	})
+	var out bytes.Buffer
+	for _, obj := range objects {
+		data, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString("---\n")
+		out.Write(data)
+	}
+	return out.Bytes()
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
