@@ -1,0 +1,38 @@
+// Package managed simulates managed Kubernetes clusters (GKE, EKS, AKS profiles) on this
+// machine, for tests that must hold against clusters whose control plane is out of reach.
+//
+// The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) runs as plain
+// processes on the host, outside the cluster: there are no static pods, no Node labelled as a
+// control plane, no kube-controller-manager pod and no cluster-info ConfigMap, and the cluster
+// signing key is a file no pod can mount. The API server serves on the host's non-loopback IPv4
+// address, so that pods reach it through the kubernetes Service, with the aggregation layer
+// configured for aggregated API servers such as the Concierge. One worker node runs containerd,
+// a CNI bridge, a kubelet holding a node certificate the provider signed (system:node:<name> in
+// system:nodes), and kube-proxy on the host; CoreDNS is a Deployment behind the kube-dns
+// Service. The LoadBalancer controller of package loadbalancer plays the cloud load balancer:
+// Services get an IP (gke, aks) or a hostname (eks).
+//
+// # Process lifetime
+//
+// Create must return while the cluster keeps running, and Delete may come from another process
+// (`make demo` then `make demo-down`). So Create starts a supervisor: the running program
+// itself, executed again with the environment variable SEALION_MANAGED_CLUSTER_SUPERVISOR
+// naming the cluster's state folder, detached in its own session. This package's init function
+// sees the variable and runs the supervisor instead of the program, so every program linking the
+// package (test binaries included) can start one without a separate binary to build or find.
+// The supervisor brings the cluster up step by step, reporting each step to Create over a pipe,
+// then keeps the daemons running (restarting any that exit) together with the load balancer
+// controller. Its daemons die with it (PDEATHSIG).
+//
+// Each cluster keeps its state in /var/lib/sealion/managed/<name>: certificates, the admin
+// kubeconfig, configuration, etcd data, containerd, the kubelet's root, logs, the supervisor's
+// pid file and a snapshot of the host taken before anything started. Delete sends the
+// supervisor SIGTERM (it stops the load balancer controller, the node's daemons, every
+// container, containerd and the control plane, in that order), then restores the host from the
+// snapshot (leftover processes, mounts, network namespaces, iptables chains, the bridge,
+// cgroups, files the kubelet writes outside its root, kernel settings, the hosts-file block of
+// the eks profile) and removes the state folder.
+//
+// Only one cluster with a kubelet can run on a machine at a time (the ports are fixed); callers
+// serialise them, as this package's integration test does by holding /tmp/sealion-host.lock.
+package managed
