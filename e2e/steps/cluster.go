@@ -1,0 +1,94 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"sealion.dev/providers"
+)
+
+// Cluster is the cluster a suite runs against.
+type Cluster struct {
+	Name     string
+	Provider providers.Provider
+	Info     providers.Info
+	// Kubeconfig is an admin kubeconfig for the cluster.
+	Kubeconfig string
+	// CreateDuration is how long the provider took to bring the cluster up.
+	CreateDuration time.Duration
+}
+
+type clusterKey struct{}
+
+// ClusterFrom returns the cluster that CreateCluster put in the context.
+func ClusterFrom(ctx context.Context) *Cluster {
+	c, _ := ctx.Value(clusterKey{}).(*Cluster)
+	return c
+}
+
+// CreateCluster creates a cluster with p and points the environment's kubeconfig at it.
+func CreateCluster(p providers.Provider, name string, opts providers.CreateOptions) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		start := time.Now()
+		if err := p.Create(ctx, name, opts); err != nil {
+			return ctx, err
+		}
+		c := &Cluster{Name: name, Provider: p, Info: p.Info(), CreateDuration: time.Since(start)}
+		path, err := p.KubeconfigPath(ctx, name)
+		if err != nil {
+			return ctx, fmt.Errorf("kubeconfig of cluster %s: %w", name, err)
+		}
+		c.Kubeconfig = path
+		cfg.WithKubeconfigFile(path)
+		fmt.Fprintf(os.Stderr, "e2e: %s cluster %q ready in %s\n", c.Info.Name, name, c.CreateDuration.Round(time.Second))
+		return context.WithValue(ctx, clusterKey{}, c), nil
+	}
+}
+
+// CollectLogs writes the cluster's component logs under dir/<cluster name>, for a report.
+func CollectLogs(dir string) env.Func {
+	return func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		c := ClusterFrom(ctx)
+		if c == nil || dir == "" {
+			return ctx, nil
+		}
+		return ctx, c.Provider.CollectLogs(ctx, c.Name, dir+"/"+c.Name)
+	}
+}
+
+// DeleteCluster removes the cluster, reporting how long that took.
+func DeleteCluster() env.Func {
+	return func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		c := ClusterFrom(ctx)
+		if c == nil {
+			return ctx, nil
+		}
+		start := time.Now()
+		// Tear down even when the suite's context has ended.
+		// e2e-framework logs failed finish steps only at high verbosity, so say it here.
+		if err := c.Provider.Delete(context.WithoutCancel(ctx), c.Name); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: deleting %s cluster %q failed: %v\n", c.Info.Name, c.Name, err)
+			return ctx, err
+		}
+		fmt.Fprintf(os.Stderr, "e2e: %s cluster %q deleted in %s\n", c.Info.Name, c.Name, time.Since(start).Round(time.Second))
+		return ctx, nil
+	}
+}
+
+// LoadImages loads docker-archive tarballs into the cluster's container runtime.
+func LoadImages(archives ...string) env.Func {
+	return func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		c := ClusterFrom(ctx)
+		for _, a := range archives {
+			if _, err := os.Stat(a); err != nil {
+				return ctx, fmt.Errorf("image archive %s is missing (run make images): %w", a, err)
+			}
+		}
+		return ctx, c.Provider.LoadImageArchives(ctx, c.Name, archives...)
+	}
+}

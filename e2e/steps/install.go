@@ -1,0 +1,103 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+)
+
+// RepoPath resolves a path relative to the repository root, wherever the suite runs from.
+func RepoPath(rel string) string {
+	_, file, _, _ := runtime.Caller(0) // e2e/steps/install.go
+	return filepath.Join(filepath.Dir(file), "..", "..", rel)
+}
+
+// ApplyKustomization applies a kustomization folder with kubectl apply -k, server-side.
+func ApplyKustomization(dir string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		_, err := Kubectl(ctx, cfg.KubeconfigFile(), "", "apply", "--server-side", "-k", dir)
+		return ctx, err
+	}
+}
+
+// ApplyManifest applies YAML given as text.
+func ApplyManifest(yaml string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		_, err := Kubectl(ctx, cfg.KubeconfigFile(), yaml, "apply", "--server-side", "-f", "-")
+		return ctx, err
+	}
+}
+
+// WaitFor runs kubectl wait, e.g. WaitFor("crd --all", "condition=Established").
+func WaitFor(timeout time.Duration, forCondition string, resource ...string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		args := append([]string{"wait", "--for=" + forCondition, fmt.Sprintf("--timeout=%s", timeout)}, resource...)
+		_, err := Kubectl(ctx, cfg.KubeconfigFile(), "", args...)
+		return ctx, err
+	}
+}
+
+// InstallConcierge installs the Concierge from servers/concierge/deploy, with the given kustomize
+// components of deploy/components (e.g. "signer-secret"), and waits until its APIs are served.
+func InstallConcierge(components ...string) []env.Func {
+	return []env.Func{
+		// CRDs first: the default CredentialIssuer needs its CRD established.
+		ApplyKustomization(RepoPath("servers/concierge/deploy/crds")),
+		WaitFor(time.Minute, "condition=Established", "crd/jwtauthenticators.authentication.concierge.pinniped.dev",
+			"crd/webhookauthenticators.authentication.concierge.pinniped.dev", "crd/credentialissuers.config.concierge.pinniped.dev"),
+		applyWithComponents(RepoPath("servers/concierge/deploy"), components...),
+		WaitFor(3*time.Minute, "condition=Available", "-n", "pinniped-concierge", "deployment/pinniped-concierge"),
+		WaitFor(2*time.Minute, "condition=Available", "apiservice/v1alpha1.login.concierge.pinniped.dev",
+			"apiservice/v1alpha1.identity.concierge.pinniped.dev"),
+	}
+}
+
+// applyWithComponents applies base plus components through a kustomization written in a temporary
+// folder, since kustomize refuses one inside the folder of the base it builds on.
+func applyWithComponents(base string, components ...string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		if len(components) == 0 {
+			return ApplyKustomization(base)(ctx, cfg)
+		}
+		dir, err := os.MkdirTemp("", "e2e-kustomization-")
+		if err != nil {
+			return ctx, err
+		}
+		defer os.RemoveAll(dir)
+		k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" + relTo(dir, base) + "]\ncomponents:\n"
+		for _, c := range components {
+			k += "- " + relTo(dir, filepath.Join(base, "components", c)) + "\n"
+		}
+		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
+			return ctx, err
+		}
+		return ApplyKustomization(dir)(ctx, cfg)
+	}
+}
+
+// relTo is target relative to dir: kustomize takes relative paths to other kustomizations.
+func relTo(dir, target string) string {
+	abs, err := filepath.Abs(target)
+	if err != nil {
+		return target
+	}
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil {
+		return abs
+	}
+	return rel
+}
+
+// InstallLocalUserAuthenticator installs the local-user-authenticator and waits for it.
+func InstallLocalUserAuthenticator() []env.Func {
+	return []env.Func{
+		ApplyKustomization(RepoPath("servers/local-user-authenticator/deploy")),
+		WaitFor(3*time.Minute, "condition=Available", "-n", "local-user-authenticator", "deployment/local-user-authenticator"),
+	}
+}

@@ -1,0 +1,30 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"sealion.dev/core/testing/controlplane"
+)
+
+// Kubectl runs the kubectl built for the cluster's Kubernetes version with the given kubeconfig,
+// feeding stdin, and returns stdout; an error carries the command and its stderr.
+func Kubectl(ctx context.Context, kubeconfig, stdin string, args ...string) (string, error) {
+	dir, err := controlplane.BinDir()
+	if err != nil {
+		return "", err
+	}
+	full := append([]string{"--kubeconfig", kubeconfig}, args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "kubectl"), full...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}

@@ -1,0 +1,41 @@
+// Package all maps provider names to providers. It is the one place that imports every backend,
+// so the e2e suites and the matrix runner choose a provider by name and nothing else does.
+package all
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"sealion.dev/providers"
+	"sealion.dev/providers/existing"
+	"sealion.dev/providers/kubeadm"
+	"sealion.dev/providers/managed"
+)
+
+// Names are the providers New knows, in the order the matrix lists them.
+var Names = []string{"kubeadm", "gke", "eks", "aks", "existing"}
+
+// Options are passed to whichever provider is chosen.
+type Options struct {
+	// Progress receives a line per step of cluster creation and deletion; nil discards.
+	Progress io.Writer
+	// Existing describes the cluster of the "existing" provider.
+	Existing existing.Options
+}
+
+// New returns the named provider.
+func New(name string, opts Options) (providers.Provider, error) {
+	switch name {
+	case "kubeadm":
+		return kubeadm.New(kubeadm.Options{Progress: opts.Progress}), nil
+	case "gke", "eks", "aks":
+		return managed.New(name)
+	case "existing":
+		if opts.Existing.KubeconfigPath == "" {
+			return nil, fmt.Errorf("the existing provider needs a kubeconfig")
+		}
+		return existing.New(opts.Existing), nil
+	}
+	return nil, fmt.Errorf("unknown provider %q; known: %s", name, strings.Join(Names, ", "))
+}
