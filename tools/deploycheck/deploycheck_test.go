@@ -321,6 +321,24 @@ func TestConciergeConfiguration(t *testing.T) {
 	}
 }
 
+func TestChartRendersKubeCertAgentSettings(t *testing.T) {
+	objects := render(t, conciergeChart, map[string]any{"kubeCertAgent": map[string]any{
+		"image": "example.com/agent:1", "imagePullSecrets": []any{"pull"}, "priorityClassName": "system-cluster-critical",
+	}})
+	cfg := conciergeConfig(t, objects, "pinniped-concierge")
+	want := conciergeconfig.KubeCertAgent{
+		NamePrefix: cfg.KubeCertAgent.NamePrefix, Image: "example.com/agent:1",
+		ImagePullSecrets: []string{"pull"}, PriorityClassName: "system-cluster-critical",
+	}
+	if diff := cmp.Diff(want, cfg.KubeCertAgent); diff != "" {
+		t.Errorf("kubeCertAgent (-want +got):\n%s", diff)
+	}
+	// The ServiceAccount the Concierge names in the agent Deployment exists.
+	if name := cfg.Names.AgentServiceAccount; byKey(t, objects)[Key{APIVersion: "v1", Kind: "ServiceAccount", Namespace: "pinniped-concierge", Name: name}] == nil {
+		t.Errorf("no ServiceAccount %s for the kube cert agent", name)
+	}
+}
+
 func TestAPIGroupSuffix(t *testing.T) {
 	objects := render(t, conciergeChart, map[string]any{"namespace": "tuna-concierge", "apiGroupSuffix": "tuna.io"})
 	m := byKey(t, objects)

@@ -8,9 +8,11 @@ import (
 )
 
 // serverBinaries are the programs of the server image, built from the main module into
-// /usr/local/bin. The Supervisor, the kube cert agent and the CLI join this list when they exist.
+// /usr/local/bin. The Supervisor and the CLI join this list when they exist. The kube cert agent is
+// here so that its pod can run this image, the Concierge's default for it.
 var serverBinaries = []goBinary{
 	{Package: "sealion.dev/servers/concierge", Name: "pinniped-concierge"},
+	{Package: "sealion.dev/servers/kube-cert-agent", Name: "pinniped-concierge-kube-cert-agent"},
 	{Package: "sealion.dev/servers/local-user-authenticator", Name: "local-user-authenticator"},
 }
 

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"sealion.dev/core/groupsuffix"
@@ -28,6 +30,24 @@ type Config struct {
 	// Signer is the CA that signs TokenCredentialRequest client certificates, read from files and
 	// reloaded when they change. Optional: without it, the kube cert agent feeds the signer.
 	Signer *Signer `json:"signer,omitempty"`
+	// KubeCertAgent configures the kube cert agent, which feeds the signer when Signer is unset.
+	KubeCertAgent KubeCertAgent `json:"kubeCertAgent"`
+}
+
+// KubeCertAgent configures the agent that reads the cluster signing key on a
+// kube-controller-manager node.
+type KubeCertAgent struct {
+	// NamePrefix, without its trailing dash, is the name of the agent Deployment (Pinniped's meaning).
+	NamePrefix *string `json:"namePrefix,omitempty"`
+	// Image runs the agent; empty means the Concierge's own image, which ships the agent binary.
+	Image             string   `json:"image,omitempty"`
+	ImagePullSecrets  []string `json:"imagePullSecrets,omitempty"`
+	PriorityClassName string   `json:"priorityClassName,omitempty"`
+}
+
+// AgentDeploymentName is the name of the kube cert agent's Deployment.
+func (c *Config) AgentDeploymentName() string {
+	return strings.TrimSuffix(*c.KubeCertAgent.NamePrefix, "-")
 }
 
 // API configures the aggregated API's own serving certificate.
@@ -48,6 +68,9 @@ type Names struct {
 	CredentialIssuer         string `json:"credentialIssuer"`
 	// APIService is the name of the Service behind the aggregated APIs.
 	APIService string `json:"apiService"`
+	// AgentServiceAccount is the kube cert agent's ServiceAccount; by default named like its
+	// Deployment.
+	AgentServiceAccount string `json:"agentServiceAccount,omitempty"`
 }
 
 // Log sets the log level: info, debug, trace or all.
@@ -67,7 +90,8 @@ const (
 	DefaultAggregatedAPIServerPort = 10250
 	DefaultServingCertDuration     = 365 * 24 * time.Hour
 	// DefaultServingCertRenewBefore is, as in Pinniped, the certificate age at which it is renewed.
-	DefaultServingCertRenewBefore = 273 * 24 * time.Hour
+	DefaultServingCertRenewBefore  = 273 * 24 * time.Hour
+	DefaultKubeCertAgentNamePrefix = "pinniped-concierge-kube-cert-agent-"
 )
 
 // Load reads, defaults and validates the file at path.
@@ -113,6 +137,13 @@ func (c *Config) setDefaults() {
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
+	if c.KubeCertAgent.NamePrefix == nil {
+		p := DefaultKubeCertAgentNamePrefix
+		c.KubeCertAgent.NamePrefix = &p
+	}
+	if c.Names.AgentServiceAccount == "" {
+		c.Names.AgentServiceAccount = c.AgentDeploymentName()
+	}
 }
 
 func (c *Config) validate() error {
@@ -142,7 +173,29 @@ func (c *Config) validate() error {
 	if s := c.Signer; s != nil && (s.CertificateFile == "" || s.PrivateKeyFile == "") {
 		errs = append(errs, errors.New("signer: certificateFile and privateKeyFile are both required"))
 	}
+	errs = append(errs, c.validateKubeCertAgent()...)
 	return errors.Join(errs...)
+}
+
+func (c *Config) validateKubeCertAgent() []error {
+	var errs []error
+	subdomain := func(field, name string) {
+		if problems := validation.IsDNS1123Subdomain(name); len(problems) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a valid object name: %s", field, name, strings.Join(problems, "; ")))
+		}
+	}
+	subdomain("kubeCertAgent.namePrefix", c.AgentDeploymentName())
+	subdomain("names.agentServiceAccount", c.Names.AgentServiceAccount)
+	for i, name := range c.KubeCertAgent.ImagePullSecrets {
+		subdomain(fmt.Sprintf("kubeCertAgent.imagePullSecrets[%d]", i), name)
+	}
+	if name := c.KubeCertAgent.PriorityClassName; name != "" {
+		subdomain("kubeCertAgent.priorityClassName", name)
+	}
+	if image := c.KubeCertAgent.Image; strings.TrimSpace(image) != image {
+		errs = append(errs, fmt.Errorf("kubeCertAgent.image: %q has surrounding spaces", image))
+	}
+	return errs
 }
 
 // Verbosity maps a log level name to a klog verbosity.

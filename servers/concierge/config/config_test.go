@@ -23,6 +23,38 @@ func TestParseDefaults(t *testing.T) {
 	if *c.API.ServingCertificate.DurationSeconds != 365*24*3600 {
 		t.Errorf("duration default %d", *c.API.ServingCertificate.DurationSeconds)
 	}
+	if got := c.AgentDeploymentName(); got != "pinniped-concierge-kube-cert-agent" {
+		t.Errorf("agent Deployment name %q", got)
+	}
+	if c.Names.AgentServiceAccount != "pinniped-concierge-kube-cert-agent" || c.KubeCertAgent.Image != "" {
+		t.Errorf("agent defaults: %+v, %+v", c.Names, c.KubeCertAgent)
+	}
+}
+
+func TestParseKubeCertAgent(t *testing.T) {
+	c, err := Parse([]byte(minimal + `  agentServiceAccount: agent-sa
+kubeCertAgent:
+  namePrefix: tuna-agent-
+  image: example.com/agent:1
+  imagePullSecrets: [pull-a, pull-b]
+  priorityClassName: system-cluster-critical
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.KubeCertAgent
+	if c.AgentDeploymentName() != "tuna-agent" || c.Names.AgentServiceAccount != "agent-sa" || a.Image != "example.com/agent:1" ||
+		strings.Join(a.ImagePullSecrets, ",") != "pull-a,pull-b" || a.PriorityClassName != "system-cluster-critical" {
+		t.Errorf("unexpected: %s, %+v, %+v", c.AgentDeploymentName(), c.Names, a)
+	}
+	// Without its own name, the ServiceAccount is named after the Deployment.
+	c, err = Parse([]byte(minimal + "kubeCertAgent:\n  namePrefix: tuna-agent-\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Names.AgentServiceAccount != "tuna-agent" {
+		t.Errorf("agent ServiceAccount %q", c.Names.AgentServiceAccount)
+	}
 }
 
 func TestParseErrors(t *testing.T) {
@@ -41,6 +73,10 @@ func TestParseErrors(t *testing.T) {
 			want: []string{"api.servingCertificate"},
 		},
 		"half a signer": {doc: minimal + "signer:\n  certificateFile: /a\n", want: []string{"signer"}},
+		"bad agent settings": {
+			doc:  minimal + "  agentServiceAccount: Bad_SA\nkubeCertAgent:\n  namePrefix: \"-\"\n  image: \" x\"\n  imagePullSecrets: [ok, \"no way\"]\n  priorityClassName: UPPER\n",
+			want: []string{"kubeCertAgent.namePrefix", "names.agentServiceAccount", "kubeCertAgent.imagePullSecrets[1]", "kubeCertAgent.priorityClassName", "kubeCertAgent.image"},
+		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

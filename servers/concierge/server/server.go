@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -25,10 +26,13 @@ import (
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	"sealion.dev/core/authncache"
 	"sealion.dev/core/certauthority/dynamicca"
 	"sealion.dev/core/controllers/authenticator"
+	"sealion.dev/core/controllers/kubecertagent"
 	"sealion.dev/core/credential"
+	"sealion.dev/core/credentialissuer"
 	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 	conciergeinformers "sealion.dev/core/generated/concierge/informers/externalversions"
 	generatedopenapi "sealion.dev/core/generated/openapi"
@@ -43,12 +47,13 @@ type Options struct {
 	ConfigFile  string
 	Kubeconfig  string
 	Namespace   string
+	PodName     string
 	BindAddress string
 }
 
 // NewCommand returns the pinniped-concierge command.
 func NewCommand(ctx context.Context) *cobra.Command {
-	o := &Options{Namespace: os.Getenv("POD_NAMESPACE"), BindAddress: "0.0.0.0"}
+	o := &Options{Namespace: os.Getenv("POD_NAMESPACE"), PodName: os.Getenv("POD_NAME"), BindAddress: "0.0.0.0"}
 	cmd := &cobra.Command{
 		Use:          "pinniped-concierge",
 		Short:        "Exchange external credentials for short-lived cluster credentials",
@@ -62,6 +67,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	f.StringVar(&o.ConfigFile, "config", "/etc/config/pinniped.yaml", "path to the configuration file")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig for running outside a cluster (in-cluster config otherwise)")
 	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace the Concierge runs in (default $POD_NAMESPACE)")
+	f.StringVar(&o.PodName, "pod-name", o.PodName, "the Concierge's own pod, whose image the kube cert agent runs by default (default $POD_NAME)")
 	f.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the aggregated API listens on")
 	return cmd
 }
@@ -107,8 +113,14 @@ func Run(ctx context.Context, o *Options) error {
 	crInformers := conciergeinformers.NewSharedInformerFactory(conciergeClient, 0)
 
 	signer := dynamicca.New("token credential request signer")
+	var startInformers []func(<-chan struct{})
+	var controllers []interface{ Run(context.Context) }
 	if s := cfg.Signer; s != nil {
 		go signer.WatchFiles(ctx, s.CertificateFile, s.PrivateKeyFile, 2*time.Second)
+	} else {
+		start, agent := kubeCertAgent(o, cfg, restConfig, kubeClient, conciergeClient, nsInformers, crInformers, signer)
+		startInformers = append(startInformers, start)
+		controllers = append(controllers, agent)
 	}
 	var authenticators authncache.Cache
 	credential.RegisterMetrics()
@@ -120,10 +132,10 @@ func Run(ctx context.Context, o *Options) error {
 		Secrets: nsInformers.Core().V1().Secrets(), ConfigMaps: nsInformers.Core().V1().ConfigMaps(),
 	}
 	authInformers := crInformers.Authentication().V1alpha1()
-	controllers := []interface{ Run(context.Context) }{
+	controllers = append(controllers,
 		authenticator.NewJWT(shared, conciergeClient, authInformers.JWTAuthenticators()),
 		authenticator.NewWebhook(shared, conciergeClient, authInformers.WebhookAuthenticators()),
-	}
+	)
 
 	scheme, err := apiserver.NewScheme(suffix)
 	if err != nil {
@@ -172,6 +184,9 @@ func Run(ctx context.Context, o *Options) error {
 	}()
 	nsInformers.Start(ctx.Done())
 	crInformers.Start(ctx.Done())
+	for _, start := range startInformers {
+		start(ctx.Done())
+	}
 	for _, c := range controllers {
 		go c.Run(ctx)
 	}
@@ -183,6 +198,61 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	logger.Info("starting the Concierge", "apiGroupSuffix", suffix, "port", *cfg.AggregatedAPIServerPort)
 	return server.PrepareRun().RunWithContext(ctx)
+}
+
+// defaultCredentialIssuerSpec is the spec of the CredentialIssuer the Concierge creates when the
+// install's is missing: the install's.
+var defaultCredentialIssuerSpec = configv1alpha1.CredentialIssuerSpec{
+	ImpersonationProxy: &configv1alpha1.ImpersonationProxySpec{
+		Mode: configv1alpha1.ImpersonationProxyModeAuto,
+		Service: configv1alpha1.ImpersonationProxyServiceSpec{
+			Type:        configv1alpha1.ImpersonationProxyServiceTypeLoadBalancer,
+			Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout": "4000"},
+		},
+	},
+}
+
+// kubeCertAgent builds the controller that feeds signer with the cluster signing key, and returns
+// a function that starts the informers it needs besides nsInformers and crInformers.
+func kubeCertAgent(o *Options, cfg *config.Config, restConfig *rest.Config, kubeClient kubernetes.Interface,
+	conciergeClient conciergeclientset.Interface, nsInformers kubeinformers.SharedInformerFactory,
+	crInformers conciergeinformers.SharedInformerFactory, signer *dynamicca.Signer,
+) (func(<-chan struct{}), *kubecertagent.Controller) {
+	// Only kube-controller-manager pods are watched in kube-system.
+	kubeSystem := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0,
+		kubeinformers.WithNamespace(kubecertagent.ControllerManagerNamespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = kubecertagent.ControllerManagerLabel }))
+	cluster := kubeinformers.NewSharedInformerFactory(kubeClient, 0)
+	informers := kubecertagent.Informers{
+		ControllerManagerPods: kubeSystem.Core().V1().Pods(),
+		Nodes:                 cluster.Core().V1().Nodes(),
+		Pods:                  nsInformers.Core().V1().Pods(),
+		Deployments:           nsInformers.Apps().V1().Deployments(),
+		CredentialIssuers:     crInformers.Config().V1alpha1().CredentialIssuers(),
+	}
+	agent := kubecertagent.New(kubecertagent.Config{
+		Namespace:          o.Namespace,
+		DeploymentName:     cfg.AgentDeploymentName(),
+		ServiceAccountName: cfg.Names.AgentServiceAccount,
+		Image:              cfg.KubeCertAgent.Image,
+		OwnPodName:         o.PodName,
+		ImagePullSecrets:   cfg.KubeCertAgent.ImagePullSecrets,
+		PriorityClassName:  cfg.KubeCertAgent.PriorityClassName,
+		Labels:             cfg.Labels,
+	}, kubeClient, informers,
+		&kubecertagent.PodExecutor{Config: restConfig, Client: kubeClient},
+		signer,
+		&credentialissuer.Updater{
+			Client: conciergeClient,
+			Lister: informers.CredentialIssuers.Lister(),
+			Name:   cfg.Names.CredentialIssuer,
+			Labels: cfg.Labels,
+			Spec:   defaultCredentialIssuerSpec,
+		})
+	return func(stop <-chan struct{}) {
+		kubeSystem.Start(stop)
+		cluster.Start(stop)
+	}, agent
 }
 
 // genericServerConfig builds the generic API server config: delegated authentication and

@@ -1,0 +1,417 @@
+// Package kubecertagent runs the KubeClusterSigningCertificate strategy: it reads the cluster's
+// signing certificate and key, which kube-controller-manager signs client certificates with, so
+// that the Concierge can issue client certificates the API server trusts.
+//
+// The key lives in a file on the node of the kube-controller-manager pod. The controller runs an
+// agent Deployment pinned to that node, with that pod's volumes, whose container only sleeps; it
+// then execs `pinniped-concierge-kube-cert-agent print` in the agent pod, loads the pair into the
+// signer, and records the outcome in the CredentialIssuer's status, together with the API server's
+// address and CA from kube-public/cluster-info for clients. A key once loaded is kept when later
+// attempts fail. On clusters whose control plane is hidden (GKE, AKS, EKS) there is no
+// kube-controller-manager pod, and the strategy reports an error that is expected there.
+package kubecertagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/apimachinery/pkg/util/wait"
+	appsv1informers "k8s.io/client-go/informers/apps/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	configinformers "sealion.dev/core/generated/concierge/informers/externalversions/config/v1alpha1"
+)
+
+const (
+	// keyCacheTTL is how long a pair read from one agent pod is trusted before it is read again, so
+	// that a rotated key is picked up without exec'ing on every resync.
+	keyCacheTTL = 15 * time.Minute
+	// resyncInterval bounds how stale the strategy can be: the cluster-info ConfigMap is not
+	// watched, and the key cache expires.
+	resyncInterval = time.Minute
+	execTimeout    = 30 * time.Second
+
+	clusterInfoNamespace = "kube-public"
+	clusterInfoName      = "cluster-info"
+	clusterInfoKey       = "kubeconfig"
+)
+
+// Config is the agent's configuration.
+type Config struct {
+	// Namespace is the Concierge's namespace, where the agent runs.
+	Namespace          string
+	DeploymentName     string
+	ServiceAccountName string
+	// Image runs the agent; when empty, the image of the Concierge's first container in its own
+	// pod OwnPodName, which ships the agent binary.
+	Image             string
+	OwnPodName        string
+	ImagePullSecrets  []string
+	PriorityClassName string
+	// Labels go on the Deployment and, except app, on its pods.
+	Labels map[string]string
+}
+
+// Signer takes the cluster signing pair; a *dynamicca.Signer.
+type Signer interface {
+	Set(certPEM, keyPEM []byte) error
+}
+
+// Executor runs a command in a container and returns its standard output.
+type Executor interface {
+	Exec(ctx context.Context, namespace, pod, container string, command ...string) ([]byte, error)
+}
+
+// StrategyWriter records the strategy in the CredentialIssuer; a *credentialissuer.Updater.
+type StrategyWriter interface {
+	SetStrategy(ctx context.Context, s configv1alpha1.CredentialIssuerStrategy) error
+}
+
+// Informers are what the controller watches.
+type Informers struct {
+	// ControllerManagerPods are pods in kube-system; listing is filtered by ControllerManagerLabel
+	// in any case, so the informer may be restricted to those.
+	ControllerManagerPods corev1informers.PodInformer
+	// Nodes tell which kube-controller-manager pods run on schedulable nodes.
+	Nodes corev1informers.NodeInformer
+	// Pods and Deployments are those of the Concierge's namespace.
+	Pods              corev1informers.PodInformer
+	Deployments       appsv1informers.DeploymentInformer
+	CredentialIssuers configinformers.CredentialIssuerInformer
+}
+
+// Controller runs the agent and loads the signing pair. Its single work item is the whole
+// strategy: every event leads to one reconciliation.
+type Controller struct {
+	cfg       Config
+	client    kubernetes.Interface
+	informers Informers
+	exec      Executor
+	signer    Signer
+	status    StrategyWriter
+
+	// loaded holds the UIDs of the agent pods whose pair is in the signer.
+	loaded *utilcache.Expiring
+	queue  workqueue.TypedRateLimitingInterface[string]
+}
+
+const workKey = "strategy"
+
+// New returns a controller; start the informers and call Run.
+func New(cfg Config, client kubernetes.Interface, informers Informers, exec Executor, signer Signer, status StrategyWriter) *Controller {
+	return newController(cfg, client, informers, exec, signer, status, clock.RealClock{})
+}
+
+func newController(cfg Config, client kubernetes.Interface, informers Informers, exec Executor, signer Signer, status StrategyWriter, clk clock.WithTicker) *Controller {
+	c := &Controller{
+		cfg: cfg, client: client, informers: informers, exec: exec, signer: signer, status: status,
+		loaded: utilcache.NewExpiringWithClock(clk),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kube-cert-agent", Clock: clk}),
+	}
+	enqueue := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.queue.Add(workKey) },
+		UpdateFunc: func(any, any) { c.queue.Add(workKey) },
+		DeleteFunc: func(any) { c.queue.Add(workKey) },
+	}
+	// Nodes are only consulted, not watched for events: their status updates are frequent and
+	// rarely matter here. Asking for their informer registers it with its factory.
+	for _, inf := range []cache.SharedIndexInformer{
+		informers.ControllerManagerPods.Informer(), informers.Pods.Informer(),
+		informers.Deployments.Informer(), informers.CredentialIssuers.Informer(),
+	} {
+		_, _ = inf.AddEventHandler(enqueue)
+	}
+	_ = informers.Nodes.Informer()
+	return c
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithValues("controller", "kube-cert-agent")
+	ctx = klog.NewContext(ctx, logger)
+	if !cache.WaitForCacheSync(ctx.Done(),
+		c.informers.ControllerManagerPods.Informer().HasSynced, c.informers.Nodes.Informer().HasSynced,
+		c.informers.Pods.Informer().HasSynced, c.informers.Deployments.Informer().HasSynced,
+		c.informers.CredentialIssuers.Informer().HasSynced) {
+		return
+	}
+	logger.Info("controller started")
+	c.queue.Add(workKey)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		wait.UntilWithContext(ctx, c.work, time.Second)
+	}()
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *Controller) work(ctx context.Context) {
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		err := c.sync(ctx)
+		switch {
+		case ctx.Err() != nil:
+			// Shutting down: the failure is the cancellation.
+		case err != nil:
+			klog.FromContext(ctx).Info("will retry", "reason", err.Error())
+			c.queue.AddRateLimited(key)
+		default:
+			c.queue.Forget(key)
+			c.queue.AddAfter(key, resyncInterval)
+		}
+		c.queue.Done(key)
+	}
+}
+
+// sync runs one reconciliation and records its outcome. An error asks for a retry with backoff;
+// states that an event will end (a pod not running yet) return nil and wait for that event.
+func (c *Controller) sync(ctx context.Context) error {
+	strategy, err := c.reconcile(ctx)
+	strategy.Type = configv1alpha1.StrategyTypeKubeClusterSigningCertificate
+	if werr := c.status.SetStrategy(ctx, strategy); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+func (c *Controller) reconcile(ctx context.Context) (configv1alpha1.CredentialIssuerStrategy, error) {
+	kcm, err := c.controllerManagerPod()
+	if err != nil {
+		return failed(configv1alpha1.StrategyReasonCouldNotFetchKey, err), nil
+	}
+	image, err := c.image()
+	if err != nil {
+		return failed(configv1alpha1.StrategyReasonCouldNotFetchKey, err), nil
+	}
+	if err := c.ensureDeployment(ctx, newDeployment(c.cfg, image, kcm)); err != nil {
+		return failed(configv1alpha1.StrategyReasonCouldNotFetchKey, err), err
+	}
+	agent, err := c.agentPod(kcm.Spec.NodeName)
+	if err != nil {
+		return failed(configv1alpha1.StrategyReasonCouldNotFetchKey, err), nil
+	}
+	if err := c.loadKey(ctx, agent); err != nil {
+		return failed(configv1alpha1.StrategyReasonCouldNotFetchKey, err), err
+	}
+	info, err := c.clusterInfo(ctx)
+	if err != nil {
+		var retry error
+		if !errors.As(err, new(unusableError)) {
+			retry = err
+		}
+		return failed(configv1alpha1.StrategyReasonCouldNotGetClusterInfo, fmt.Errorf(
+			"the cluster signing key was loaded, but %w; the cluster was probably not built by kubeadm. "+
+				"TokenCredentialRequests still work: give the CLI the API server's endpoint and CA "+
+				"(pinniped get kubeconfig --concierge-endpoint and --concierge-ca-bundle)", err)), retry
+	}
+	return configv1alpha1.CredentialIssuerStrategy{
+		Status:  configv1alpha1.StrategyStatusSuccess,
+		Reason:  configv1alpha1.StrategyReasonFetchedKey,
+		Message: "key was fetched successfully",
+		Frontend: &configv1alpha1.CredentialIssuerFrontend{
+			Type:                          configv1alpha1.FrontendTypeTokenCredentialRequestAPI,
+			TokenCredentialRequestAPIInfo: info,
+		},
+	}, nil
+}
+
+func failed(reason configv1alpha1.StrategyReason, err error) configv1alpha1.CredentialIssuerStrategy {
+	return configv1alpha1.CredentialIssuerStrategy{
+		Status: configv1alpha1.StrategyStatusError, Reason: reason, Message: err.Error(),
+	}
+}
+
+// controllerManagerPod returns the newest running kube-controller-manager pod, preferring those on
+// schedulable nodes: a cordoned node is likely to be drained, taking the agent with it.
+func (c *Controller) controllerManagerPod() (*corev1.Pod, error) {
+	selector, err := labels.Parse(ControllerManagerLabel)
+	if err != nil {
+		return nil, err
+	}
+	all, err := c.informers.ControllerManagerPods.Lister().Pods(ControllerManagerNamespace).List(selector)
+	if err != nil {
+		return nil, err
+	}
+	var running []*corev1.Pod
+	for _, p := range all {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
+			running = append(running, p)
+		}
+	}
+	if len(running) == 0 {
+		return nil, fmt.Errorf("could not find a running kube-controller-manager pod (pods in %s labelled %s: %d, running: 0); "+
+			"this is expected on clusters whose control plane the provider hides, such as GKE, AKS and EKS, "+
+			"where the impersonation proxy strategy is the one to use",
+			ControllerManagerNamespace, ControllerManagerLabel, len(all))
+	}
+	schedulable := func(p *corev1.Pod) bool {
+		node, err := c.informers.Nodes.Lister().Get(p.Spec.NodeName)
+		return err == nil && !node.Spec.Unschedulable
+	}
+	slices.SortFunc(running, func(a, b *corev1.Pod) int {
+		if sa, sb := schedulable(a), schedulable(b); sa != sb {
+			if sa {
+				return -1
+			}
+			return 1
+		}
+		return newestFirst(a, b)
+	})
+	return running[0], nil
+}
+
+// newestFirst orders pods by creation time, newest first, then by name for a stable choice.
+func newestFirst(a, b *corev1.Pod) int {
+	if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// image returns the agent's image: configured, or the Concierge's own.
+func (c *Controller) image() (string, error) {
+	if c.cfg.Image != "" {
+		return c.cfg.Image, nil
+	}
+	if c.cfg.OwnPodName == "" {
+		return "", errors.New("no agent image is configured (kubeCertAgent.image) and the Concierge's own pod is unknown (POD_NAME), so its image cannot be used")
+	}
+	pod, err := c.informers.Pods.Lister().Pods(c.cfg.Namespace).Get(c.cfg.OwnPodName)
+	if err != nil {
+		return "", fmt.Errorf("could not read the Concierge's own pod %s/%s for the agent's image: %w", c.cfg.Namespace, c.cfg.OwnPodName, err)
+	}
+	if len(pod.Spec.Containers) == 0 || pod.Spec.Containers[0].Image == "" {
+		return "", fmt.Errorf("the Concierge's own pod %s/%s names no image", c.cfg.Namespace, c.cfg.OwnPodName)
+	}
+	return pod.Spec.Containers[0].Image, nil
+}
+
+// ensureDeployment creates the agent Deployment or brings it to desired.
+func (c *Controller) ensureDeployment(ctx context.Context, desired *appsv1.Deployment) error {
+	deployments := c.client.AppsV1().Deployments(desired.Namespace)
+	existing, err := c.informers.Deployments.Lister().Deployments(desired.Namespace).Get(desired.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = deployments.Create(ctx, desired, metav1.CreateOptions{})
+		return wrap(err, "creating the agent Deployment %s/%s", desired.Namespace, desired.Name)
+	case err != nil:
+		return err
+	case !equality.Semantic.DeepEqual(existing.Spec.Selector, desired.Spec.Selector):
+		// A selector cannot change: replace the Deployment. Background deletion removes the object
+		// at once (its ReplicaSets and pods follow), so it can be created again right away. A
+		// conflict or an existing object means the informer is behind a replacement already made;
+		// the next sync compares again.
+		err := deployments.Delete(ctx, existing.Name, metav1.DeleteOptions{
+			Preconditions:     &metav1.Preconditions{UID: &existing.UID},
+			PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+		})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return wrap(err, "deleting the agent Deployment %s/%s to change its selector", existing.Namespace, existing.Name)
+		}
+		_, err = deployments.Create(ctx, desired, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return wrap(err, "creating the agent Deployment %s/%s", desired.Namespace, desired.Name)
+	}
+	// The API server fills in defaults, so compare only what desired sets; the hash catches what
+	// that comparison cannot see, such as a volume the kube-controller-manager pod no longer has.
+	if existing.Annotations[specHashAnnotation] == desired.Annotations[specHashAnnotation] &&
+		equality.Semantic.DeepDerivative(desired.Spec, existing.Spec) &&
+		equality.Semantic.DeepDerivative(desired.Labels, existing.Labels) {
+		return nil
+	}
+	updated := existing.DeepCopy()
+	updated.Labels = desired.Labels
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	updated.Annotations[specHashAnnotation] = desired.Annotations[specHashAnnotation]
+	updated.Spec = desired.Spec
+	_, err = deployments.Update(ctx, updated, metav1.UpdateOptions{})
+	return wrap(err, "updating the agent Deployment %s/%s", desired.Namespace, desired.Name)
+}
+
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+// agentPod returns the newest running agent pod on node.
+func (c *Controller) agentPod(node string) (*corev1.Pod, error) {
+	pods, err := c.informers.Pods.Lister().Pods(c.cfg.Namespace).List(labels.SelectorFromSet(labels.Set{AgentLabelKey: AgentLabelValue}))
+	if err != nil {
+		return nil, err
+	}
+	var running []*corev1.Pod
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Spec.NodeName == node {
+			running = append(running, p)
+		}
+	}
+	if len(running) == 0 {
+		return nil, fmt.Errorf("waiting for a running pod of the agent Deployment %s/%s on node %s (agent pods: %d)",
+			c.cfg.Namespace, c.cfg.DeploymentName, node, len(pods))
+	}
+	slices.SortFunc(running, newestFirst)
+	return running[0], nil
+}
+
+// loadKey reads the signing pair in pod and hands it to the signer, unless it did so from the
+// same pod within keyCacheTTL.
+func (c *Controller) loadKey(ctx context.Context, pod *corev1.Pod) error {
+	if _, ok := c.loaded.Get(pod.UID); ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, execTimeout)
+	defer cancel()
+	out, err := c.exec.Exec(ctx, pod.Namespace, pod.Name, ContainerName, AgentCommand, "print")
+	if err != nil {
+		return fmt.Errorf("could not exec into the agent pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	// The output holds the private key: errors must not quote it.
+	var pair struct {
+		Cert []byte `json:"tls.crt"`
+		Key  []byte `json:"tls.key"`
+	}
+	if err := json.Unmarshal(out, &pair); err != nil || len(pair.Cert) == 0 || len(pair.Key) == 0 {
+		return fmt.Errorf("the agent pod %s/%s did not print a JSON object with base64 tls.crt and tls.key", pod.Namespace, pod.Name)
+	}
+	if err := c.signer.Set(pair.Cert, pair.Key); err != nil {
+		return fmt.Errorf("the files the agent pod %s/%s read are not a usable signing pair: %w", pod.Namespace, pod.Name, err)
+	}
+	c.loaded.Set(pod.UID, struct{}{}, keyCacheTTL)
+	klog.FromContext(ctx).Info("loaded the cluster signing key", "pod", klog.KObj(pod))
+	return nil
+}

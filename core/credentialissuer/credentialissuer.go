@@ -1,0 +1,100 @@
+// Package credentialissuer records the Concierge's strategies in the status of its CredentialIssuer.
+// Each strategy (the kube cert agent, the impersonation proxy) owns the status entry of its type and
+// writes it through an Updater, which leaves the other entries alone, creates the CredentialIssuer
+// when it is missing, and writes nothing when the entry is unchanged, so that controllers which
+// resync often do not cause a stream of writes (and of watch events that resync them again).
+package credentialissuer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
+	configlisters "sealion.dev/core/generated/concierge/listers/config/v1alpha1"
+)
+
+// Updater writes strategy entries into one CredentialIssuer.
+type Updater struct {
+	Client conciergeclientset.Interface
+	// Lister, when set, is read first so that an unchanged entry costs no API call.
+	Lister configlisters.CredentialIssuerLister
+	// Name of the CredentialIssuer (config names.credentialIssuer).
+	Name string
+	// Labels and Spec are used only when the CredentialIssuer has to be created.
+	Labels map[string]string
+	Spec   configv1alpha1.CredentialIssuerSpec
+	// Now stamps lastUpdateTime; time.Now when nil.
+	Now func() time.Time
+}
+
+// SetStrategy makes the status entry of s.Type equal to s, ignoring s.LastUpdateTime, which it
+// sets to the current time when the entry changes.
+func (u *Updater) SetStrategy(ctx context.Context, s configv1alpha1.CredentialIssuerStrategy) error {
+	if u.Lister != nil {
+		if cached, err := u.Lister.Get(u.Name); err == nil && !Merge(cached.Status.DeepCopy(), s, u.now()) {
+			return nil
+		}
+	}
+	client := u.Client.ConfigV1alpha1().CredentialIssuers()
+	// Other strategies write the same object: on a conflict, read it again and merge again.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := client.Get(ctx, u.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			current, err = client.Create(ctx, &configv1alpha1.CredentialIssuer{
+				ObjectMeta: metav1.ObjectMeta{Name: u.Name, Labels: u.Labels},
+				Spec:       *u.Spec.DeepCopy(),
+			}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(configv1alpha1.Resource("credentialissuers"), u.Name, err)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		updated := current.DeepCopy()
+		if !Merge(&updated.Status, s, u.now()) {
+			return nil
+		}
+		_, err = client.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("recording the %s strategy in CredentialIssuer %s: %w", s.Type, u.Name, err)
+	}
+	return nil
+}
+
+func (u *Updater) now() time.Time {
+	if u.Now != nil {
+		return u.Now()
+	}
+	return time.Now()
+}
+
+// Merge puts s into status in place of the entry of the same type, or appends it, and reports
+// whether status changed. An entry that differs from s only in LastUpdateTime is left as it is;
+// a new or changed entry gets LastUpdateTime now.
+func Merge(status *configv1alpha1.CredentialIssuerStatus, s configv1alpha1.CredentialIssuerStrategy, now time.Time) bool {
+	s = *s.DeepCopy()
+	s.LastUpdateTime = metav1.NewTime(now.UTC().Truncate(time.Second)) // the precision the API server keeps
+	for i, existing := range status.Strategies {
+		if existing.Type != s.Type {
+			continue
+		}
+		existing.LastUpdateTime = s.LastUpdateTime
+		if equality.Semantic.DeepEqual(existing, s) {
+			return false
+		}
+		status.Strategies[i] = s
+		return true
+	}
+	status.Strategies = append(status.Strategies, s)
+	return true
+}
