@@ -104,6 +104,14 @@ spec:
 			if cert.Subject.CommonName != "pinny" || fmt.Sprint(cert.Subject.Organization) != "[seals walruses]" {
 				t.Errorf("certificate subject %v", cert.Subject)
 			}
+			if steps.ClusterFrom(ctx).Info.ClusterSigningKeyAvailable {
+				// Signed with the cluster's key: the kube-apiserver itself accepts it.
+				out := kubectlWithCert(ctx, t, cfg, resp.Status.Credential, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
+				if out != "pinny [seals walruses system:authenticated]" && out != `pinny ["seals","walruses","system:authenticated"]` {
+					t.Errorf("the kube-apiserver sees %q", out)
+				}
+				return ctx
+			}
 			roots := x509.NewCertPool()
 			roots.AddCert(signer.Certificate())
 			if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
