@@ -53,7 +53,9 @@ func TestKubeClusterSigningCertificate(t *testing.T) {
 			if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			defer func() { _ = kube.RbacV1().ClusterRoleBindings().Delete(context.WithoutCancel(ctx), binding.Name, metav1.DeleteOptions{}) }()
+			defer func() {
+				_ = kube.RbacV1().ClusterRoleBindings().Delete(context.WithoutCancel(ctx), binding.Name, metav1.DeleteOptions{})
+			}()
 
 			cred := kubectlExchange(ctx, t, cfg, "pinny:correct horse").Status.Credential
 			if cred == nil {
@@ -134,4 +136,3 @@ func kubectlWithCertErr(ctx context.Context, cfg *envconf.Config, cred *loginv1a
 	}
 	return steps.Kubectl(ctx, path, "", args...)
 }
-
