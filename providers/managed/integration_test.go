@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,9 +30,6 @@ import (
 	"sealion.dev/providers/internal/command"
 	"sealion.dev/providers/internal/hoststate"
 )
-
-// hostLock serialises everything that runs a kubelet on this machine.
-const hostLock = "/tmp/sealion-host.lock"
 
 const echoImage = "sealion.test/echoserver:v1"
 
@@ -58,7 +54,6 @@ func TestIntegration(t *testing.T) {
 		t.Skipf("skipping: %v", err)
 	}
 	archive := buildEchoImage(t)
-	lockHost(t)
 
 	ctx := context.Background()
 	before, err := hoststate.Take()
@@ -169,22 +164,6 @@ func TestIntegration(t *testing.T) {
 	if hostsAfter, _ := os.ReadFile("/etc/hosts"); !bytes.Equal(hostsBefore, hostsAfter) {
 		t.Errorf("/etc/hosts changed:\nbefore:\n%s\nafter:\n%s", hostsBefore, hostsAfter)
 	}
-}
-
-// lockHost holds the host lock until the test ends.
-func lockHost(t *testing.T) {
-	t.Helper()
-	f, err := os.OpenFile(hostLock, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Logf("waiting for %s: another cluster runs on this machine", hostLock)
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { f.Close() })
 }
 
 // runEchoBehindLoadBalancer starts the echo pod behind a LoadBalancer Service and returns the

@@ -19,6 +19,7 @@ import (
 	"sealion.dev/providers"
 	"sealion.dev/providers/internal/command"
 	"sealion.dev/providers/internal/containerd"
+	"sealion.dev/providers/internal/hostlock"
 	"sealion.dev/providers/internal/hoststate"
 	"sealion.dev/providers/managed/loadbalancer"
 )
@@ -80,7 +81,13 @@ func (p *provider) Create(ctx context.Context, name string, opts providers.Creat
 	if err != nil {
 		return fail("find binaries and images", err)
 	}
-	pid, err := p.prepareAndStart(l, cfg)
+	// The supervisor holds the host lock for the cluster's whole life: it inherits the locked file.
+	lock, err := hostlock.Acquire(ctx, hostlock.DefaultPath)
+	if err != nil {
+		return fail("take the host lock", err)
+	}
+	pid, err := p.prepareAndStart(l, cfg, lock.File())
+	_ = lock.Close()
 	if err != nil {
 		return p.failed(ctx, l, name, "start the cluster supervisor", err, opts.Retain)
 	}
@@ -140,7 +147,7 @@ func (p *provider) clusterConfig(name string, opts providers.CreateOptions) (clu
 
 // prepareAndStart records the host's state, writes the configuration and starts the supervisor,
 // detached in its own session so that it outlives this program.
-func (p *provider) prepareAndStart(l layout, cfg clusterConfig) (*supervisorProcess, error) {
+func (p *provider) prepareAndStart(l layout, cfg clusterConfig, lockFile *os.File) (*supervisorProcess, error) {
 	if err := os.MkdirAll(l.logsDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the cluster's state folder: %w", err)
 	}
@@ -158,7 +165,7 @@ func (p *provider) prepareAndStart(l layout, cfg clusterConfig) (*supervisorProc
 	if err := os.WriteFile(l.configFile(), data, 0o600); err != nil {
 		return nil, fmt.Errorf("writing the cluster configuration: %w", err)
 	}
-	return startSupervisor(l)
+	return startSupervisor(l, lockFile)
 }
 
 // supervisorProcess is the supervisor as seen by Create: its process and its status pipe.
@@ -168,7 +175,7 @@ type supervisorProcess struct {
 	log    string
 }
 
-func startSupervisor(l layout) (*supervisorProcess, error) {
+func startSupervisor(l layout, lockFile *os.File) (*supervisorProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this program to start it as the supervisor: %w", err)
@@ -191,7 +198,7 @@ func startSupervisor(l layout) (*supervisorProcess, error) {
 		Dir:         "/",
 		Stdout:      log,
 		Stderr:      log,
-		ExtraFiles:  []*os.File{w}, // statusFD
+		ExtraFiles:  []*os.File{w, lockFile}, // statusFD, then the host lock it keeps open
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if err := cmd.Start(); err != nil {
@@ -311,6 +318,12 @@ func (p *provider) Delete(ctx context.Context, name string) error {
 	if err := stopSupervisor(l); err != nil {
 		errs = append(errs, err)
 	}
+	// The supervisor's exit released the host lock; hold it again while the host is restored.
+	lock, err := hostlock.Acquire(ctx, hostlock.DefaultPath)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	defer lock.Release()
 	snap, err := hoststate.Load(l.snapshotFile())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -52,3 +52,12 @@ func (l *Lock) Release() error {
 	}
 	return nil
 }
+
+// File is the locked file, for handing the lock to a child process (exec.Cmd.ExtraFiles): an
+// flock belongs to the open file, so the child holds the lock for as long as it keeps the file
+// open, even after this process exits. Close this process's copy then, do not Release it.
+func (l *Lock) File() *os.File { return l.f }
+
+// Close closes this process's copy of the lock file without unlocking, so a child that was handed
+// the file keeps the lock; with no such child the lock is released.
+func (l *Lock) Close() error { return l.f.Close() }
