@@ -74,6 +74,16 @@ e2e: ## end-to-end suites on a real cluster of each of PROVIDERS (needs CI=true 
 host-deps-if-allowed:
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) host-deps; fi
 
+.PHONY: demo
+demo: ## a local kubeadm cluster with the Concierge and a demo user's login; Ctrl-C deletes it (needs ALLOW_HOST_CHANGES=true)
+	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make demo starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed when it ends): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
+	$(MAKE) host-deps images
+	$(GO) run ./e2e/demo --provider $(firstword $(PROVIDERS))
+
+.PHONY: demo-down
+demo-down: ## delete a demo cluster left behind
+	$(GO) run ./e2e/demo --provider $(firstword $(PROVIDERS)) --down
+
 .PHONY: e2e-if-allowed
 e2e-if-allowed:
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) e2e; else echo "skipping e2e: it needs a cluster on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"; fi

@@ -14,7 +14,7 @@ import (
 // Kubectl runs the kubectl built for the cluster's Kubernetes version with the given kubeconfig,
 // feeding stdin, and returns stdout; an error carries the command and its stderr.
 func Kubectl(ctx context.Context, kubeconfig, stdin string, args ...string) (string, error) {
-	dir, err := controlplane.BinDir()
+	dir, err := KubeBinDir()
 	if err != nil {
 		return "", err
 	}
@@ -28,3 +28,6 @@ func Kubectl(ctx context.Context, kubeconfig, stdin string, args ...string) (str
 	}
 	return stdout.String(), nil
 }
+
+// KubeBinDir is the folder of the Kubernetes binaries built for the default version.
+func KubeBinDir() (string, error) { return controlplane.BinDir() }
