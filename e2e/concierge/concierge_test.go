@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
 	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 	"sealion.dev/e2e/steps"
@@ -58,44 +60,14 @@ func TestInstalled(t *testing.T) {
 func TestTokenCredentialRequestWithLocalUsers(t *testing.T) {
 	f := features.New("TokenCredentialRequest with a webhook authenticator").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			kube := kubeClient(t, cfg)
-			hash, err := bcrypt.GenerateFromPassword([]byte("correct horse"), bcrypt.DefaultCost)
-			if err != nil {
-				t.Fatal(err)
-			}
-			user := &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: "pinny", Namespace: "local-user-authenticator"},
-				Data:       map[string][]byte{"passwordHash": hash, "groups": []byte("seals,walruses")},
-			}
-			if _, err := kube.CoreV1().Secrets("local-user-authenticator").Create(ctx, user, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			// The webhook's CA is published by the local-user-authenticator itself.
-			var ca []byte
-			if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-				s, err := kube.CoreV1().Secrets("local-user-authenticator").Get(ctx, "api-serving-cert", metav1.GetOptions{})
-				if err != nil {
-					return false, nil
-				}
-				ca = s.Data["caCertificate"]
-				return len(ca) > 0, nil
-			}); err != nil {
-				t.Fatalf("the local-user-authenticator never published its CA: %v", err)
-			}
-			_, err = steps.Kubectl(ctx, cfg.KubeconfigFile(), fmt.Sprintf(`apiVersion: authentication.concierge.pinniped.dev/v1alpha1
-kind: WebhookAuthenticator
-metadata: {name: local-users}
-spec:
-  endpoint: https://local-user-authenticator.local-user-authenticator.svc/authenticate
-  tls: {certificateAuthorityData: %s}
-`, base64.StdEncoding.EncodeToString(ca)), "apply", "-f", "-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitForWebhookReady(ctx, t, cfg, "local-users")
+			setUpLocalUsers(ctx, t, cfg)
 			return ctx
 		}).
 		Assess("the right password gets a certificate for the user", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if info := steps.ClusterFrom(ctx).Info; !info.ClusterSigningKeyAvailable && info.HasExternalLoadBalancer {
+				// The proxy's signer exists once the proxy is set up.
+				waitForStrategy(ctx, t, cfg, configv1alpha1.StrategyTypeImpersonationProxy)
+			}
 			resp := kubectlExchange(ctx, t, cfg, "pinny:correct horse")
 			if resp.Status.Credential == nil {
 				t.Fatalf("no credential; message %v", resp.Status.Message)
@@ -113,9 +85,9 @@ spec:
 				return ctx
 			}
 			roots := x509.NewCertPool()
-			roots.AddCert(signer.Certificate())
+			roots.AddCert(expectedSigner(ctx, t, cfg))
 			if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-				t.Errorf("certificate not signed by the configured signer: %v", err)
+				t.Errorf("certificate not signed by the expected signer: %v", err)
 			}
 			return ctx
 		}).
@@ -127,6 +99,61 @@ spec:
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// setUpLocalUsers creates the local user pinny (groups seals, walruses) and the WebhookAuthenticator
+// local-users for the local-user-authenticator; several tests share them.
+func setUpLocalUsers(ctx context.Context, t *testing.T, cfg *envconf.Config) {
+	t.Helper()
+	kube := kubeClient(t, cfg)
+	hash, err := bcrypt.GenerateFromPassword([]byte("correct horse"), bcrypt.DefaultCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "pinny", Namespace: "local-user-authenticator"},
+		Data:       map[string][]byte{"passwordHash": hash, "groups": []byte("seals,walruses")},
+	}
+	if _, err := kube.CoreV1().Secrets("local-user-authenticator").Create(ctx, user, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// The webhook's CA is published by the local-user-authenticator itself.
+	var ca []byte
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := kube.CoreV1().Secrets("local-user-authenticator").Get(ctx, "api-serving-cert", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ca = s.Data["caCertificate"]
+		return len(ca) > 0, nil
+	}); err != nil {
+		t.Fatalf("the local-user-authenticator never published its CA: %v", err)
+	}
+	_, err = steps.Kubectl(ctx, cfg.KubeconfigFile(), fmt.Sprintf(`apiVersion: authentication.concierge.pinniped.dev/v1alpha1
+kind: WebhookAuthenticator
+metadata: {name: local-users}
+spec:
+  endpoint: https://local-user-authenticator.local-user-authenticator.svc/authenticate
+  tls: {certificateAuthorityData: %s}
+`, base64.StdEncoding.EncodeToString(ca)), "apply", "-f", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForWebhookReady(ctx, t, cfg, "local-users")
+}
+
+// expectedSigner is the CA of TokenCredentialRequest certificates where it is not the cluster's:
+// the impersonation proxy's signer where a load balancer lets the proxy run, else the test's.
+func expectedSigner(ctx context.Context, t *testing.T, cfg *envconf.Config) *x509.Certificate {
+	t.Helper()
+	if !steps.ClusterFrom(ctx).Info.HasExternalLoadBalancer {
+		return signer.Certificate()
+	}
+	s, err := kubeClient(t, cfg).CoreV1().Secrets("pinniped-concierge").Get(ctx, "pinniped-concierge-impersonation-proxy-signer-ca-certificate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the impersonation proxy's signer CA: %v", err)
+	}
+	return parseCert(t, string(s.Data["ca.crt"]))
 }
 
 func kubectlExchange(ctx context.Context, t *testing.T, cfg *envconf.Config, token string) *loginv1alpha1.TokenCredentialRequest {

@@ -57,12 +57,15 @@ func TestMain(m *testing.M) {
 		steps.LoadImages(steps.RepoPath("_output/images/pinniped-server.tar")),
 	}
 	setup = append(setup, steps.InstallLocalUserAuthenticator()...)
-	if p.Info().KubeControllerManagerPod {
+	switch {
+	case p.Info().KubeControllerManagerPod:
 		// The kube cert agent fetches the cluster's own signing key.
 		setup = append(setup, steps.InstallConcierge()...)
-	} else {
-		// No signing key to fetch: sign with a CA of the test's until the impersonation proxy
-		// gives these clusters a signer of their own.
+	case p.Info().HasExternalLoadBalancer:
+		// No signing key to fetch: the impersonation proxy signs with a CA of its own.
+		setup = append(setup, steps.InstallConcierge()...)
+	default:
+		// Neither a signing key nor a load balancer for the proxy: sign with a CA of the test's.
 		setup = append(setup, steps.ApplyManifest(signerManifest()))
 		setup = append(setup, steps.InstallConcierge("signer-secret")...)
 	}

@@ -30,7 +30,10 @@ func newCA(t *testing.T, name string) *certauthority.CA {
 }
 
 // assertIssuesFrom checks that s issues client certificates that verify against want's bundle.
-func assertIssuesFrom(t *testing.T, s *Signer, want *certauthority.CA) {
+func assertIssuesFrom(t *testing.T, s interface {
+	ClientCertIssuer
+	CABundle() []byte
+}, want *certauthority.CA) {
 	t.Helper()
 	certPEM, _, err := s.IssueClientCert("alice", []string{"devs"}, time.Minute)
 	require.NoError(t, err)

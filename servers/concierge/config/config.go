@@ -21,6 +21,8 @@ type Config struct {
 	APIGroupSuffix *string `json:"apiGroupSuffix,omitempty"`
 	// AggregatedAPIServerPort is where the TokenCredentialRequest and WhoAmIRequest APIs listen.
 	AggregatedAPIServerPort *int64 `json:"aggregatedAPIServerPort,omitempty"`
+	// ImpersonationProxyServerPort is where the impersonation proxy listens when it runs.
+	ImpersonationProxyServerPort *int64 `json:"impersonationProxyServerPort,omitempty"`
 	// AggregatedAPIServerDisableAdmissionPlugins names admission plugins to turn off.
 	AggregatedAPIServerDisableAdmissionPlugins []string          `json:"aggregatedAPIServerDisableAdmissionPlugins,omitempty"`
 	API                                        API               `json:"api"`
@@ -71,6 +73,12 @@ type Names struct {
 	// AgentServiceAccount is the kube cert agent's ServiceAccount; by default named like its
 	// Deployment.
 	AgentServiceAccount string `json:"agentServiceAccount,omitempty"`
+	// The impersonation proxy's Services and Secrets; Pinniped's names by default.
+	ImpersonationLoadBalancerService  string `json:"impersonationLoadBalancerService,omitempty"`
+	ImpersonationClusterIPService     string `json:"impersonationClusterIPService,omitempty"`
+	ImpersonationTLSCertificateSecret string `json:"impersonationTLSCertificateSecret,omitempty"`
+	ImpersonationCACertificateSecret  string `json:"impersonationCACertificateSecret,omitempty"`
+	ImpersonationSignerSecret         string `json:"impersonationSignerSecret,omitempty"`
 }
 
 // Log sets the log level: info, debug, trace or all.
@@ -88,6 +96,7 @@ type Signer struct {
 const (
 	DefaultAPIGroupSuffix          = "pinniped.dev"
 	DefaultAggregatedAPIServerPort = 10250
+	DefaultImpersonationProxyPort  = 8444
 	DefaultServingCertDuration     = 365 * 24 * time.Hour
 	// DefaultServingCertRenewBefore is, as in Pinniped, the certificate age at which it is renewed.
 	DefaultServingCertRenewBefore  = 273 * 24 * time.Hour
@@ -125,6 +134,21 @@ func (c *Config) setDefaults() {
 		p := int64(DefaultAggregatedAPIServerPort)
 		c.AggregatedAPIServerPort = &p
 	}
+	if c.ImpersonationProxyServerPort == nil {
+		p := int64(DefaultImpersonationProxyPort)
+		c.ImpersonationProxyServerPort = &p
+	}
+	for field, def := range map[*string]string{
+		&c.Names.ImpersonationLoadBalancerService:  "pinniped-concierge-impersonation-proxy-load-balancer",
+		&c.Names.ImpersonationClusterIPService:     "pinniped-concierge-impersonation-proxy-cluster-ip",
+		&c.Names.ImpersonationTLSCertificateSecret: "pinniped-concierge-impersonation-proxy-tls-serving-certificate",
+		&c.Names.ImpersonationCACertificateSecret:  "pinniped-concierge-impersonation-proxy-ca-certificate",
+		&c.Names.ImpersonationSignerSecret:         "pinniped-concierge-impersonation-proxy-signer-ca-certificate",
+	} {
+		if *field == "" {
+			*field = def
+		}
+	}
 	sc := &c.API.ServingCertificate
 	if sc.DurationSeconds == nil {
 		d := int64(DefaultServingCertDuration / time.Second)
@@ -153,6 +177,9 @@ func (c *Config) validate() error {
 	}
 	if p := *c.AggregatedAPIServerPort; p < 1024 || p > 65535 {
 		errs = append(errs, fmt.Errorf("aggregatedAPIServerPort: must be within 1024-65535, got %d", p))
+	}
+	if p := *c.ImpersonationProxyServerPort; p < 1024 || p > 65535 || p == *c.AggregatedAPIServerPort {
+		errs = append(errs, fmt.Errorf("impersonationProxyServerPort: must be within 1024-65535 and differ from aggregatedAPIServerPort, got %d", p))
 	}
 	sc := c.API.ServingCertificate
 	if *sc.DurationSeconds <= 0 || *sc.RenewBeforeSeconds <= 0 || *sc.RenewBeforeSeconds >= *sc.DurationSeconds {

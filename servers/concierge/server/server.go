@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	kubeinformers "k8s.io/client-go/informers"
@@ -27,9 +29,11 @@ import (
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
 	"sealion.dev/core/authncache"
 	"sealion.dev/core/certauthority/dynamicca"
 	"sealion.dev/core/controllers/authenticator"
+	"sealion.dev/core/controllers/impersonationproxy"
 	"sealion.dev/core/controllers/kubecertagent"
 	"sealion.dev/core/credential"
 	"sealion.dev/core/credentialissuer"
@@ -37,6 +41,7 @@ import (
 	conciergeinformers "sealion.dev/core/generated/concierge/informers/externalversions"
 	generatedopenapi "sealion.dev/core/generated/openapi"
 	"sealion.dev/core/groupsuffix"
+	"sealion.dev/core/impersonator"
 	"sealion.dev/core/servingcert"
 	"sealion.dev/servers/concierge/apiserver"
 	"sealion.dev/servers/concierge/config"
@@ -124,7 +129,15 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	var authenticators authncache.Cache
 	credential.RegisterMetrics()
-	exchanger := &credential.Exchanger{Authenticators: &authenticators, Issuer: signer}
+	// The cluster's signing key when there is one; else the impersonation proxy's signer, whose
+	// certificates only the proxy accepts.
+	proxySigner := dynamicca.New("impersonation proxy signer")
+	exchanger := &credential.Exchanger{Authenticators: &authenticators, Issuer: dynamicca.FirstLoaded{signer, proxySigner}}
+	proxy, err := impersonationProxy(ctx, o, cfg, restConfig, kubeClient, conciergeClient, nsInformers, crInformers, signer, proxySigner, exchanger)
+	if err != nil {
+		return err
+	}
+	controllers = append(controllers, proxy)
 
 	authGroup, _ := groupsuffix.Replace(authv1alpha1.GroupName, suffix)
 	shared := authenticator.Shared{
@@ -210,6 +223,70 @@ var defaultCredentialIssuerSpec = configv1alpha1.CredentialIssuerSpec{
 			Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout": "4000"},
 		},
 	},
+}
+
+// conciergePodSelector selects the Concierge's own pods (see deploy/04-deployment.yaml).
+var conciergePodSelector = map[string]string{"deployment.pinniped.dev": "concierge"}
+
+// impersonationProxy builds the proxy and the controller that runs it. Client certificates are
+// accepted from the cluster's client CA and from both signers the exchanger issues with.
+func impersonationProxy(ctx context.Context, o *Options, cfg *config.Config, restConfig *rest.Config, kubeClient kubernetes.Interface,
+	conciergeClient conciergeclientset.Interface, nsInformers kubeinformers.SharedInformerFactory,
+	crInformers conciergeinformers.SharedInformerFactory, clusterSigner, proxySigner *dynamicca.Signer, exchanger *credential.Exchanger,
+) (*impersonationproxy.Controller, error) {
+	clusterClientCA, err := dynamiccertificates.NewDynamicCAFromConfigMapController("client-ca", metav1.NamespaceSystem,
+		"extension-apiserver-authentication", "client-ca-file", kubeClient)
+	if err != nil {
+		return nil, fmt.Errorf("impersonation proxy: watching the cluster's client CA: %w", err)
+	}
+	go clusterClientCA.Run(ctx, 1)
+	authn, err := impersonator.DelegatedAuthenticator(kubeClient, clusterClientCA,
+		impersonator.CAContent("impersonation proxy signer", proxySigner),
+		impersonator.CAContent("token credential request signer", clusterSigner))
+	if err != nil {
+		return nil, err
+	}
+	authz, err := impersonator.DelegatedAuthorizer(kubeClient)
+	if err != nil {
+		return nil, err
+	}
+	loginGroup, _ := groupsuffix.Replace(loginv1alpha1.GroupName, *cfg.APIGroupSuffix) // a pinniped.dev group always has one
+	handler, err := impersonator.New(impersonator.Config{
+		APIServer:                  restConfig,
+		Authenticator:              authn,
+		Authorizer:                 authz,
+		TokenCredentialRequests:    impersonator.TokenCredentialRequestHandler(loginGroup, exchanger),
+		TokenCredentialRequestPath: impersonator.TokenCredentialRequestPath(loginGroup),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ciInformer := crInformers.Config().V1alpha1().CredentialIssuers()
+	port := *cfg.ImpersonationProxyServerPort
+	return impersonationproxy.New(impersonationproxy.Config{
+		Namespace:               o.Namespace,
+		CredentialIssuerName:    cfg.Names.CredentialIssuer,
+		DefaultSpec:             *defaultCredentialIssuerSpec.ImpersonationProxy,
+		LoadBalancerServiceName: cfg.Names.ImpersonationLoadBalancerService,
+		ClusterIPServiceName:    cfg.Names.ImpersonationClusterIPService,
+		SignerSecretName:        cfg.Names.ImpersonationSignerSecret,
+		ServingCASecretName:     cfg.Names.ImpersonationCACertificateSecret,
+		ServingCertSecretName:   cfg.Names.ImpersonationTLSCertificateSecret,
+		Selector:                conciergePodSelector,
+		Labels:                  cfg.Labels,
+		Address:                 net.JoinHostPort(o.BindAddress, strconv.FormatInt(port, 10)),
+		Port:                    int32(port),
+	}, kubeClient, impersonationproxy.Informers{
+		CredentialIssuers: ciInformer,
+		Services:          nsInformers.Core().V1().Services(),
+		Secrets:           nsInformers.Core().V1().Secrets(),
+	}, handler, proxySigner, &credentialissuer.Updater{
+		Client: conciergeClient,
+		Lister: ciInformer.Lister(),
+		Name:   cfg.Names.CredentialIssuer,
+		Labels: cfg.Labels,
+		Spec:   defaultCredentialIssuerSpec,
+	}), nil
 }
 
 // kubeCertAgent builds the controller that feeds signer with the cluster signing key, and returns

@@ -1,0 +1,105 @@
+package impersonationproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// servingCert holds the proxy's current serving certificate; handshakes fail while it is empty.
+type servingCert struct {
+	cert atomic.Pointer[tls.Certificate]
+}
+
+func (s *servingCert) set(certPEM, keyPEM []byte) error {
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("loading the impersonation proxy's serving certificate: %w", err)
+	}
+	s.cert.Store(&c)
+	return nil
+}
+
+func (s *servingCert) clear() { s.cert.Store(nil) }
+
+func (s *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if c := s.cert.Load(); c != nil {
+		return c, nil
+	}
+	return nil, errors.New("the impersonation proxy has no serving certificate yet")
+}
+
+// listener starts and stops the proxy's HTTPS server.
+type listener struct {
+	address string
+	handler http.Handler
+	cert    *servingCert
+	// listen is net.Listen unless a test replaces it.
+	listen func(network, address string) (net.Listener, error)
+
+	mu     sync.Mutex
+	server *http.Server
+}
+
+func (l *listener) running() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.server != nil
+}
+
+// start serves on l.address unless already serving.
+func (l *listener) start(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.server != nil {
+		return nil
+	}
+	ln, err := l.listen("tcp", l.address)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", l.address, err)
+	}
+	server := &http.Server{
+		Handler: l.handler,
+		// Client certificates are requested but verified by the authenticator, which knows
+		// both CAs and lets token and anonymous clients in too.
+		TLSConfig: &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			ClientAuth:     tls.RequestClientCert,
+			GetCertificate: l.cert.get,
+			NextProtos:     []string{"h2", "http/1.1"},
+		},
+		// No timeouts on bodies: watches, logs -f, exec and port-forward stay open as long as the
+		// client wants. Only slow header senders are cut off.
+		ReadHeaderTimeout: 30 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	l.server = server
+	go func() {
+		err := server.ServeTLS(ln, "", "")
+		if !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "impersonation proxy stopped serving")
+		}
+	}()
+	klog.FromContext(ctx).Info("impersonation proxy listening", "address", ln.Addr().String())
+	return nil
+}
+
+// stop closes the listener and every connection, if serving.
+func (l *listener) stop(ctx context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.server == nil {
+		return
+	}
+	_ = l.server.Close() // the error is that of closing the listener, which is gone either way
+	l.server = nil
+	klog.FromContext(ctx).Info("impersonation proxy stopped")
+}

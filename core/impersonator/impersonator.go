@@ -1,0 +1,248 @@
+package impersonator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/anonymous"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	unionauth "k8s.io/apiserver/pkg/authentication/request/union"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	webhooktoken "k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+)
+
+// Config is what New needs.
+type Config struct {
+	// APIServer reaches the real kube-apiserver as the Concierge's ServiceAccount, which must be
+	// allowed to impersonate users, groups, service accounts, UIDs and user extras.
+	APIServer *rest.Config
+	// Authenticator authenticates requests; see DelegatedAuthenticator. A user it returns from a
+	// bearer token is recognised for pass-through only through TokenAuthenticated.
+	Authenticator authenticator.Request
+	// Authorizer decides both nested impersonation and the end user's request; see DelegatedAuthorizer.
+	Authorizer authorizer.Authorizer
+	// TokenCredentialRequests answers POSTs to TokenCredentialRequestPath anonymously; nil forwards them.
+	TokenCredentialRequests http.Handler
+	// TokenCredentialRequestPath is /apis/login.concierge.<suffix>/v1alpha1/tokencredentialrequests.
+	TokenCredentialRequestPath string
+}
+
+// FlushInterval is how often streamed responses (watches, logs -f) are flushed to the client.
+const FlushInterval = 200 * time.Millisecond
+
+// New returns the proxy's HTTP handler. It serves on TLS connections that asked for (but did not
+// require) a client certificate, so that certificate, token and anonymous clients share one port.
+func New(c Config) (http.Handler, error) {
+	if c.APIServer == nil || c.Authenticator == nil || c.Authorizer == nil {
+		return nil, errors.New("impersonator: APIServer, Authenticator and Authorizer are required")
+	}
+	asServiceAccount, err := newForwarder(c.APIServer)
+	if err != nil {
+		return nil, fmt.Errorf("impersonator: proxy transport with the ServiceAccount's credentials: %w", err)
+	}
+	// Anonymous requests and passed-through tokens reach the kube-apiserver with no credentials of
+	// ours, so it decides about them exactly as it would without the proxy.
+	withoutCredentials, err := newForwarder(rest.AnonymousClientConfig(c.APIServer))
+	if err != nil {
+		return nil, fmt.Errorf("impersonator: proxy transport without credentials: %w", err)
+	}
+	codecs := clientgoscheme.Codecs.WithoutConversion()
+	resolver := &genericapirequest.RequestInfoFactory{
+		APIPrefixes:          sets.NewString("api", "apis"),
+		GrouplessAPIPrefixes: sets.NewString("api"),
+	}
+
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forward(w, r, asServiceAccount, withoutCredentials)
+	})
+	h = genericapifilters.WithAuthorization(h, c.Authorizer, codecs)
+	h = genericapifilters.WithImpersonation(h, c.Authorizer, codecs)
+	h = genericapifilters.WithAuthentication(h, c.Authenticator, genericapifilters.Unauthorized(codecs), nil, nil)
+	h = withTokenSlot(h)
+	if c.TokenCredentialRequests != nil {
+		h = withTokenCredentialRequests(h, c.TokenCredentialRequestPath, c.TokenCredentialRequests)
+	}
+	h = genericapifilters.WithRequestInfo(h, resolver)
+	h = genericfilters.WithPanicRecovery(h, resolver)
+	return h, nil
+}
+
+// withTokenCredentialRequests answers credential exchanges before authentication: a client that
+// has no credential yet must be able to get one, even where the cluster refuses anonymous requests.
+func withTokenCredentialRequests(next http.Handler, path string, tcr http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == path {
+			tcr.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// forwarder proxies to the kube-apiserver through one set of credentials.
+type forwarder struct{ *proxy.UpgradeAwareHandler }
+
+func newForwarder(c *rest.Config) (*forwarder, error) {
+	host, _, err := rest.DefaultServerUrlFor(c)
+	if err != nil {
+		return nil, err
+	}
+	// Ordinary requests may use HTTP/2; upgrades (exec, attach, port-forward) need HTTP/1.1, which
+	// the upgrade dialer negotiates, with the same credentials added by the config's wrappers.
+	rt, err := rest.TransportFor(c)
+	if err != nil {
+		return nil, err
+	}
+	wrappers, err := rest.HTTPWrappersForConfig(c, proxy.MirrorRequest)
+	if err != nil {
+		return nil, err
+	}
+	h := proxy.NewUpgradeAwareHandler(&url.URL{Scheme: host.Scheme, Host: host.Host, Path: host.Path}, rt, false, false, errorResponder{})
+	h.UpgradeTransport = proxy.NewUpgradeRequestRoundTripper(rt, wrappers)
+	h.UseRequestLocation = true
+	h.AppendLocationPath = host.Path != "" && host.Path != "/"
+	h.FlushInterval = FlushInterval
+	return &forwarder{h}, nil
+}
+
+// forward sends r on as the user the chain settled on.
+func forward(w http.ResponseWriter, r *http.Request, asServiceAccount, withoutCredentials *forwarder) {
+	u, ok := genericapirequest.UserFrom(r.Context())
+	if !ok {
+		http.Error(w, "no user in the request context", http.StatusInternalServerError)
+		return
+	}
+	r = r.Clone(r.Context())
+	scrubIdentityHeaders(r.Header)
+	switch {
+	case isAnonymous(u):
+		withoutCredentials.ServeHTTP(w, r)
+	case passThroughToken(r.Context(), u) != "":
+		// A token's owner with a UID (a ServiceAccount, say) keeps its own credential: the
+		// kube-apiserver then sees exactly what it would see without the proxy.
+		r.Header.Set("Authorization", "Bearer "+passThroughToken(r.Context(), u))
+		withoutCredentials.ServeHTTP(w, r)
+	default:
+		setImpersonationHeaders(r.Header, u)
+		asServiceAccount.ServeHTTP(w, r)
+	}
+}
+
+func isAnonymous(u user.Info) bool {
+	return u.GetName() == user.Anonymous
+}
+
+type errorResponder struct{}
+
+func (errorResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
+	klog.FromContext(r.Context()).Error(err, "impersonation proxy could not reach the kube-apiserver", "path", r.URL.Path)
+	http.Error(w, "the impersonation proxy could not reach the kube-apiserver", http.StatusBadGateway)
+}
+
+// tokenSlot records, for one request, which user a bearer token authenticated as.
+type tokenSlot struct {
+	token string
+	user  user.Info
+}
+
+type tokenSlotKey struct{}
+
+// withTokenSlot gives each request a slot that TokenAuthenticated fills; the authentication
+// filter removes the Authorization header, so the token is kept here for pass-through.
+func withTokenSlot(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenSlotKey{}, &tokenSlot{})))
+	})
+}
+
+// passThroughToken returns the bearer token to forward for u: set only when u is the user a token
+// authenticated as (not someone it impersonates) and that user has a UID.
+func passThroughToken(ctx context.Context, u user.Info) string {
+	slot, _ := ctx.Value(tokenSlotKey{}).(*tokenSlot)
+	if slot == nil || slot.user == nil || slot.user.GetUID() == "" {
+		return ""
+	}
+	if slot.user.GetName() != u.GetName() || slot.user.GetUID() != u.GetUID() {
+		return ""
+	}
+	return slot.token
+}
+
+// TokenAuthenticated wraps a token authenticator so that the proxy can pass successfully
+// authenticated tokens through.
+func TokenAuthenticated(t authenticator.Token) authenticator.Token {
+	return authenticator.TokenFunc(func(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+		resp, ok, err := t.AuthenticateToken(ctx, token)
+		if ok && err == nil {
+			if slot, _ := ctx.Value(tokenSlotKey{}).(*tokenSlot); slot != nil {
+				slot.token, slot.user = token, resp.User
+			}
+		}
+		return resp, ok, err
+	})
+}
+
+// TokenReviewCacheTTL is how long a TokenReview answer is reused.
+const TokenReviewCacheTTL = 10 * time.Second
+
+// DelegatedAuthenticator authenticates client certificates signed by one of clientCAs, bearer
+// tokens by TokenReview at the kube-apiserver, and everything else as system:anonymous (which the
+// proxy forwards without credentials, leaving the decision to the cluster).
+func DelegatedAuthenticator(kube kubernetes.Interface, clientCAs ...dynamiccertificates.CAContentProvider) (authenticator.Request, error) {
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+	tokenReview, err := webhooktoken.NewFromInterface(kube.AuthenticationV1(), nil, backoff, 10*time.Second,
+		webhooktoken.AuthenticatorMetrics{
+			RecordRequestTotal:   authenticatorfactory.RecordRequestTotal,
+			RecordRequestLatency: authenticatorfactory.RecordRequestLatency,
+		})
+	if err != nil {
+		return nil, fmt.Errorf("impersonator: TokenReview authenticator: %w", err)
+	}
+	tokens := TokenAuthenticated(tokencache.New(tokenReview, false, TokenReviewCacheTTL, TokenReviewCacheTTL))
+	// One certificate authenticator per CA: each keeps its own parsed pool, where a union of the
+	// bundles would be re-parsed on every request.
+	var authenticators []authenticator.Request
+	for _, ca := range clientCAs {
+		authenticators = append(authenticators, x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion))
+	}
+	authenticators = append(authenticators, bearertoken.New(tokens))
+	known := group.NewAuthenticatedGroupAdder(unionauth.New(authenticators...))
+	return unionauth.NewFailOnError(known, anonymous.NewAuthenticator(nil)), nil
+}
+
+// DelegatedAuthorizer asks the kube-apiserver with SubjectAccessReviews, caching answers briefly.
+func DelegatedAuthorizer(kube kubernetes.Interface) (authorizer.Authorizer, error) {
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+	a, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: kube.AuthorizationV1(),
+		AllowCacheTTL:             10 * time.Second,
+		DenyCacheTTL:              10 * time.Second,
+		WebhookRetryBackoff:       &backoff,
+	}.New()
+	if err != nil {
+		return nil, fmt.Errorf("impersonator: SubjectAccessReview authorizer: %w", err)
+	}
+	return a, nil
+}

@@ -1,0 +1,176 @@
+package impersonator
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/anonymous"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	unionauth "k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/rest"
+)
+
+func TestScrubIdentityHeaders(t *testing.T) {
+	h := http.Header{}
+	for _, name := range []string{"Authorization", "Impersonate-User", "impersonate-group", "Impersonate-Extra-Scopes", "Impersonate-Uid",
+		"X-Remote-User", "x-remote-group", "X-Remote-Extra-Foo", "Accept", "User-Agent", "X-Forwarded-For"} {
+		h[name] = []string{"v"}
+	}
+	scrubIdentityHeaders(h)
+	var left []string
+	for name := range h {
+		left = append(left, name)
+	}
+	assert.ElementsMatch(t, []string{"Accept", "User-Agent", "X-Forwarded-For"}, left)
+}
+
+func TestSetImpersonationHeaders(t *testing.T) {
+	h := http.Header{}
+	setImpersonationHeaders(h, &user.DefaultInfo{
+		Name: "pinny", UID: "u-1", Groups: []string{"seals", "system:authenticated"},
+		Extra: map[string][]string{"scopes.example.com/a b": {"x", "y"}},
+	})
+	assert.Equal(t, []string{"pinny"}, h.Values("Impersonate-User"))
+	assert.Equal(t, []string{"u-1"}, h.Values("Impersonate-Uid"))
+	assert.Equal(t, []string{"seals", "system:authenticated"}, h.Values("Impersonate-Group"))
+	assert.Equal(t, []string{"x", "y"}, h.Values("Impersonate-Extra-Scopes.example.com%2Fa%20b"))
+}
+
+// allowAll authorizes everything except impersonation of anyone but "allowed-target".
+type allowAll struct{}
+
+func (allowAll) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.GetVerb() == "impersonate" && a.GetName() != "allowed-target" {
+		return authorizer.DecisionDeny, "no", nil
+	}
+	if a.GetResource() == "secrets" {
+		return authorizer.DecisionDeny, "no secrets", nil
+	}
+	return authorizer.DecisionAllow, "", nil
+}
+
+func TestForwarding(t *testing.T) {
+	var got http.Header
+	backend := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer backend.Close()
+
+	// Tokens: "sa-token" is a ServiceAccount (has a UID), "user-token" a person (no UID).
+	tokens := TokenAuthenticated(authenticator.TokenFunc(func(_ context.Context, token string) (*authenticator.Response, bool, error) {
+		switch token {
+		case "sa-token":
+			return &authenticator.Response{User: &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", UID: "sa-uid", Groups: []string{"system:serviceaccounts"}}}, true, nil
+		case "user-token":
+			return &authenticator.Response{User: &user.DefaultInfo{Name: "pinny", Groups: []string{"seals"}}}, true, nil
+		}
+		return nil, false, nil
+	}))
+	authn := unionauth.NewFailOnError(bearertoken.New(tokens), anonymous.NewAuthenticator(nil))
+	handler, err := New(Config{
+		APIServer:                  &rest.Config{Host: backend.URL, BearerToken: "concierge-sa", TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
+		Authenticator:              authn,
+		Authorizer:                 allowAll{},
+		TokenCredentialRequests:    http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }),
+		TokenCredentialRequestPath: "/apis/login.concierge.pinniped.dev/v1alpha1/tokencredentialrequests",
+	})
+	require.NoError(t, err)
+	front := httptest.NewUnstartedServer(handler)
+	front.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	front.StartTLS()
+	defer front.Close()
+
+	tests := []struct {
+		name       string
+		method     string
+		path       string
+		headers    map[string]string
+		wantCode   int
+		wantHeader map[string][]string // expected at the backend; nil values mean absent
+	}{
+		{
+			name: "a token user is impersonated by the Concierge", path: "/api/v1/pods",
+			headers:  map[string]string{"Authorization": "Bearer user-token", "X-Remote-User": "admin"},
+			wantCode: http.StatusOK,
+			wantHeader: map[string][]string{
+				"Authorization": {"Bearer concierge-sa"}, "Impersonate-User": {"pinny"},
+				"Impersonate-Group": {"seals"}, "X-Remote-User": nil,
+			},
+		},
+		{
+			name: "a ServiceAccount token passes through", path: "/api/v1/pods",
+			headers:    map[string]string{"Authorization": "Bearer sa-token"},
+			wantCode:   http.StatusOK,
+			wantHeader: map[string][]string{"Authorization": {"Bearer sa-token"}, "Impersonate-User": nil},
+		},
+		{
+			name: "anonymous requests go without credentials", path: "/version",
+			wantCode:   http.StatusOK,
+			wantHeader: map[string][]string{"Authorization": nil, "Impersonate-User": nil},
+		},
+		{
+			name: "nested impersonation the user may do", path: "/api/v1/pods",
+			headers:  map[string]string{"Authorization": "Bearer user-token", "Impersonate-User": "allowed-target"},
+			wantCode: http.StatusOK,
+			wantHeader: map[string][]string{
+				"Authorization": {"Bearer concierge-sa"}, "Impersonate-User": {"allowed-target"},
+			},
+		},
+		{
+			name: "nested impersonation the user may not do", path: "/api/v1/pods",
+			headers:  map[string]string{"Authorization": "Bearer user-token", "Impersonate-User": "system:admin"},
+			wantCode: http.StatusForbidden,
+		},
+		{
+			name: "the end user is authorized", path: "/api/v1/namespaces/kube-system/secrets",
+			headers:  map[string]string{"Authorization": "Bearer user-token"},
+			wantCode: http.StatusForbidden,
+		},
+		{
+			name: "an unknown token is refused", path: "/api/v1/pods",
+			headers:  map[string]string{"Authorization": "Bearer nope"},
+			wantCode: http.StatusUnauthorized,
+		},
+		{
+			name: "TokenCredentialRequests are answered by the proxy", method: http.MethodPost,
+			path:     "/apis/login.concierge.pinniped.dev/v1alpha1/tokencredentialrequests",
+			wantCode: http.StatusTeapot,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got = nil
+			method := tt.method
+			if method == "" {
+				method = http.MethodGet
+			}
+			req, err := http.NewRequest(method, front.URL+tt.path, strings.NewReader(""))
+			require.NoError(t, err)
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := front.Client().Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, tt.wantCode, resp.StatusCode)
+			if tt.wantCode != http.StatusOK {
+				assert.Nil(t, got, "the request must not reach the kube-apiserver")
+				return
+			}
+			require.NotNil(t, got)
+			for k, v := range tt.wantHeader {
+				assert.Equal(t, v, got.Values(k), "header %s", k)
+			}
+		})
+	}
+}
