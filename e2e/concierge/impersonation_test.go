@@ -49,8 +49,8 @@ func TestImpersonationProxy(t *testing.T) {
 				t.Fatalf("strategy %+v, want Listening with the proxy's endpoint", s)
 			}
 			proxy = *s.Frontend.ImpersonationProxyInfo
-			if !strings.HasPrefix(proxy.Endpoint, "https://127.0.10.") || proxy.CertificateAuthorityData == "" {
-				t.Errorf("frontend %+v, want the load balancer's address and a CA", proxy)
+			if !strings.HasPrefix(proxy.Endpoint, "https://") || proxy.CertificateAuthorityData == "" {
+				t.Errorf("frontend %+v, want the load balancer's address (IP or hostname) and a CA", proxy)
 			}
 			client, err := conciergeclientset.NewForConfig(cfg.Client().RESTConfig())
 			if err != nil {
@@ -189,4 +189,41 @@ func proxyKubeconfig(t *testing.T, cfg *envconf.Config, proxy configv1alpha1.Imp
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestImpersonationProxyDisabledWhereControlPlaneVisible checks mode auto's other half: where the
+// control-plane nodes are visible (kubeadm), the proxy stays off and says why.
+func TestImpersonationProxyDisabledWhereControlPlaneVisible(t *testing.T) {
+	f := features.New("ImpersonationProxy disabled automatically").
+		Assess("the CredentialIssuer reports the proxy disabled", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if !steps.ClusterFrom(ctx).Info.ControlPlaneVisible {
+				t.Skip("this cluster hides its control plane, so mode auto enables the proxy (TestImpersonationProxy)")
+			}
+			client, err := conciergeclientset.NewForConfig(cfg.Client().RESTConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last configv1alpha1.CredentialIssuerStatus
+			err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+				ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+				if err != nil {
+					return false, nil
+				}
+				last = ci.Status
+				for _, s := range ci.Status.Strategies {
+					if s.Type == configv1alpha1.StrategyTypeImpersonationProxy {
+						return s.Status == configv1alpha1.StrategyStatusError && s.Reason == configv1alpha1.StrategyReasonDisabled, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				t.Fatalf("no Disabled ImpersonationProxy strategy: %+v", last)
+			}
+			if _, err := kubeClient(t, cfg).CoreV1().Services("pinniped-concierge").Get(ctx, "pinniped-concierge-impersonation-proxy-load-balancer", metav1.GetOptions{}); err == nil {
+				t.Error("the proxy's load balancer Service exists although the proxy is disabled")
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
 }
