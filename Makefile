@@ -16,7 +16,7 @@ BIN := $(CURDIR)/bin
 FUZZTIME ?= 20s
 
 # Packages whose tests start real processes (etcd, kube-apiserver, our servers).
-INTEGRATION_PKGS := ./core/... ./servers/...
+INTEGRATION_PKGS := ./core/... ./servers/... ./cli/... ./fixtures/...
 # The providers' own cluster tests skip unless host changes are allowed. They run one package at a
 # time: each compares the host before and after its cluster, and only one cluster fits the host.
 PROVIDER_PKGS := ./providers/...
@@ -25,7 +25,8 @@ PROVIDER_PKGS := ./providers/...
 # managed clusters) or existing (the cluster of $$KUBECONFIG).
 PROVIDERS ?= kubeadm gke
 # Debian packages the providers that run a node on this machine need.
-HOST_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool ca-certificates
+# (chromium: the headless browser of the login tests.)
+HOST_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool ca-certificates chromium
 
 .PHONY: all
 all: build
@@ -39,6 +40,7 @@ deps: ## check the toolchain this project needs
 build: deps ## build our binaries into ./bin
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pinniped-concierge ./servers/concierge
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/local-user-authenticator ./servers/local-user-authenticator
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/pinniped ./cli/cmd/pinniped
 
 .PHONY: kube-binaries
 kube-binaries: deps ## build etcd and the Kubernetes binaries from source into the cache (no-op when warm)
@@ -100,6 +102,7 @@ verify-generate: deps ## fail when generated files are stale
 unit: deps ## unit tests
 	$(GO) test -short -count=1 ./...
 	cd tools && $(GO) test -short -count=1 ./...
+	cd fixtures/dex/server && $(GO) test -short -count=1 ./...
 
 .PHONY: integration
 integration: kube-binaries images host-deps-if-allowed ## integration tests against a real etcd and kube-apiserver (they build our servers)

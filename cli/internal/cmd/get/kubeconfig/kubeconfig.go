@@ -1,0 +1,392 @@
+// Package kubeconfig implements "pinniped get kubeconfig": it discovers how the cluster's
+// Concierge issues credentials (CredentialIssuer strategy frontend and authenticator) and writes a
+// kubeconfig whose user runs "pinniped login static" or "pinniped login oidc" as a kubectl
+// credential plugin.
+package kubeconfig
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"sealion.dev/cli/internal/deps"
+	"sealion.dev/cli/internal/kubeconfig"
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	"sealion.dev/core/groupsuffix"
+)
+
+const (
+	execAPIVersion     = "client.authentication.k8s.io/v1beta1"
+	defaultInstallHint = "The pinniped CLI is required to authenticate to this cluster. Install it from the Pinniped release page and put it on your PATH (or regenerate this kubeconfig with --pinniped-cli-path)."
+	defaultClientID    = "pinniped-cli"
+	pollInterval       = 2 * time.Second
+)
+
+var defaultScopes = []string{"offline_access", "openid", "pinniped:request-audience", "username", "groups"}
+
+type flags struct {
+	kubeconfig          string
+	kubeconfigContext   string
+	output              string
+	generatedNameSuffix string
+	timeout             time.Duration
+	skipValidation      bool
+
+	staticToken    string
+	staticTokenEnv string
+
+	noConcierge      bool
+	credentialIssuer string
+	authType         string
+	authName         string
+	apiGroupSuffix   string
+	mode             string
+	endpoint         string
+	caBundlePath     string
+	skipWait         bool
+
+	oidcIssuer          string
+	oidcClientID        string
+	oidcScopes          []string
+	oidcListenPort      uint16
+	oidcSkipBrowser     bool
+	oidcSessionCache    string
+	oidcCABundlePath    string
+	oidcRequestAudience string
+	upstreamIDPName     string
+	upstreamIDPType     string
+	upstreamIDPFlow     string
+
+	credentialCache string
+	cliPath         string
+	installHint     string
+
+	// pollInterval is how often a pending CredentialIssuer and the new kubeconfig's endpoint are
+	// checked (2 s; tests shorten it).
+	pollInterval time.Duration
+}
+
+// NewCommand returns the "kubeconfig" subcommand of "get".
+func NewCommand(d deps.Deps) *cobra.Command {
+	return newCommand(d, pollInterval)
+}
+
+func newCommand(d deps.Deps, interval time.Duration) *cobra.Command {
+	f := flags{pollInterval: interval}
+	cmd := &cobra.Command{
+		Use:          "kubeconfig",
+		Short:        "Generate a Pinniped-based kubeconfig for a cluster",
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("credential-cache") {
+				f.credentialCache = "" // passed through only when set
+			}
+			return run(cmd.Context(), d, f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&f.kubeconfigContext, "kubeconfig-context", "", "Kubeconfig context name (default: current active context)")
+	fs.StringVarP(&f.output, "output", "o", "", "Output file path (default: stdout)")
+	fs.StringVar(&f.generatedNameSuffix, "generated-name-suffix", "-pinniped", "Suffix to append to generated cluster, context, user kubeconfig entries")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "Timeout for autodiscovery and validation")
+	fs.BoolVar(&f.skipValidation, "skip-validation", false, "Skip final validation of the kubeconfig")
+
+	fs.StringVar(&f.staticToken, "static-token", "", "Instead of doing an OIDC-based login, specify a static token")
+	fs.StringVar(&f.staticTokenEnv, "static-token-env", "", "Instead of doing an OIDC-based login, read a static token from the environment")
+
+	fs.BoolVar(&f.noConcierge, "no-concierge", false, "Generate a configuration which does not use the Concierge, but sends the credential to the cluster directly")
+	fs.StringVar(&f.credentialIssuer, "concierge-credential-issuer", "", "Concierge CredentialIssuer object to use for autodiscovery (default: autodiscover)")
+	fs.StringVar(&f.authType, "concierge-authenticator-type", "", "Concierge authenticator type (e.g., 'webhook', 'jwt') (default: autodiscover)")
+	fs.StringVar(&f.authName, "concierge-authenticator-name", "", "Concierge authenticator name (default: autodiscover)")
+	fs.StringVar(&f.apiGroupSuffix, "concierge-api-group-suffix", groupsuffix.Default, "Concierge API group suffix")
+	fs.StringVar(&f.mode, "concierge-mode", "", "Concierge mode of operation: TokenCredentialRequestAPI or ImpersonationProxy (default: autodiscover)")
+	fs.StringVar(&f.endpoint, "concierge-endpoint", "", "API base for the Concierge endpoint (default: autodiscover)")
+	fs.StringVar(&f.caBundlePath, "concierge-ca-bundle", "", "Path to TLS certificate authority bundle (PEM format) to use when connecting to the Concierge (default: autodiscover)")
+	fs.BoolVar(&f.skipWait, "concierge-skip-wait", false, "Skip waiting for any pending Concierge strategies to become ready")
+
+	fs.StringVar(&f.oidcIssuer, "oidc-issuer", "", "OpenID Connect issuer URL (default: autodiscover)")
+	fs.StringVar(&f.oidcClientID, "oidc-client-id", defaultClientID, "OpenID Connect client ID")
+	fs.StringSliceVar(&f.oidcScopes, "oidc-scopes", defaultScopes, "OpenID Connect scopes to request during login")
+	fs.Uint16Var(&f.oidcListenPort, "oidc-listen-port", 0, "TCP port for localhost listener (authorization code flow only)")
+	fs.BoolVar(&f.oidcSkipBrowser, "oidc-skip-browser", false, "During OpenID Connect login, skip opening the browser (just print the URL)")
+	fs.StringVar(&f.oidcSessionCache, "oidc-session-cache", "", "Path to OpenID Connect session cache file")
+	fs.StringVar(&f.oidcCABundlePath, "oidc-ca-bundle", "", "Path to TLS certificate authority bundle (PEM format) to use when connecting to the OpenID Connect issuer (default: from the JWTAuthenticator)")
+	fs.StringVar(&f.oidcRequestAudience, "oidc-request-audience", "", "Request a token with an alternate audience using RFC8693 token exchange (default: the JWTAuthenticator's audience)")
+	fs.StringVar(&f.upstreamIDPName, "upstream-identity-provider-name", "", "The name of the upstream identity provider used during login with a Supervisor")
+	fs.StringVar(&f.upstreamIDPType, "upstream-identity-provider-type", "", "The type of the upstream identity provider used during login with a Supervisor (e.g. 'oidc', 'ldap', 'activedirectory', 'github')")
+	fs.StringVar(&f.upstreamIDPFlow, "upstream-identity-provider-flow", "", "The type of client flow to use with the upstream identity provider during login with a Supervisor (e.g. 'browser_authcode', 'cli_password')")
+
+	fs.StringVar(&f.credentialCache, "credential-cache", "", "Path to cluster-specific credentials cache (passed through to the login command only when set)")
+	fs.StringVar(&f.cliPath, "pinniped-cli-path", "", "Full path or executable name for the Pinniped CLI binary to be embedded in the resulting kubeconfig output (default: this executable)")
+	fs.StringVar(&f.installHint, "install-hint", defaultInstallHint, "Text shown to the user when the Pinniped CLI is not installed")
+	cmd.MarkFlagsMutuallyExclusive("static-token", "static-token-env")
+	return cmd
+}
+
+func run(ctx context.Context, d deps.Deps, f flags) error {
+	mode := configv1alpha1.FrontendType(f.mode)
+	switch mode {
+	case "", configv1alpha1.FrontendTypeTokenCredentialRequestAPI, configv1alpha1.FrontendTypeImpersonationProxy:
+	default:
+		return fmt.Errorf("invalid --concierge-mode %q: must be %s or %s", f.mode, configv1alpha1.FrontendTypeTokenCredentialRequestAPI, configv1alpha1.FrontendTypeImpersonationProxy)
+	}
+	if f.authType != "" && f.authType != "jwt" && f.authType != "webhook" {
+		return fmt.Errorf("invalid --concierge-authenticator-type %q: must be jwt or webhook", f.authType)
+	}
+	if strings.Contains(f.oidcRequestAudience, ".pinniped.dev") {
+		return fmt.Errorf("--oidc-request-audience %q must not contain \".pinniped.dev\": that substring is reserved for the Supervisor's own audiences", f.oidcRequestAudience)
+	}
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
+	if f.cliPath == "" {
+		path, err := d.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the path of this executable (set --pinniped-cli-path): %w", err)
+		}
+		f.cliPath = path
+	}
+
+	loaded, err := kubeconfig.Load(f.kubeconfig, f.kubeconfigContext)
+	if err != nil {
+		return err
+	}
+	cluster, err := inlineCA(loaded.Cluster)
+	if err != nil {
+		return err
+	}
+
+	var args []string
+	if f.noConcierge {
+		if args, err = f.loginArgs(nil); err != nil {
+			return err
+		}
+	} else {
+		var c *concierge
+		if c, err = f.discover(ctx, d, loaded, cluster); err != nil {
+			return err
+		}
+		if c.frontend.mode == configv1alpha1.FrontendTypeImpersonationProxy {
+			// kubectl talks to the impersonation proxy instead of the API server.
+			cluster.Server, cluster.CertificateAuthorityData = c.endpoint, c.caBundle
+		}
+		if args, err = f.loginArgs(c); err != nil {
+			return err
+		}
+	}
+
+	out := buildKubeconfig(loaded, cluster, f, args)
+	if !f.skipValidation {
+		if err := validate(ctx, cluster, f.pollInterval); err != nil {
+			return err
+		}
+	}
+	data, err := clientcmd.Write(*out)
+	if err != nil {
+		return fmt.Errorf("encoding the kubeconfig: %w", err)
+	}
+	if f.output == "" {
+		_, err = d.Out.Write(data)
+		return err
+	}
+	if err := os.WriteFile(f.output, data, 0o600); err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// concierge is everything discovered about the cluster's Concierge.
+type concierge struct {
+	frontend      *frontend
+	endpoint      string
+	caBundle      []byte
+	authenticator *authenticator
+}
+
+func (f flags) discover(ctx context.Context, d deps.Deps, loaded *kubeconfig.Loaded, cluster *clientcmdapi.Cluster) (*concierge, error) {
+	restCfg, err := kubeconfig.WithAPIGroupSuffix(loaded.REST, f.apiGroupSuffix)
+	if err != nil {
+		return nil, err
+	}
+	client, err := d.NewConciergeClientset(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("building a Concierge client: %w", err)
+	}
+	ci, err := credentialIssuer(ctx, client, f.credentialIssuer)
+	if err != nil {
+		return nil, err
+	}
+	if !f.skipWait {
+		logf := func(msg string) { fmt.Fprintln(d.ErrOut, msg) }
+		if ci, err = waitWhilePending(ctx, client, ci, f.pollInterval, logf); err != nil {
+			return nil, err
+		}
+	}
+	fe, err := chooseFrontend(ci, configv1alpha1.FrontendType(f.mode))
+	if err != nil {
+		return nil, err
+	}
+	c := &concierge{frontend: fe, endpoint: fe.endpoint, caBundle: fe.caBundle}
+	if c.endpoint == "" {
+		// Without advertised details the Concierge is reached through the cluster's own API server.
+		c.endpoint, c.caBundle = cluster.Server, cluster.CertificateAuthorityData
+	}
+	if f.endpoint != "" {
+		c.endpoint = f.endpoint
+	}
+	if f.caBundlePath != "" {
+		if c.caBundle, err = os.ReadFile(f.caBundlePath); err != nil {
+			return nil, fmt.Errorf("reading --concierge-ca-bundle: %w", err)
+		}
+	}
+	if c.authenticator, err = findAuthenticator(ctx, client, f.authType, f.authName); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// loginArgs is the plugin command line: "login static" for a static token, else "login oidc".
+func (f flags) loginArgs(c *concierge) ([]string, error) {
+	var args []string
+	static := f.staticToken != "" || f.staticTokenEnv != ""
+	switch {
+	case static:
+		args = []string{"login", "static"}
+		if f.staticToken != "" {
+			args = append(args, "--token="+f.staticToken)
+		} else {
+			args = append(args, "--token-env="+f.staticTokenEnv)
+		}
+	case c != nil && c.authenticator.cliType == "webhook":
+		return nil, fmt.Errorf("WebhookAuthenticator %s accepts static tokens only: use --static-token or --static-token-env", c.authenticator.name)
+	default:
+		oidc, err := f.oidcArgs(c)
+		if err != nil {
+			return nil, err
+		}
+		args = append([]string{"login", "oidc"}, oidc...)
+	}
+	if c != nil {
+		args = append(args,
+			"--enable-concierge",
+			"--concierge-api-group-suffix="+f.apiGroupSuffix,
+			"--concierge-authenticator-name="+c.authenticator.name,
+			"--concierge-authenticator-type="+c.authenticator.cliType,
+			"--concierge-endpoint="+c.endpoint,
+			"--concierge-ca-bundle-data="+base64.StdEncoding.EncodeToString(c.caBundle),
+		)
+	}
+	if f.credentialCache != "" {
+		args = append(args, "--credential-cache="+f.credentialCache)
+	}
+	return args, nil
+}
+
+// oidcArgs fills the issuer, audience and CA from the JWTAuthenticator unless the flags give them.
+func (f flags) oidcArgs(c *concierge) ([]string, error) {
+	issuer, audience := f.oidcIssuer, f.oidcRequestAudience
+	var caBundle []byte
+	if c != nil && c.authenticator.jwt != nil {
+		spec := c.authenticator.jwt
+		if issuer == "" {
+			issuer = spec.Issuer
+		}
+		if audience == "" {
+			audience = spec.Audience
+		}
+		if tls := spec.TLS; tls != nil && tls.CertificateAuthorityData != "" {
+			ca, err := base64.StdEncoding.DecodeString(tls.CertificateAuthorityData)
+			if err != nil {
+				return nil, fmt.Errorf("decoding the CA bundle of JWTAuthenticator %s: %w", c.authenticator.name, err)
+			}
+			caBundle = ca
+		} else if tls != nil && tls.CertificateAuthorityDataSource != nil && f.oidcCABundlePath == "" {
+			return nil, fmt.Errorf("JWTAuthenticator %s takes its CA bundle from %s %s, which this command does not read: pass it with --oidc-ca-bundle",
+				c.authenticator.name, tls.CertificateAuthorityDataSource.Kind, tls.CertificateAuthorityDataSource.Name)
+		}
+	}
+	if issuer == "" {
+		return nil, errors.New("no OIDC issuer is known: pass --oidc-issuer, --static-token or --static-token-env")
+	}
+	if f.oidcCABundlePath != "" {
+		ca, err := os.ReadFile(f.oidcCABundlePath)
+		if err != nil {
+			return nil, fmt.Errorf("reading --oidc-ca-bundle: %w", err)
+		}
+		caBundle = ca
+	}
+	args := []string{"--issuer=" + issuer, "--client-id=" + f.oidcClientID, "--scopes=" + strings.Join(f.oidcScopes, ",")}
+	if len(caBundle) > 0 {
+		args = append(args, "--ca-bundle-data="+base64.StdEncoding.EncodeToString(caBundle))
+	}
+	if audience != "" {
+		args = append(args, "--request-audience="+audience)
+	}
+	if f.oidcListenPort != 0 {
+		args = append(args, "--listen-port="+strconv.Itoa(int(f.oidcListenPort)))
+	}
+	if f.oidcSkipBrowser {
+		args = append(args, "--skip-browser")
+	}
+	if f.oidcSessionCache != "" {
+		args = append(args, "--session-cache="+f.oidcSessionCache)
+	}
+	for _, p := range [][2]string{
+		{"--upstream-identity-provider-name", f.upstreamIDPName},
+		{"--upstream-identity-provider-type", f.upstreamIDPType},
+		{"--upstream-identity-provider-flow", f.upstreamIDPFlow},
+	} {
+		if p[1] != "" {
+			args = append(args, p[0]+"="+p[1])
+		}
+	}
+	return args, nil
+}
+
+// inlineCA copies the cluster with its CA file, if any, read into the data field, so the new
+// kubeconfig stands on its own.
+func inlineCA(in *clientcmdapi.Cluster) (*clientcmdapi.Cluster, error) {
+	out := in.DeepCopy()
+	if len(out.CertificateAuthorityData) == 0 && out.CertificateAuthority != "" {
+		ca, err := os.ReadFile(out.CertificateAuthority)
+		if err != nil {
+			return nil, fmt.Errorf("reading the cluster's CA file: %w", err)
+		}
+		out.CertificateAuthorityData = ca
+	}
+	out.CertificateAuthority = ""
+	out.LocationOfOrigin = ""
+	out.Extensions = nil
+	return out, nil
+}
+
+func buildKubeconfig(loaded *kubeconfig.Loaded, cluster *clientcmdapi.Cluster, f flags, args []string) *clientcmdapi.Config {
+	name := loaded.ContextName + f.generatedNameSuffix
+	out := clientcmdapi.NewConfig()
+	out.Clusters[name] = cluster
+	out.AuthInfos[name] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+		APIVersion:         execAPIVersion,
+		Command:            f.cliPath,
+		Args:               args,
+		Env:                []clientcmdapi.ExecEnvVar{},
+		ProvideClusterInfo: true,
+		InstallHint:        f.installHint,
+		InteractiveMode:    clientcmdapi.IfAvailableExecInteractiveMode,
+	}}
+	out.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: loaded.Context.Namespace}
+	out.CurrentContext = name
+	return out
+}

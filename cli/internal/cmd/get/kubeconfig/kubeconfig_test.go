@@ -1,0 +1,324 @@
+package kubeconfig
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	kubetesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"sealion.dev/cli/internal/deps"
+	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
+	conciergefake "sealion.dev/core/generated/concierge/clientset/versioned/fake"
+)
+
+const (
+	clusterServer = "https://cluster.example:6443"
+	tcrServer     = "https://tcr.example:443"
+	proxyEndpoint = "https://proxy.example"
+)
+
+var (
+	clusterCA = []byte("CLUSTER-CA")
+	tcrCA     = []byte("TCR-CA")
+	proxyCA   = []byte("PROXY-CA")
+)
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+func writeKubeconfig(t *testing.T, server string, ca []byte) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: "admin-token"}
+	cfg.Contexts["kind-pinniped"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "admin", Namespace: "apps"}
+	cfg.CurrentContext = "kind-pinniped"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func credentialIssuerWith(name string, strategies ...configv1alpha1.CredentialIssuerStrategy) *configv1alpha1.CredentialIssuer {
+	return &configv1alpha1.CredentialIssuer{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: configv1alpha1.CredentialIssuerStatus{Strategies: strategies}}
+}
+
+var (
+	tcrStrategy = configv1alpha1.CredentialIssuerStrategy{
+		Type: configv1alpha1.StrategyTypeKubeClusterSigningCertificate, Status: configv1alpha1.StrategyStatusSuccess, Reason: configv1alpha1.StrategyReasonFetchedKey,
+		Frontend: &configv1alpha1.CredentialIssuerFrontend{Type: configv1alpha1.FrontendTypeTokenCredentialRequestAPI,
+			TokenCredentialRequestAPIInfo: &configv1alpha1.TokenCredentialRequestAPIInfo{Server: tcrServer, CertificateAuthorityData: b64(tcrCA)}},
+	}
+	proxyStrategy = configv1alpha1.CredentialIssuerStrategy{
+		Type: configv1alpha1.StrategyTypeImpersonationProxy, Status: configv1alpha1.StrategyStatusSuccess, Reason: configv1alpha1.StrategyReasonListening,
+		Frontend: &configv1alpha1.CredentialIssuerFrontend{Type: configv1alpha1.FrontendTypeImpersonationProxy,
+			ImpersonationProxyInfo: &configv1alpha1.ImpersonationProxyInfo{Endpoint: proxyEndpoint, CertificateAuthorityData: b64(proxyCA)}},
+	}
+	pendingProxy = configv1alpha1.CredentialIssuerStrategy{
+		Type: configv1alpha1.StrategyTypeImpersonationProxy, Status: configv1alpha1.StrategyStatusError, Reason: configv1alpha1.StrategyReasonPending, Message: "waiting for load balancer",
+	}
+	failedKey = configv1alpha1.CredentialIssuerStrategy{
+		Type: configv1alpha1.StrategyTypeKubeClusterSigningCertificate, Status: configv1alpha1.StrategyStatusError, Reason: configv1alpha1.StrategyReasonCouldNotFetchKey, Message: "no controller manager",
+	}
+)
+
+var (
+	webhook = &authv1alpha1.WebhookAuthenticator{ObjectMeta: metav1.ObjectMeta{Name: "hook"}, Spec: authv1alpha1.WebhookAuthenticatorSpec{Endpoint: "https://hook.example"}}
+	jwt     = &authv1alpha1.JWTAuthenticator{ObjectMeta: metav1.ObjectMeta{Name: "jwt"}, Spec: authv1alpha1.JWTAuthenticatorSpec{
+		Issuer: "https://issuer.example", Audience: "cluster-1", TLS: &authv1alpha1.TLSSpec{CertificateAuthorityData: b64([]byte("ISSUER-CA"))}}}
+)
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name       string
+		objects    []runtime.Object
+		args       []string
+		wantErr    string
+		wantServer string
+		wantCA     []byte
+		wantArgs   []string
+	}{
+		{
+			name:       "static token through the TokenCredentialRequest API",
+			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy, proxyStrategy), webhook},
+			args:       []string{"--static-token=s3cret"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: []string{"login", "static", "--token=s3cret", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
+				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + tcrServer, "--concierge-ca-bundle-data=" + b64(tcrCA)},
+		},
+		{
+			name:       "impersonation proxy chosen by --concierge-mode",
+			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy, proxyStrategy), webhook},
+			args:       []string{"--static-token-env=TOKEN", "--concierge-mode=ImpersonationProxy", "--credential-cache=/tmp/c.yaml"},
+			wantServer: proxyEndpoint, wantCA: proxyCA,
+			wantArgs: []string{"login", "static", "--token-env=TOKEN", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
+				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + proxyEndpoint, "--concierge-ca-bundle-data=" + b64(proxyCA),
+				"--credential-cache=/tmp/c.yaml"},
+		},
+		{
+			name:       "impersonation proxy when the signing key is unavailable",
+			objects:    []runtime.Object{credentialIssuerWith("ci", failedKey, proxyStrategy), webhook},
+			args:       []string{"--static-token=t"},
+			wantServer: proxyEndpoint, wantCA: proxyCA,
+			wantArgs: []string{"login", "static", "--token=t", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
+				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + proxyEndpoint, "--concierge-ca-bundle-data=" + b64(proxyCA)},
+		},
+		{
+			name:       "JWT authenticator makes a login oidc config",
+			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwt},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: []string{"login", "oidc", "--issuer=https://issuer.example", "--client-id=pinniped-cli",
+				"--scopes=offline_access,openid,pinniped:request-audience,username,groups", "--ca-bundle-data=" + b64([]byte("ISSUER-CA")),
+				"--request-audience=cluster-1", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
+				"--concierge-authenticator-name=jwt", "--concierge-authenticator-type=jwt", "--concierge-endpoint=" + tcrServer, "--concierge-ca-bundle-data=" + b64(tcrCA)},
+		},
+		{
+			name:       "named authenticator and OIDC overrides",
+			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwt, webhook},
+			args:       []string{"--concierge-authenticator-type=jwt", "--concierge-authenticator-name=jwt", "--oidc-client-id=other", "--oidc-scopes=openid", "--oidc-request-audience=aud2", "--oidc-skip-browser", "--oidc-listen-port=48095", "--concierge-endpoint=https://override.example"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: []string{"login", "oidc", "--issuer=https://issuer.example", "--client-id=other", "--scopes=openid", "--ca-bundle-data=" + b64([]byte("ISSUER-CA")),
+				"--request-audience=aud2", "--listen-port=48095", "--skip-browser", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
+				"--concierge-authenticator-name=jwt", "--concierge-authenticator-type=jwt", "--concierge-endpoint=https://override.example", "--concierge-ca-bundle-data=" + b64(tcrCA)},
+		},
+		{
+			name:       "no Concierge",
+			args:       []string{"--no-concierge", "--oidc-issuer=https://issuer.example"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: []string{"login", "oidc", "--issuer=https://issuer.example", "--client-id=pinniped-cli", "--scopes=offline_access,openid,pinniped:request-audience,username,groups"},
+		},
+		{name: "no CredentialIssuer", objects: []runtime.Object{webhook}, args: []string{"--static-token=t"}, wantErr: "no CredentialIssuers were found"},
+		{
+			name:    "several CredentialIssuers",
+			objects: []runtime.Object{credentialIssuerWith("a", tcrStrategy), credentialIssuerWith("b", tcrStrategy), webhook}, args: []string{"--static-token=t"},
+			wantErr: "several CredentialIssuers were found (a, b): choose one with --concierge-credential-issuer",
+		},
+		{
+			name:       "one of several CredentialIssuers chosen",
+			objects:    []runtime.Object{credentialIssuerWith("a", failedKey), credentialIssuerWith("b", tcrStrategy), webhook},
+			args:       []string{"--static-token=t", "--concierge-credential-issuer=b"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: []string{"login", "static", "--token=t", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
+				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + tcrServer, "--concierge-ca-bundle-data=" + b64(tcrCA)},
+		},
+		{
+			name:    "no working strategy",
+			objects: []runtime.Object{credentialIssuerWith("ci", failedKey), webhook}, args: []string{"--static-token=t"},
+			wantErr: "CredentialIssuer ci does not have any successful strategy (KubeClusterSigningCertificate: Error/CouldNotFetchKey: no controller manager)",
+		},
+		{
+			name:    "requested mode unavailable",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), webhook}, args: []string{"--static-token=t", "--concierge-mode=ImpersonationProxy"},
+			wantErr: "does not have a successful strategy with frontend ImpersonationProxy",
+		},
+		{
+			name:    "pending strategy skipped",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy, pendingProxy), webhook}, args: []string{"--static-token=t", "--concierge-skip-wait"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: []string{"login", "static", "--token=t", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
+				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + tcrServer, "--concierge-ca-bundle-data=" + b64(tcrCA)},
+		},
+		{
+			name:    "pending strategy waited for until the timeout",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy, pendingProxy), webhook}, args: []string{"--static-token=t", "--timeout=50ms"},
+			wantErr: "CredentialIssuer ci still has pending strategies",
+		},
+		{name: "no authenticator", objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy)}, args: []string{"--static-token=t"}, wantErr: "no authenticators were found"},
+		{
+			name:    "several authenticators",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwt, webhook}, args: []string{"--static-token=t"},
+			wantErr: "several authenticators were found: choose one with",
+		},
+		{
+			name:    "named authenticator missing",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwt}, args: []string{"--static-token=t", "--concierge-authenticator-name=other"},
+			wantErr: "no authenticators were found with name other",
+		},
+		{
+			name:    "webhook without a static token",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), webhook},
+			wantErr: "WebhookAuthenticator hook accepts static tokens only",
+		},
+		{name: "bad mode", args: []string{"--concierge-mode=Magic"}, wantErr: `invalid --concierge-mode "Magic"`},
+		{name: "bad authenticator type", args: []string{"--concierge-authenticator-type=ldap"}, wantErr: `invalid --concierge-authenticator-type "ldap"`},
+		{name: "reserved audience", args: []string{"--oidc-request-audience=x.pinniped.dev"}, wantErr: `must not contain ".pinniped.dev"`},
+		{name: "no issuer without the Concierge", args: []string{"--no-concierge"}, wantErr: "no OIDC issuer is known"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := conciergefake.NewSimpleClientset(tt.objects...)
+			var out, errOut bytes.Buffer
+			d := deps.Deps{
+				Out: &out, ErrOut: &errOut,
+				Executable:            func() (string, error) { return "/usr/local/bin/pinniped", nil },
+				NewConciergeClientset: func(*rest.Config) (conciergeclientset.Interface, error) { return fake, nil },
+			}
+			args := append([]string{"--kubeconfig", writeKubeconfig(t, clusterServer, clusterCA), "--skip-validation"}, tt.args...)
+			err := execute(d, args, time.Millisecond)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v (stderr %q)", err, errOut.String())
+			}
+			cfg, err := clientcmd.Load(out.Bytes())
+			if err != nil {
+				t.Fatalf("output is not a kubeconfig: %v\n%s", err, out.String())
+			}
+			const name = "kind-pinniped-pinniped"
+			if cfg.CurrentContext != name {
+				t.Errorf("current context %q, want %q", cfg.CurrentContext, name)
+			}
+			ctx := cfg.Contexts[name]
+			if ctx == nil || ctx.Cluster != name || ctx.AuthInfo != name || ctx.Namespace != "apps" {
+				t.Fatalf("context = %+v", ctx)
+			}
+			cluster := cfg.Clusters[name]
+			if cluster.Server != tt.wantServer || !bytes.Equal(cluster.CertificateAuthorityData, tt.wantCA) {
+				t.Errorf("cluster = %s %q, want %s %q", cluster.Server, cluster.CertificateAuthorityData, tt.wantServer, tt.wantCA)
+			}
+			exec := cfg.AuthInfos[name].Exec
+			if exec == nil || exec.APIVersion != "client.authentication.k8s.io/v1beta1" || exec.Command != "/usr/local/bin/pinniped" || !exec.ProvideClusterInfo || exec.InstallHint == "" {
+				t.Fatalf("exec = %+v", exec)
+			}
+			if strings.Join(exec.Args, " ") != strings.Join(tt.wantArgs, " ") {
+				t.Errorf("args:\n%s\nwant:\n%s", strings.Join(exec.Args, "\n"), strings.Join(tt.wantArgs, "\n"))
+			}
+		})
+	}
+}
+
+func TestRunWaitsForPendingStrategies(t *testing.T) {
+	fake := conciergefake.NewSimpleClientset(credentialIssuerWith("ci", failedKey, pendingProxy), webhook)
+	gets := 0
+	fake.PrependReactor("get", "credentialissuers", func(kubetesting.Action) (bool, runtime.Object, error) {
+		gets++
+		if gets < 3 {
+			return true, credentialIssuerWith("ci", failedKey, pendingProxy), nil
+		}
+		return true, credentialIssuerWith("ci", failedKey, proxyStrategy), nil
+	})
+	var out, errOut bytes.Buffer
+	d := deps.Deps{
+		Out: &out, ErrOut: &errOut,
+		Executable:            func() (string, error) { return "pinniped", nil },
+		NewConciergeClientset: func(*rest.Config) (conciergeclientset.Interface, error) { return fake, nil },
+	}
+	args := []string{"--kubeconfig", writeKubeconfig(t, clusterServer, clusterCA), "--skip-validation", "--static-token=t"}
+	if err := execute(d, args, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if gets != 3 {
+		t.Errorf("%d polls, want 3", gets)
+	}
+	if !strings.Contains(errOut.String(), "waiting for CredentialIssuer ci") {
+		t.Errorf("stderr %q does not say it is waiting", errOut.String())
+	}
+	if !strings.Contains(out.String(), "server: "+proxyEndpoint) {
+		t.Errorf("the kubeconfig does not use the proxy that became ready:\n%s", out.String())
+	}
+}
+
+func TestRunValidatesAndWritesTheFile(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "anonymous", http.StatusUnauthorized) // refused, but reachable
+	}))
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	fake := conciergefake.NewSimpleClientset(credentialIssuerWith("ci", configv1alpha1.CredentialIssuerStrategy{
+		Type: configv1alpha1.StrategyTypeKubeClusterSigningCertificate, Status: configv1alpha1.StrategyStatusSuccess,
+		Frontend: &configv1alpha1.CredentialIssuerFrontend{Type: configv1alpha1.FrontendTypeTokenCredentialRequestAPI},
+	}), webhook)
+	d := deps.Deps{
+		Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{},
+		Executable:            func() (string, error) { return "pinniped", nil },
+		NewConciergeClientset: func(*rest.Config) (conciergeclientset.Interface, error) { return fake, nil },
+	}
+	outPath := filepath.Join(t.TempDir(), "out.yaml")
+	if err := execute(d, []string{"--kubeconfig", writeKubeconfig(t, srv.URL, ca), "--static-token=t", "-o", outPath}, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A frontend without details means the Concierge is behind the cluster's own API server.
+	args := strings.Join(cfg.AuthInfos["kind-pinniped-pinniped"].Exec.Args, " ")
+	if !strings.Contains(args, "--concierge-endpoint="+srv.URL) || !strings.Contains(args, "--concierge-ca-bundle-data="+b64(ca)) {
+		t.Errorf("args %q do not fall back to the cluster's endpoint and CA", args)
+	}
+
+	// An endpoint nobody trusts fails validation.
+	srv2 := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv2.Close()
+	err = execute(d, []string{"--kubeconfig", writeKubeconfig(t, srv2.URL, clusterCA), "--static-token=t", "--timeout=100ms"}, 10*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "validating the kubeconfig") {
+		t.Fatalf("err = %v, want a validation error", err)
+	}
+}
+
+func execute(d deps.Deps, args []string, interval time.Duration) error {
+	cmd := newCommand(d, interval)
+	cmd.SetArgs(args)
+	cmd.SetOut(d.Out)
+	cmd.SetErr(d.ErrOut)
+	return cmd.ExecuteContext(context.Background())
+}

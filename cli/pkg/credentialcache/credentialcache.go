@@ -1,0 +1,232 @@
+// Package credentialcache stores the ExecCredentials that the pinniped CLI hands to kubectl, so that
+// repeated kubectl calls reuse a still-valid cluster credential instead of logging in again.
+//
+// The cache is one YAML file (by default ~/.config/pinniped/credentials.yaml) of kind
+// CredentialCache, apiVersion config.supervisor.pinniped.dev/v1alpha1, readable only by its owner.
+// Every read-modify-write holds an exclusive flock on a sibling "<file>.lock", so several kubectl
+// processes running the plugin at once do not lose each other's entries. A file that cannot be
+// parsed, or that has another kind or version, is treated as empty and replaced on the next write.
+package credentialcache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientauthv1 "k8s.io/client-go/pkg/apis/clientauthentication/v1"
+	clientauthv1beta1 "k8s.io/client-go/pkg/apis/clientauthentication/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// APIVersion and Kind identify the file format.
+	APIVersion = "config.supervisor.pinniped.dev/v1alpha1"
+	Kind       = "CredentialCache"
+
+	// maxIdle drops entries nobody asked for in this long.
+	maxIdle = time.Hour
+	// expiryMargin treats a credential that is about to expire as expired: kubectl uses it right
+	// after we return it, and the request must still reach the server in time.
+	expiryMargin = 10 * time.Second
+
+	defaultLockTimeout = 10 * time.Second
+	lockPollInterval   = 10 * time.Millisecond
+)
+
+// DefaultPath is ~/.config/pinniped/credentials.yaml for the given home directory.
+func DefaultPath(home string) string {
+	return filepath.Join(home, ".config", "pinniped", "credentials.yaml")
+}
+
+// Key identifies a cached credential: the CLI arguments that produced it and the cluster kubectl
+// passed in KUBERNETES_EXEC_INFO (nil when the kubeconfig does not provide cluster info).
+type Key struct {
+	Args    []string              `json:"args"`
+	Cluster *clientauthv1.Cluster `json:"cluster,omitempty"`
+}
+
+// Hash is the key as stored in the file: the hex SHA-256 of its JSON.
+func (k Key) Hash() (string, error) {
+	data, err := json.Marshal(k)
+	if err != nil {
+		return "", fmt.Errorf("encoding credential cache key: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Cache is a credential cache file.
+type Cache struct {
+	path        string
+	now         func() time.Time
+	lockTimeout time.Duration
+}
+
+// Option configures a Cache.
+type Option func(*Cache)
+
+// WithClock sets the clock used for expiry, pruning and timestamps.
+func WithClock(now func() time.Time) Option { return func(c *Cache) { c.now = now } }
+
+// WithLockTimeout sets how long to wait for another process's lock (10 s by default).
+func WithLockTimeout(d time.Duration) Option { return func(c *Cache) { c.lockTimeout = d } }
+
+// New returns the cache stored at path. Nothing is read or written until Get or Put.
+func New(path string, opts ...Option) *Cache {
+	c := &Cache{path: path, now: time.Now, lockTimeout: defaultLockTimeout}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c
+}
+
+// Get returns the still-valid credential stored under key, or nil. A hit refreshes the entry's
+// last-used time; expired and idle entries are pruned.
+func (c *Cache) Get(key Key) (*clientauthv1beta1.ExecCredentialStatus, error) {
+	hash, err := key.Hash()
+	if err != nil {
+		return nil, err
+	}
+	var found *clientauthv1beta1.ExecCredentialStatus
+	err = c.update(func(f *file, now metav1.Time) {
+		for i := range f.Credentials {
+			if f.Credentials[i].Key == hash {
+				f.Credentials[i].LastUsedTimestamp = now
+				found = f.Credentials[i].Credential.DeepCopy()
+			}
+		}
+	})
+	return found, err
+}
+
+// Put stores cred under key, replacing any entry with the same key.
+func (c *Cache) Put(key Key, cred *clientauthv1beta1.ExecCredentialStatus) error {
+	hash, err := key.Hash()
+	if err != nil {
+		return err
+	}
+	return c.update(func(f *file, now metav1.Time) {
+		kept := f.Credentials[:0]
+		for _, e := range f.Credentials {
+			if e.Key != hash {
+				kept = append(kept, e)
+			}
+		}
+		f.Credentials = append(kept, entry{Key: hash, CreationTimestamp: now, LastUsedTimestamp: now, Credential: cred.DeepCopy()})
+	})
+}
+
+type file struct {
+	metav1.TypeMeta `json:",inline"`
+	Credentials     []entry `json:"credentials"`
+}
+
+type entry struct {
+	Key               string                                  `json:"key"`
+	CreationTimestamp metav1.Time                             `json:"creationTimestamp"`
+	LastUsedTimestamp metav1.Time                             `json:"lastUsedTimestamp"`
+	Credential        *clientauthv1beta1.ExecCredentialStatus `json:"credential"`
+}
+
+// update runs change on the pruned file contents under the lock and writes the result back.
+func (c *Cache) update(change func(*file, metav1.Time)) error {
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
+		return fmt.Errorf("creating the credential cache directory: %w", err)
+	}
+	unlock, err := c.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	now := metav1.NewTime(c.now().UTC().Truncate(time.Second))
+	f := c.read()
+	f.prune(now.Time)
+	change(f, now)
+	return c.write(f)
+}
+
+// read returns the file's contents, or an empty cache when it is missing, corrupt or foreign.
+func (c *Cache) read() *file {
+	empty := &file{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}
+	data, err := os.ReadFile(c.path)
+	if err != nil {
+		return empty
+	}
+	var f file
+	if err := yaml.Unmarshal(data, &f); err != nil || f.APIVersion != APIVersion || f.Kind != Kind {
+		return empty
+	}
+	return &f
+}
+
+func (f *file) prune(now time.Time) {
+	kept := f.Credentials[:0]
+	for _, e := range f.Credentials {
+		if e.Credential == nil || now.Sub(e.LastUsedTimestamp.Time) > maxIdle {
+			continue
+		}
+		if exp := e.Credential.ExpirationTimestamp; exp != nil && !now.Add(expiryMargin).Before(exp.Time) {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	f.Credentials = kept
+}
+
+// write replaces the file atomically, so that a crash never leaves a half-written cache.
+func (c *Cache) write(f *file) error {
+	data, err := yaml.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("encoding the credential cache: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing the credential cache: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err == nil {
+		_, err = tmp.Write(data)
+	}
+	if closeErr := tmp.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), c.path)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the credential cache %s: %w", c.path, err)
+	}
+	return nil
+}
+
+// lock takes the exclusive flock on "<file>.lock", polling until the timeout.
+func (c *Cache) lock() (func(), error) {
+	lockPath := c.path + ".lock"
+	lf, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the credential cache lock: %w", err)
+	}
+	deadline := time.Now().Add(c.lockTimeout)
+	for {
+		err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() {
+				_ = syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+				_ = lf.Close()
+			}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			_ = lf.Close()
+			return nil, fmt.Errorf("locking the credential cache %s: %w", lockPath, err)
+		}
+		time.Sleep(lockPollInterval)
+	}
+}
