@@ -77,7 +77,7 @@ func New(c Config) (http.Handler, error) {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		forward(w, r, asServiceAccount, withoutCredentials)
 	})
-	h = genericapifilters.WithAuthorization(h, c.Authorizer, codecs)
+	h = withAuthorizationUnlessAnonymous(h, genericapifilters.WithAuthorization(h, c.Authorizer, codecs))
 	h = genericapifilters.WithImpersonation(h, c.Authorizer, codecs)
 	h = genericapifilters.WithAuthentication(h, c.Authenticator, genericapifilters.Unauthorized(codecs), nil, nil)
 	h = withTokenSlot(h)
@@ -98,6 +98,20 @@ func withTokenCredentialRequests(next http.Handler, path string, tcr http.Handle
 			return
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// withAuthorizationUnlessAnonymous sends anonymous requests straight on: they reach the
+// kube-apiserver without credentials, so it decides about them, and answers 401 where anonymous
+// authentication is off (AKS) instead of a 403 from the proxy's own SubjectAccessReview.
+// Impersonation was authorized before this point, so an anonymous client cannot become anyone else.
+func withAuthorizationUnlessAnonymous(forward, authorized http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, ok := genericapirequest.UserFrom(r.Context()); ok && isAnonymous(u) {
+			forward.ServeHTTP(w, r)
+			return
+		}
+		authorized.ServeHTTP(w, r)
 	})
 }
 

@@ -119,6 +119,17 @@ func TestForwarding(t *testing.T) {
 			wantHeader: map[string][]string{"Authorization": nil, "Impersonate-User": nil},
 		},
 		{
+			// The cluster, which gets no credentials, decides: the proxy's authorizer does not.
+			name: "anonymous requests are left to the cluster", path: "/api/v1/namespaces/kube-system/secrets",
+			wantCode:   http.StatusOK,
+			wantHeader: map[string][]string{"Authorization": nil, "Impersonate-User": nil},
+		},
+		{
+			name: "anonymous impersonation is refused", path: "/api/v1/pods",
+			headers:  map[string]string{"Impersonate-User": "system:admin"},
+			wantCode: http.StatusForbidden,
+		},
+		{
 			name: "nested impersonation the user may do", path: "/api/v1/pods",
 			headers:  map[string]string{"Authorization": "Bearer user-token", "Impersonate-User": "allowed-target"},
 			wantCode: http.StatusOK,
