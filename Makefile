@@ -70,7 +70,9 @@ HOST_CHANGES_ALLOWED := $(filter true,$(CI) $(SEALION_ALLOW_HOST_CHANGES))
 e2e: ## end-to-end suites on a real cluster of each of PROVIDERS (needs CI=true or ALLOW_HOST_CHANGES=true)
 	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make e2e starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed afterwards): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
 	$(MAKE) host-deps images
-	for p in $(PROVIDERS); do SEALION_E2E_PROVIDER=$$p $(GO) test -count=1 -timeout 30m -v ./e2e/... || exit 1; done
+	for p in $(PROVIDERS); do \
+		SEALION_E2E_PROVIDER=$$p SEALION_E2E_LOGS=$(CURDIR)/_output/e2e-logs/$$p $(GO) test -count=1 -timeout 30m -v ./e2e/... \
+		|| { echo "e2e on $$p failed: cluster logs in _output/e2e-logs/$$p"; exit 1; }; done
 
 .PHONY: host-deps-if-allowed
 host-deps-if-allowed:

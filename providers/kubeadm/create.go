@@ -72,32 +72,43 @@ func (p *provider) Create(ctx context.Context, name string, opts providers.Creat
 	if opts.WaitTimeout == 0 {
 		opts.WaitTimeout = defaultWaitTimeout
 	}
-	if _, err := os.Stat(l.snapshotFile()); err == nil {
-		return fail("prepare cluster directory", fmt.Errorf("%w: %s holds a cluster that was not deleted; delete %q first", errClusterExists, l.dir, name))
-	}
 	p.mu.Lock()
 	_, busy := p.clusters[name]
 	p.mu.Unlock()
 	if busy {
 		return fail("prepare cluster directory", fmt.Errorf("%w: %q is running", errClusterExists, name))
 	}
-	// Logs of an earlier failed attempt go: this attempt's replace them.
-	if err := os.RemoveAll(l.dir); err != nil {
+	cr := &creation{p: p, c: &cluster{layout: l, state: clusterState{Name: name, Version: opts.KubernetesVersion}}, opts: opts}
+	// The host lock comes first: the cluster directory below may belong to a cluster another
+	// process is running, and only the lock holder may look at or clear it.
+	began := time.Now()
+	err = cr.takeLock(ctx)
+	p.progress(name, "take host lock", time.Since(began), err)
+	if err != nil {
+		return fail("take host lock", err)
+	}
+	prepFail := func(err error) error {
+		_ = cr.c.lock.Release()
 		return fail("prepare cluster directory", err)
 	}
+	if _, err := os.Stat(l.snapshotFile()); err == nil {
+		return prepFail(fmt.Errorf("%w: %s holds a cluster that was not deleted; delete %q first", errClusterExists, l.dir, name))
+	}
+	// Logs of an earlier failed attempt go: this attempt's replace them.
+	if err := os.RemoveAll(l.dir); err != nil {
+		return prepFail(err)
+	}
 	if err := os.MkdirAll(l.logsDir(), 0o755); err != nil {
-		return fail("prepare cluster directory", err)
+		return prepFail(err)
 	}
 	cmdLog, err := os.Create(filepath.Join(l.logsDir(), "commands.log"))
 	if err != nil {
-		return fail("prepare cluster directory", err)
+		return prepFail(err)
 	}
 	defer cmdLog.Close()
 
-	cr := &creation{p: p, c: &cluster{layout: l, state: clusterState{Name: name, Version: opts.KubernetesVersion}}, opts: opts}
 	steps := []step{
 		{"find binaries, images and tools", cr.findInputs},
-		{"take host lock", cr.takeLock},
 		{"record host state", cr.recordHost},
 		{"start containerd", cr.startContainerd},
 		{"import control-plane images", cr.importImages},
