@@ -123,6 +123,13 @@ test: verify-generate unit integration fuzz e2e-if-allowed ## everything CI runs
 bench: kube-binaries ## benchmarks: in-server exchange cost and a load run through the aggregation layer
 	$(GO) test -run '^$$' -bench . -benchmem ./core/certauthority/ ./core/credential/
 	$(GO) test -count=1 -run '^TestLoad' -v ./servers/concierge/integration/ -load
+	$(MAKE) bench-proxy-if-allowed
+
+.PHONY: bench-proxy-if-allowed
+bench-proxy-if-allowed:
+	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) host-deps images && \
+		SEALION_E2E_BENCH=true SEALION_E2E_PROVIDER=gke $(GO) test -count=1 -v -run 'TestImpersonationProxyBenchmark' ./e2e/concierge/; \
+	else echo "skipping the impersonation proxy benchmark: it needs a cluster on this machine (ALLOW_HOST_CHANGES=true)"; fi
 
 .PHONY: help
 help:
