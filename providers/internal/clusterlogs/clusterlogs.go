@@ -1,5 +1,5 @@
 // Package clusterlogs saves what the API server knows about a cluster's health into a directory:
-// nodes, pods, events and the logs of every kube-system container. It works for any cluster
+// nodes, pods, events and the logs of every container. It works for any cluster
 // reachable with a kubeconfig, so every provider can use it next to its own host logs.
 package clusterlogs
 
@@ -17,10 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Dump writes nodes.txt, pods.txt, events.txt and kube-system/<pod>_<container>.log into dir.
-// It writes what it can and returns every failure.
+// Dump writes nodes.txt, pods.txt, events.txt and <namespace>/<pod>_<container>.log into dir:
+// every namespace, since a failing test's own pods are usually what explains it. It writes what
+// it can and returns every failure.
 func Dump(ctx context.Context, client kubernetes.Interface, dir string) error {
-	if err := os.MkdirAll(filepath.Join(dir, "kube-system"), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating log directory: %w", err)
 	}
 	var errs []error
@@ -56,7 +57,8 @@ func Dump(ctx context.Context, client kubernetes.Interface, dir string) error {
 			}
 		}))
 		for _, p := range pods.Items {
-			if p.Namespace != metav1.NamespaceSystem {
+			if err := os.MkdirAll(filepath.Join(dir, p.Namespace), 0o755); err != nil {
+				add("creating a log directory", err)
 				continue
 			}
 			for _, c := range p.Spec.Containers {
@@ -64,7 +66,7 @@ func Dump(ctx context.Context, client kubernetes.Interface, dir string) error {
 				if err != nil {
 					data = []byte(fmt.Sprintf("(logs unavailable: %v)\n", err))
 				}
-				name := filepath.Join(dir, "kube-system", p.Name+"_"+c.Name+".log")
+				name := filepath.Join(dir, p.Namespace, p.Name+"_"+c.Name+".log")
 				add("writing "+name, os.WriteFile(name, data, 0o644))
 			}
 		}
