@@ -90,7 +90,7 @@ func writeIfStale(img imagebuild.Image, out string, force bool) error {
 			return fmt.Errorf("checking %s: %w", out, err)
 		}
 		if ok {
-			fmt.Printf("images: %s is up to date (%s)\n", img.Tags[0], out)
+			fmt.Printf("images: %s is up to date (%s)\n", img.Ref, out)
 			return nil
 		}
 	}
@@ -102,14 +102,14 @@ func writeIfStale(img imagebuild.Image, out string, force bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("images: wrote %s to %s (%.1f MB) in %s\n", img.Tags[0], out, float64(fi.Size())/1e6, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("images: wrote %s to %s (%.1f MB) in %s\n", img.Ref, out, float64(fi.Size())/1e6, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 // recipe describes the image kubeadm expects under want.Ref.
 func (c cluster) recipe(want kubeadmimages.Image) (imagebuild.Image, error) {
 	img := imagebuild.Image{
-		Tags:   []string{want.Ref},
+		Ref:    want.Ref,
 		Config: imagebuild.Config{Env: []string{imagebuild.DefaultPath}},
 	}
 	base := baseLayer(c.caBundle)

@@ -43,7 +43,7 @@ func serverImage(tag, caBundle, binDir string, bins []goBinary) imagebuild.Image
 		layer.CopyFile("/usr/local/bin/"+b.Name, filepath.Join(binDir, b.Name))
 	}
 	return imagebuild.Image{
-		Tags:   []string{tag},
+		Ref:    tag,
 		Layers: []*imagebuild.Layer{baseLayer(caBundle), layer},
 		Config: imagebuild.Config{
 			Env:        []string{imagebuild.DefaultPath},

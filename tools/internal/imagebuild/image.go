@@ -37,11 +37,12 @@ type Config struct {
 	Labels     map[string]string
 }
 
-// Image describes one image: the names it is tagged with, its layers from bottom to top, and its
-// configuration. The platform is linux on the build host's architecture, since the binaries
+// Image describes one image: the name it is tagged with, its layers from bottom to top, and its
+// configuration. One name per image keeps the archive byte-for-byte reproducible (go-containerregistry
+// orders several tags of one image by map iteration). The platform is linux on the build host's architecture, since the binaries
 // packed are the host's.
 type Image struct {
-	Tags   []string
+	Ref    string
 	Layers []*Layer
 	Config Config
 }
@@ -50,10 +51,10 @@ type Image struct {
 func (img Image) Recipe() string {
 	h := sha256.New()
 	cfg, _ := json.Marshal(struct {
-		Tags   []string
+		Ref    string
 		Config Config
 		Arch   string
-	}{img.Tags, img.Config, runtime.GOARCH})
+	}{img.Ref, img.Config, runtime.GOARCH})
 	h.Write(cfg)
 	for i, l := range img.Layers {
 		fmt.Fprintf(h, "\nlayer %d\n", i)
@@ -73,14 +74,14 @@ func (img Image) Inputs() []string {
 
 // Build assembles the image.
 func (img Image) Build() (v1.Image, error) {
-	if len(img.Tags) == 0 {
-		return nil, errors.New("an image needs at least one tag")
+	if img.Ref == "" {
+		return nil, errors.New("an image needs a name")
 	}
 	adds := make([]mutate.Addendum, 0, len(img.Layers))
 	for i, l := range img.Layers {
 		layer, err := l.Build()
 		if err != nil {
-			return nil, fmt.Errorf("building layer %d of %s: %w", i, img.Tags[0], err)
+			return nil, fmt.Errorf("building layer %d of %s: %w", i, img.Ref, err)
 		}
 		adds = append(adds, mutate.Addendum{
 			Layer:   layer,
@@ -121,13 +122,9 @@ func (img Image) WriteArchive(path string) error {
 	if err != nil {
 		return err
 	}
-	refs := make(map[name.Reference]v1.Image, len(img.Tags))
-	for _, t := range img.Tags {
-		tag, err := name.NewTag(t)
-		if err != nil {
-			return fmt.Errorf("image name %q: %w", t, err)
-		}
-		refs[tag] = built
+	tag, err := name.NewTag(img.Ref)
+	if err != nil {
+		return fmt.Errorf("image name %q: %w", img.Ref, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -137,7 +134,7 @@ func (img Image) WriteArchive(path string) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := tarball.MultiRefWrite(refs, tmp); err != nil {
+	if err := tarball.Write(tag, built, tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

@@ -71,7 +71,7 @@ func sampleImage(t *testing.T) (Image, string) {
 		Dir("/tmp", 0o777|fs.ModeSticky)
 	base := NewLayer().File("/etc/passwd", 0o644, []byte("root:x:0:0::/:/sbin/nologin\n"))
 	return Image{
-		Tags:   []string{"localhost/test/sample:v1", "localhost/test/sample:latest"},
+		Ref:    "localhost/test/sample:v1",
 		Layers: []*Layer{base, app},
 		Config: Config{
 			Entrypoint: []string{"/usr/local/bin/prog"},
@@ -88,55 +88,53 @@ func TestWriteArchive(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "sample.tar")
 	must(t, img.WriteArchive(out))
 
-	for _, ref := range img.Tags {
-		tag, err := name.NewTag(ref)
-		must(t, err)
-		loaded, err := tarball.ImageFromPath(out, &tag)
-		if err != nil {
-			t.Fatalf("loading %s from the archive: %v", ref, err)
-		}
-		cf, err := loaded.ConfigFile()
-		must(t, err)
-		if cf.OS != "linux" || cf.Architecture != runtime.GOARCH || !cf.Created.Time.Equal(Epoch) {
-			t.Errorf("platform %s/%s created %v", cf.OS, cf.Architecture, cf.Created)
-		}
-		c := cf.Config
-		if c.User != "1000:1000" || c.WorkingDir != "/home/app" ||
-			strings.Join(c.Entrypoint, " ") != "/usr/local/bin/prog" || strings.Join(c.Cmd, " ") != "--serve" ||
-			strings.Join(c.Env, ";") != DefaultPath+";MODE=test" {
-			t.Errorf("config = %+v", c)
-		}
-		if c.Labels[RecipeLabel] != img.Recipe() {
-			t.Errorf("recipe label %q, want %q", c.Labels[RecipeLabel], img.Recipe())
-		}
-		layers, err := loaded.Layers()
-		must(t, err)
-		if len(layers) != 2 {
-			t.Fatalf("%d layers, want 2", len(layers))
-		}
-		if got := readLayer(t, layers[0]); got["etc/passwd"].content != "root:x:0:0::/:/sbin/nologin\n" || got["etc/"].typ != tar.TypeDir {
-			t.Errorf("base layer = %+v", got)
-		}
+	tag, err := name.NewTag(img.Ref)
+	must(t, err)
+	loaded, err := tarball.ImageFromPath(out, &tag)
+	if err != nil {
+		t.Fatalf("loading %s from the archive: %v", img.Ref, err)
+	}
+	cf, err := loaded.ConfigFile()
+	must(t, err)
+	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH || !cf.Created.Time.Equal(Epoch) {
+		t.Errorf("platform %s/%s created %v", cf.OS, cf.Architecture, cf.Created)
+	}
+	c := cf.Config
+	if c.User != "1000:1000" || c.WorkingDir != "/home/app" ||
+		strings.Join(c.Entrypoint, " ") != "/usr/local/bin/prog" || strings.Join(c.Cmd, " ") != "--serve" ||
+		strings.Join(c.Env, ";") != DefaultPath+";MODE=test" {
+		t.Errorf("config = %+v", c)
+	}
+	if c.Labels[RecipeLabel] != img.Recipe() {
+		t.Errorf("recipe label %q, want %q", c.Labels[RecipeLabel], img.Recipe())
+	}
+	layers, err := loaded.Layers()
+	must(t, err)
+	if len(layers) != 2 {
+		t.Fatalf("%d layers, want 2", len(layers))
+	}
+	if got := readLayer(t, layers[0]); got["etc/passwd"].content != "root:x:0:0::/:/sbin/nologin\n" || got["etc/"].typ != tar.TypeDir {
+		t.Errorf("base layer = %+v", got)
+	}
 
-		rel := strings.TrimPrefix(dir, "/")
-		app := readLayer(t, layers[1])
-		want := map[string]tarEntry{
-			"usr/local/bin/prog":      {typ: tar.TypeReg, mode: 0o755, content: "#!program"},
-			"usr/local/bin/":          {typ: tar.TypeDir, mode: 0o755},
-			"bin":                     {typ: tar.TypeSymlink, mode: 0o777, link: "usr/bin"},
-			"home/app/":               {typ: tar.TypeDir, mode: 0o700, uid: 1000, gid: 1000},
-			"tmp/":                    {typ: tar.TypeDir, mode: 0o1777},
-			rel + "/alias":            {typ: tar.TypeSymlink, mode: 0o777, link: "real"},
-			rel + "/real/lib/libx.so": {typ: tar.TypeReg, mode: 0o644, content: "library"},
+	rel := strings.TrimPrefix(dir, "/")
+	app := readLayer(t, layers[1])
+	want := map[string]tarEntry{
+		"usr/local/bin/prog":      {typ: tar.TypeReg, mode: 0o755, content: "#!program"},
+		"usr/local/bin/":          {typ: tar.TypeDir, mode: 0o755},
+		"bin":                     {typ: tar.TypeSymlink, mode: 0o777, link: "usr/bin"},
+		"home/app/":               {typ: tar.TypeDir, mode: 0o700, uid: 1000, gid: 1000},
+		"tmp/":                    {typ: tar.TypeDir, mode: 0o1777},
+		rel + "/alias":            {typ: tar.TypeSymlink, mode: 0o777, link: "real"},
+		rel + "/real/lib/libx.so": {typ: tar.TypeReg, mode: 0o644, content: "library"},
+	}
+	for p, w := range want {
+		if got, ok := app[p]; !ok || got != w {
+			t.Errorf("%s = %+v (present %v), want %+v", p, got, ok, w)
 		}
-		for p, w := range want {
-			if got, ok := app[p]; !ok || got != w {
-				t.Errorf("%s = %+v (present %v), want %+v", p, got, ok, w)
-			}
-		}
-		if _, ok := app[rel+"/alias/lib/libx.so"]; ok {
-			t.Error("a file was copied under a symlink instead of under its target")
-		}
+	}
+	if _, ok := app[rel+"/alias/lib/libx.so"]; ok {
+		t.Error("a file was copied under a symlink instead of under its target")
 	}
 }
 
@@ -170,7 +168,7 @@ func TestUpToDate(t *testing.T) {
 			img.Config.User = "0:0"
 		}},
 		{name: "tag changed", want: false, change: func(_ *testing.T, img *Image, _ string) {
-			img.Tags = []string{"localhost/test/other:v1"}
+			img.Ref = "localhost/test/other:v1"
 		}},
 		{name: "file added", want: false, change: func(_ *testing.T, img *Image, _ string) {
 			img.Layers[0].File("/etc/group", 0o644, []byte("root:x:0:\n"))
