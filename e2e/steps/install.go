@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -53,8 +54,41 @@ func InstallConcierge(components ...string) []env.Func {
 			"crd/webhookauthenticators.authentication.concierge.pinniped.dev", "crd/credentialissuers.config.concierge.pinniped.dev"),
 		applyWithComponents(RepoPath("servers/concierge/deploy"), components...),
 		WaitFor(3*time.Minute, "condition=Available", "-n", "pinniped-concierge", "deployment/pinniped-concierge"),
-		WaitFor(2*time.Minute, "condition=Available", "apiservice/v1alpha1.login.concierge.pinniped.dev",
-			"apiservice/v1alpha1.identity.concierge.pinniped.dev"),
+		waitForAPIServices(2*time.Minute, "v1alpha1.login.concierge.pinniped.dev", "v1alpha1.identity.concierge.pinniped.dev"),
+	}
+}
+
+// waitForAPIServices waits until the aggregated APIs are Available. When they are not, the error
+// carries what tells why: the APIServices' status, which pods back the Service, and each
+// Concierge pod's own answer for the group, asked through the API server's pod proxy.
+func waitForAPIServices(timeout time.Duration, names ...string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		args := []string{"wait", "--for=condition=Available", fmt.Sprintf("--timeout=%s", timeout)}
+		for _, n := range names {
+			args = append(args, "apiservice/"+n)
+		}
+		_, err := Kubectl(ctx, cfg.KubeconfigFile(), "", args...)
+		if err == nil {
+			return ctx, nil
+		}
+		kubeconfig := cfg.KubeconfigFile()
+		diag := func(args ...string) string {
+			out, err := Kubectl(ctx, kubeconfig, "", args...)
+			if err != nil {
+				return err.Error()
+			}
+			return out
+		}
+		report := "\n--- APIService conditions:\n" + diag(append([]string{"get", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}: {.status.conditions[*].message}{"\n"}{end}`, "apiservice"}, names...)...) +
+			"\n--- Concierge endpoints and pods:\n" + diag("get", "endpointslices,pods", "-n", "pinniped-concierge", "-o", "wide")
+		pods := diag("get", "pods", "-n", "pinniped-concierge", "-l", "deployment.pinniped.dev=concierge", "-o", "name")
+		for _, pod := range strings.Fields(pods) {
+			name := strings.TrimPrefix(pod, "pod/")
+			report += "\n--- " + name + " answers for the login group:\n" + diag("get", "--raw",
+				"/api/v1/namespaces/pinniped-concierge/pods/https:"+name+":10250/proxy/apis/login.concierge.pinniped.dev/v1alpha1")
+		}
+		return ctx, fmt.Errorf("%w%s", err, report)
 	}
 }
 
