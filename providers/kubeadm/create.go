@@ -202,7 +202,7 @@ func (cr *creation) findInputs(ctx context.Context) error {
 	if cr.images, err = imageArchives(filepath.Join(cache, "images", cr.opts.KubernetesVersion)); err != nil {
 		return err
 	}
-	if cr.nodeIP, err = hostIPv4(); err != nil {
+	if cr.nodeIP, err = providers.HostIPv4(); err != nil {
 		return err
 	}
 	params := kubeadmParams{

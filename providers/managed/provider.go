@@ -131,11 +131,9 @@ func (p *provider) clusterConfig(name string, opts providers.CreateOptions) (clu
 			return cfg, fmt.Errorf("cluster image missing (run `make images`): %w", err)
 		}
 	}
-	ip, err := hostIPv4()
-	if err != nil {
+	if cfg.HostIP, err = providers.HostIPv4(); err != nil {
 		return cfg, err
 	}
-	cfg.HostIP = ip.String()
 	if cfg.EtcdClientPort, err = freePort(); err != nil {
 		return cfg, err
 	}
@@ -410,22 +408,6 @@ func cacheDir(getenv func(string) string) (string, error) {
 		return "", fmt.Errorf("finding the user cache directory (set %s): %w", CacheEnv, err)
 	}
 	return filepath.Join(userCache, "sealion"), nil
-}
-
-// hostIPv4 is the address the API server serves on: the first global unicast IPv4 address of
-// this machine. Pods reach it through the bridge's gateway, and the kubernetes Service's
-// endpoints may not be loopback addresses.
-func hostIPv4() (net.IP, error) {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil, fmt.Errorf("listing this machine's addresses: %w", err)
-	}
-	for _, a := range addrs {
-		if ipNet, ok := a.(*net.IPNet); ok && ipNet.IP.To4() != nil && ipNet.IP.IsGlobalUnicast() {
-			return ipNet.IP.To4(), nil
-		}
-	}
-	return nil, errors.New("this machine has no non-loopback IPv4 address for the API server")
 }
 
 // freePort returns a TCP port that was free on 127.0.0.1 a moment ago.

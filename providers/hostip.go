@@ -1,4 +1,4 @@
-package kubeadm
+package providers
 
 import (
 	"bufio"
@@ -9,9 +9,11 @@ import (
 	"strings"
 )
 
-// hostIPv4 is the node's address: the IPv4 address of the interface with the default route,
-// else of the first interface that is up and not loopback. The kubelet rejects loopback.
-func hostIPv4() (string, error) {
+// HostIPv4 is this machine's own address for clusters that run on it: the IPv4 address of the
+// interface with the default route, else of the first interface that is up, not loopback and not
+// a bridge of ours. Nodes register with it (the kubelet rejects loopback) and pods reach it through
+// their gateway, so fixtures serving pods (Dex, LDAP) listen on it too.
+func HostIPv4() (string, error) {
 	if f, err := os.Open("/proc/net/route"); err == nil {
 		defer f.Close()
 		iface := defaultRouteInterface(f)
@@ -24,7 +26,7 @@ func hostIPv4() (string, error) {
 		return "", fmt.Errorf("listing network interfaces: %w", err)
 	}
 	for _, i := range ifaces {
-		if i.Flags&net.FlagUp != 0 && i.Flags&net.FlagLoopback == 0 && i.Name != bridgeDevice {
+		if i.Flags&net.FlagUp != 0 && i.Flags&net.FlagLoopback == 0 && !strings.HasPrefix(i.Name, "sealion") {
 			if ip := interfaceIPv4(i.Name); ip != "" {
 				return ip, nil
 			}
