@@ -9,12 +9,13 @@ import (
 
 	"sealion.dev/providers"
 	"sealion.dev/providers/existing"
+	"sealion.dev/providers/kind"
 	"sealion.dev/providers/kubeadm"
 	"sealion.dev/providers/managed"
 )
 
 // Names are the providers New knows, in the order the matrix lists them.
-var Names = []string{"kubeadm", "gke", "eks", "aks", "existing"}
+var Names = []string{"kubeadm", "gke", "eks", "aks", "kind", "existing"}
 
 // Options are passed to whichever provider is chosen.
 type Options struct {
@@ -29,6 +30,8 @@ func New(name string, opts Options) (providers.Provider, error) {
 	switch name {
 	case "kubeadm":
 		return kubeadm.New(kubeadm.Options{Progress: opts.Progress}), nil
+	case "kind":
+		return kind.New(kind.Options{Progress: opts.Progress}), nil
 	case "gke", "eks", "aks":
 		return managed.New(name)
 	case "existing":

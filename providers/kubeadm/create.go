@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"sealion.dev/providers"
+	"sealion.dev/providers/internal/clusterready"
 	"sealion.dev/providers/internal/cni"
 	"sealion.dev/providers/internal/command"
 	"sealion.dev/providers/internal/containerd"
 	"sealion.dev/providers/internal/hostlock"
 	"sealion.dev/providers/internal/hoststate"
+	"sealion.dev/providers/internal/servicenet"
 	"sealion.dev/providers/internal/supervisor"
 )
 
@@ -113,11 +115,9 @@ func (p *provider) Create(ctx context.Context, name string, opts providers.Creat
 		{"start containerd", cr.startContainerd},
 		{"import control-plane images", cr.importImages},
 		{"write CNI configuration", cr.writeCNI},
+		{"keep the Service network local", cr.sinkServices},
 		{"start kubelet", cr.startKubelet},
 		{"kubeadm init", cr.kubeadmInit},
-		{"wait for node Ready", cr.waitNodeReady},
-		{"wait for CoreDNS Ready", cr.waitCoreDNS},
-		{"wait for default ServiceAccount", cr.waitServiceAccount},
 	}
 	start := time.Now()
 	for _, s := range steps {
@@ -128,6 +128,19 @@ func (p *provider) Create(ctx context.Context, name string, opts providers.Creat
 		if err != nil {
 			return cr.fail(s.name, err)
 		}
+	}
+	client, err := clusterready.Client(cr.c.kubeconfig())
+	if err != nil {
+		return cr.fail("connect to the cluster", err)
+	}
+	failed := ""
+	if err := clusterready.Wait(ctx, client, opts.WaitTimeout, func(step string, took time.Duration, err error) {
+		p.progress(name, step, took, err)
+		if err != nil {
+			failed = step
+		}
+	}); err != nil {
+		return cr.fail(failed, err)
 	}
 	p.mu.Lock()
 	p.clusters[name] = cr.c
@@ -313,6 +326,10 @@ func (cr *creation) writeCNI(context.Context) error {
 		return err
 	}
 	return os.WriteFile(cr.c.cniFile(), data, 0o644)
+}
+
+func (cr *creation) sinkServices(ctx context.Context) error {
+	return servicenet.Sink(ctx, cr.run, serviceSinkDevice, netip.MustParsePrefix(serviceSubnet))
 }
 
 func (cr *creation) startKubelet(context.Context) error {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sealion.dev/providers/internal/clusterlogs"
+	"sealion.dev/providers/internal/clusterready"
 	"sealion.dev/providers/internal/containerd"
 	"sealion.dev/providers/internal/hostlock"
 	"sealion.dev/providers/internal/hoststate"
@@ -107,7 +108,7 @@ func (p *provider) teardown(ctx context.Context, c *cluster) error {
 }
 
 func hostCluster(l layout) hoststate.Cluster {
-	return hoststate.Cluster{Marker: l.containerdDir() + "/", Bridge: bridgeDevice, Files: []string{l.cniFile()}}
+	return hoststate.Cluster{Marker: l.containerdDir() + "/", Links: []string{bridgeDevice, serviceSinkDevice}, Files: []string{l.cniFile()}}
 }
 
 func kubeadmResetArgs(socket string) []string {
@@ -156,7 +157,7 @@ func (p *provider) collectLogs(ctx context.Context, l layout, dir string) error 
 		errs = append(errs, copyTree(podLogsDir, filepath.Join(dir, "pods")))
 	}
 	if _, err := os.Stat(l.kubeconfig()); err == nil {
-		client, err := clientFor(l.kubeconfig())
+		client, err := clusterready.Client(l.kubeconfig())
 		if err == nil {
 			ctx, cancel := context.WithTimeout(ctx, time.Minute)
 			err = clusterlogs.Dump(ctx, client, filepath.Join(dir, "cluster"))

@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"sealion.dev/providers"
+	"sealion.dev/providers/internal/clusterready"
 	"sealion.dev/providers/internal/command"
 	"sealion.dev/providers/internal/hostlock"
 	"sealion.dev/providers/internal/hoststate"
+	"sealion.dev/providers/internal/testimage"
 )
 
 // testWriter sends progress lines to the test log.
@@ -59,7 +61,7 @@ func TestClusterLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := clientFor(kubeconfig)
+	client, err := clusterready.Client(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestClusterLifecycle(t *testing.T) {
 
 	t.Run("pod from a loaded image archive resolves and reaches a Service", func(t *testing.T) {
 		const ref = "sealion.test/hello:v1"
-		if err := p.LoadImageArchives(ctx, name, buildHelloImage(t, ref)); err != nil {
+		if err := p.LoadImageArchives(ctx, name, testimage.HelloArchive(t, ref)); err != nil {
 			t.Fatal(err)
 		}
 		pod := &corev1.Pod{
@@ -124,7 +126,7 @@ func TestClusterLifecycle(t *testing.T) {
 			return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
 		})
 		logs := kubectl("logs", "-n", pod.Namespace, pod.Name)
-		if err != nil || phase != corev1.PodSucceeded || !strings.Contains(logs, "hello from sealion") {
+		if err != nil || phase != corev1.PodSucceeded || !strings.Contains(logs, testimage.HelloGreeting) {
 			t.Errorf("pod ended %q (%v); logs:\n%s", phase, err, logs)
 		}
 	})

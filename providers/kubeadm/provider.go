@@ -38,6 +38,7 @@ const (
 	defaultWorkDir     = "/var/tmp/sealion/clusters"
 	defaultWaitTimeout = 3 * time.Minute
 	bridgeDevice       = "sealion0"
+	serviceSinkDevice  = "sealion-svc"
 	cniNetwork         = "sealion-pods"
 	cniConfDir         = "/etc/cni/net.d"
 )

@@ -155,7 +155,7 @@ func TestIntegration(t *testing.T) {
 	}
 	t.Logf("cluster %q deleted in %s", name, time.Since(start).Round(100*time.Millisecond))
 
-	if left := hoststate.Leftovers(ctx, command.Runner{}, before, hoststate.Cluster{Marker: DefaultStateRoot + "/" + name + "/", Bridge: bridgeDevice}); len(left) > 0 {
+	if left := hoststate.Leftovers(ctx, command.Runner{}, before, hoststate.Cluster{Marker: DefaultStateRoot + "/" + name + "/", Links: []string{bridgeDevice}}); len(left) > 0 {
 		t.Errorf("left on the host: %s", strings.Join(left, "; "))
 	}
 	if _, err := os.Stat(filepath.Join(DefaultStateRoot, name)); !errors.Is(err, os.ErrNotExist) {

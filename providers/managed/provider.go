@@ -329,7 +329,7 @@ func (p *provider) Delete(ctx context.Context, name string) error {
 	case err != nil:
 		errs = append(errs, err)
 	default:
-		if err := hoststate.Restore(ctx, p.run, snap, hoststate.Cluster{Marker: l.marker(), Bridge: bridgeDevice}); err != nil {
+		if err := hoststate.Restore(ctx, p.run, snap, hoststate.Cluster{Marker: l.marker(), Links: []string{bridgeDevice}}); err != nil {
 			errs = append(errs, err)
 		}
 	}

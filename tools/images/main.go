@@ -1,12 +1,16 @@
-// Command images builds container images without a container engine and writes each as a
-// docker-archive tarball, the format `ctr -n k8s.io images import` and `kind load image-archive`
-// read. Run it from the tools module:
+// Command images builds container images without a registry. The cluster and server images are
+// built without a container engine, each written as a docker-archive tarball, the format
+// `ctr -n k8s.io images import` and `kind load image-archive` read; the kind node image, made
+// from those, is handed to Docker. Run it from the tools module:
 //
 //	go run ./images cluster [--kube-version v1.33.13] [--cache-dir DIR]
 //	    the images kubeadm lists for the version (control plane, kube-proxy, etcd, pause, CoreDNS),
 //	    into <cache-dir>/images/<version>/<component>.tar; up-to-date archives are kept
 //	go run ./images server [--repo-root ..] [--tag localhost/sealion/pinniped-server:dev]
 //	    our server image, into <repo-root>/_output/images/pinniped-server.tar
+//	go run ./images kind-node [--kube-version v1.33.13] [--cache-dir DIR]
+//	    a kind node image from those binaries and cluster images, loaded into Docker as
+//	    localhost/sealion/kind-node:<version> (needs root, Docker and debootstrap); kept when up to date
 package main
 
 import (
@@ -29,6 +33,8 @@ func main() {
 		err = runCluster(os.Args[2:])
 	case "server":
 		err = runServer(os.Args[2:])
+	case "kind-node":
+		err = runKindNode(os.Args[2:])
 	case "help", "-h", "-help", "--help":
 		usage()
 		return
@@ -43,9 +49,10 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: images cluster|server [flags]
-  cluster  images kubeadm expects for a Kubernetes version, from the cached Kubernetes binaries
-  server   the sealion server image, from the main module
+	fmt.Fprint(os.Stderr, `usage: images cluster|server|kind-node [flags]
+  cluster    images kubeadm expects for a Kubernetes version, from the cached Kubernetes binaries
+  server     the sealion server image, from the main module
+  kind-node  a kind node image from the cached binaries and cluster images, loaded into Docker
 Run "images <command> -h" for the flags of a command.
 `)
 }

@@ -8,10 +8,11 @@ import (
 )
 
 // serverBinaries are the programs of the server image, built from the main module into
-// /usr/local/bin. The Supervisor and the CLI join this list when they exist. The kube cert agent is
-// here so that its pod can run this image, the Concierge's default for it.
+// /usr/local/bin. The kube cert agent is here so that its pod can run this image, the Concierge's
+// default for it.
 var serverBinaries = []goBinary{
 	{Package: "sealion.dev/servers/concierge", Name: "pinniped-concierge"},
+	{Package: "sealion.dev/servers/supervisor", Name: "pinniped-supervisor"},
 	{Package: "sealion.dev/servers/kube-cert-agent", Name: "pinniped-concierge-kube-cert-agent"},
 	{Package: "sealion.dev/servers/local-user-authenticator", Name: "local-user-authenticator"},
 }

@@ -19,8 +19,8 @@ type Cluster struct {
 	// Marker is a string in the command line of every daemon of the cluster (its work directory);
 	// processes mentioning it are killed. Mounts below it are removed too.
 	Marker string
-	// Bridge is the CNI bridge device.
-	Bridge string
+	// Links are network devices the cluster made (the CNI bridge, the Service network's sink).
+	Links []string
 	// Files are files the cluster wrote into directories that may have existed before.
 	Files []string
 }
@@ -67,8 +67,10 @@ func Restore(ctx context.Context, run command.Runner, before *Snapshot, c Cluste
 	}
 
 	errs = append(errs, removeNewChains(ctx, run, before.Chains)...)
-	if c.Bridge != "" && linkExists(c.Bridge) {
-		add(run.Run(ctx, "ip", "link", "delete", c.Bridge))
+	for _, link := range c.Links {
+		if linkExists(link) {
+			add(run.Run(ctx, "ip", "link", "delete", link))
+		}
 	}
 
 	for _, cg := range kubepodsCgroups() {
@@ -139,8 +141,10 @@ func Leftovers(ctx context.Context, run command.Runner, before *Snapshot, c Clus
 			}
 		}
 	}
-	if c.Bridge != "" && linkExists(c.Bridge) {
-		left = append(left, "network device "+c.Bridge)
+	for _, link := range c.Links {
+		if linkExists(link) {
+			left = append(left, "network device "+link)
+		}
 	}
 	for _, cg := range kubepodsCgroups() {
 		if !slices.Contains(before.Cgroups, cg) {

@@ -1,6 +1,5 @@
-// Command hello is the workload of the kubeadm provider's integration test: it proves that a
-// pod started from a loaded image archive gets cluster DNS (CoreDNS) and reaches a Service
-// address (kube-proxy), then exits.
+// Command hello is the workload of the providers' cluster tests: it proves that a pod started
+// from a loaded image archive gets cluster DNS and reaches a Service address, then exits.
 package main
 
 import (
@@ -23,5 +22,6 @@ func main() {
 		os.Exit(1)
 	}
 	conn.Close()
+	// The tests look for this line (testimage.HelloGreeting).
 	fmt.Println("hello from sealion")
 }
