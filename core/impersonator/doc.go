@@ -1,10 +1,14 @@
 // Package impersonator is the Concierge's impersonation proxy: an HTTPS handler that authenticates
 // a request itself (client certificates from the cluster's client CA or the proxy's own signer,
-// bearer tokens by TokenReview), applies nested impersonation (`kubectl --as`), authorizes the end
+// bearer tokens by TokenReview), applies nested impersonation (`kubectl --as`, authorized by
+// SubjectAccessReviews for the impersonate verb as the kube-apiserver does), authorizes the end
 // user with a SubjectAccessReview, and forwards the request to the real kube-apiserver as the
-// Concierge's ServiceAccount with Impersonate-* headers naming that user. It exists for clusters
-// whose signing key the Concierge cannot reach (managed clusters): certificates signed by the
-// proxy's signer are valid here and nowhere else.
+// Concierge's ServiceAccount with Impersonate-* headers naming that user; after a nested
+// impersonation they carry the authenticated user in the extra OriginalUserInfoExtraKey. A bearer
+// token whose owner has a UID (a ServiceAccount's) is passed through instead, as the kube-apiserver
+// would see it without the proxy. It exists for clusters whose signing key the Concierge cannot
+// reach (managed clusters): certificates signed by the proxy's signer are valid here and nowhere
+// else.
 //
 // The handler chain is assembled from k8s.io/apiserver filters rather than a full generic API
 // server: the proxy serves no APIs of its own apart from an anonymous TokenCredentialRequest

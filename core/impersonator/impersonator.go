@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -79,6 +80,7 @@ func New(c Config) (http.Handler, error) {
 	})
 	h = withAuthorizationUnlessAnonymous(h, genericapifilters.WithAuthorization(h, c.Authorizer, codecs))
 	h = genericapifilters.WithImpersonation(h, c.Authorizer, codecs)
+	h = withOriginalUser(h)
 	h = genericapifilters.WithAuthentication(h, c.Authenticator, genericapifilters.Unauthorized(codecs), nil, nil)
 	h = withTokenSlot(h)
 	if c.TokenCredentialRequests != nil {
@@ -133,7 +135,12 @@ func newForwarder(c *rest.Config) (*forwarder, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := proxy.NewUpgradeAwareHandler(&url.URL{Scheme: host.Scheme, Host: host.Host, Path: host.Path}, rt, false, false, errorResponder{})
+	// An empty location path would make the handler redirect every GET to its path plus "/".
+	path := host.Path
+	if path == "" {
+		path = "/"
+	}
+	h := proxy.NewUpgradeAwareHandler(&url.URL{Scheme: host.Scheme, Host: host.Host, Path: path}, rt, false, false, errorResponder{})
 	h.UpgradeTransport = proxy.NewUpgradeRequestRoundTripper(rt, wrappers)
 	h.UseRequestLocation = true
 	h.AppendLocationPath = host.Path != "" && host.Path != "/"
@@ -159,6 +166,11 @@ func forward(w http.ResponseWriter, r *http.Request, asServiceAccount, withoutCr
 		r.Header.Set("Authorization", "Bearer "+passThroughToken(r.Context(), u))
 		withoutCredentials.ServeHTTP(w, r)
 	default:
+		u, err := withOriginalUserInfo(r.Context(), u)
+		if err != nil {
+			writeStatus(w, http.StatusForbidden, metav1.StatusReasonForbidden, err.Error())
+			return
+		}
 		setImpersonationHeaders(r.Header, u)
 		asServiceAccount.ServeHTTP(w, r)
 	}

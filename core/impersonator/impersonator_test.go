@@ -58,10 +58,14 @@ func (allowAll) Authorize(_ context.Context, a authorizer.Attributes) (authorize
 	return authorizer.DecisionAllow, "", nil
 }
 
+// originalUserInfoHeader carries OriginalUserInfoExtraKey to the kube-apiserver.
+const originalUserInfoHeader = "Impersonate-Extra-" + OriginalUserInfoExtraKey
+
 func TestForwarding(t *testing.T) {
 	var got http.Header
+	var gotPath string
 	backend := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = r.Header.Clone()
+		got, gotPath = r.Header.Clone(), r.URL.Path
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer backend.Close()
@@ -73,6 +77,8 @@ func TestForwarding(t *testing.T) {
 			return &authenticator.Response{User: &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", UID: "sa-uid", Groups: []string{"system:serviceaccounts"}}}, true, nil
 		case "user-token":
 			return &authenticator.Response{User: &user.DefaultInfo{Name: "pinny", Groups: []string{"seals"}}}, true, nil
+		case "reserved-extra-token":
+			return &authenticator.Response{User: &user.DefaultInfo{Name: "mallory", Extra: map[string][]string{OriginalUserInfoExtraKey: {"{}"}}}}, true, nil
 		}
 		return nil, false, nil
 	}))
@@ -104,7 +110,7 @@ func TestForwarding(t *testing.T) {
 			wantCode: http.StatusOK,
 			wantHeader: map[string][]string{
 				"Authorization": {"Bearer concierge-sa"}, "Impersonate-User": {"pinny"},
-				"Impersonate-Group": {"seals"}, "X-Remote-User": nil,
+				"Impersonate-Group": {"seals"}, "X-Remote-User": nil, originalUserInfoHeader: nil,
 			},
 		},
 		{
@@ -112,6 +118,12 @@ func TestForwarding(t *testing.T) {
 			headers:    map[string]string{"Authorization": "Bearer sa-token"},
 			wantCode:   http.StatusOK,
 			wantHeader: map[string][]string{"Authorization": {"Bearer sa-token"}, "Impersonate-User": nil},
+		},
+		{
+			name: "non-resource paths are forwarded as they are", path: "/openapi/v3",
+			headers:    map[string]string{"Authorization": "Bearer user-token"},
+			wantCode:   http.StatusOK,
+			wantHeader: map[string][]string{"Impersonate-User": {"pinny"}},
 		},
 		{
 			name: "anonymous requests go without credentials", path: "/version",
@@ -135,7 +147,32 @@ func TestForwarding(t *testing.T) {
 			wantCode: http.StatusOK,
 			wantHeader: map[string][]string{
 				"Authorization": {"Bearer concierge-sa"}, "Impersonate-User": {"allowed-target"},
+				"Impersonate-Group":    {"system:authenticated"},
+				originalUserInfoHeader: {`{"username":"pinny","groups":["seals"]}`},
 			},
+		},
+		{
+			name: "nested impersonation with a ServiceAccount token", path: "/api/v1/pods",
+			headers:  map[string]string{"Authorization": "Bearer sa-token", "Impersonate-User": "allowed-target"},
+			wantCode: http.StatusOK,
+			wantHeader: map[string][]string{
+				"Authorization": {"Bearer concierge-sa"}, "Impersonate-User": {"allowed-target"},
+				originalUserInfoHeader: {`{"username":"system:serviceaccount:ns:sa","uid":"sa-uid","groups":["system:serviceaccounts"]}`},
+			},
+		},
+		{
+			// RBAC allows the extra here (its value is the name authorized); the proxy still refuses.
+			name: "no client may set the original user itself", path: "/api/v1/pods",
+			headers: map[string]string{
+				"Authorization": "Bearer user-token", "Impersonate-User": "allowed-target",
+				originalUserInfoHeader: "allowed-target",
+			},
+			wantCode: http.StatusForbidden,
+		},
+		{
+			name: "nor be authenticated with it", path: "/api/v1/pods",
+			headers:  map[string]string{"Authorization": "Bearer reserved-extra-token"},
+			wantCode: http.StatusForbidden,
 		},
 		{
 			name: "nested impersonation the user may not do", path: "/api/v1/pods",
@@ -170,7 +207,9 @@ func TestForwarding(t *testing.T) {
 			for k, v := range tt.headers {
 				req.Header.Set(k, v)
 			}
-			resp, err := front.Client().Do(req)
+			client := front.Client()
+			client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+			resp, err := client.Do(req)
 			require.NoError(t, err)
 			resp.Body.Close()
 			require.Equal(t, tt.wantCode, resp.StatusCode)
@@ -179,6 +218,7 @@ func TestForwarding(t *testing.T) {
 				return
 			}
 			require.NotNil(t, got)
+			assert.Equal(t, tt.path, gotPath, "the kube-apiserver must get the path as the client sent it")
 			for k, v := range tt.wantHeader {
 				assert.Equal(t, v, got.Values(k), "header %s", k)
 			}

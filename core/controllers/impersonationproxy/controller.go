@@ -2,8 +2,9 @@
 // spec.impersonationProxy it decides whether the impersonation proxy runs (mode auto: only where
 // no control-plane node is visible), starts or stops its listener, keeps the Service that exposes
 // it, the signer CA whose client certificates only the proxy accepts, and the serving CA and
-// certificate for the address clients use, and records the outcome as the ImpersonationProxy
-// strategy in the CredentialIssuer's status.
+// certificate for the address clients use (or, with spec.impersonationProxy.tls, the certificate
+// of a Secret someone else manages), and records the outcome as the ImpersonationProxy strategy
+// in the CredentialIssuer's status.
 //
 // Every replica runs the controller. CAs and certificates live in Secrets, which are the source of
 // truth: a replica that loses a race to write one loads the winner's on its next sync, so all
@@ -190,6 +191,16 @@ func (c *Controller) sync(ctx context.Context) error {
 	if spec.ExternalEndpoint != "" {
 		address = spec.ExternalEndpoint
 	}
+	// An external certificate does not depend on the address, so a bad one shows even while the
+	// load balancer is pending.
+	var caPEM []byte
+	if spec.TLS != nil {
+		if caPEM, err = c.useExternalServingCert(ctx, *spec.TLS); err != nil {
+			// Serving nothing beats serving a certificate its owner took away or broke.
+			c.cert.clear()
+			return c.setupFailed(ctx, err)
+		}
+	}
 	if address == "" {
 		return c.status.SetStrategy(ctx, configv1alpha1.CredentialIssuerStrategy{
 			Type: configv1alpha1.StrategyTypeImpersonationProxy, Status: configv1alpha1.StrategyStatusError,
@@ -197,18 +208,29 @@ func (c *Controller) sync(ctx context.Context) error {
 			Message: "waiting for the load balancer Service to be assigned an IP address or hostname",
 		})
 	}
+	if spec.TLS == nil {
+		if caPEM, err = c.useGeneratedServingCert(ctx, hostOf(address)); err != nil {
+			return c.setupFailed(ctx, err)
+		}
+	}
+	return c.status.SetStrategy(ctx, listening(address, caPEM))
+}
+
+// useGeneratedServingCert serves a certificate for host from the Concierge's own serving CA and
+// returns that CA.
+func (c *Controller) useGeneratedServingCert(ctx context.Context, host string) ([]byte, error) {
 	servingCA, err := c.ensureCA(ctx, c.cfg.ServingCASecretName, servingCACommonName, servingCATTL, servingCARenewBefore)
 	if err != nil {
-		return c.setupFailed(ctx, err)
+		return nil, err
 	}
-	certPEM, keyPEM, err := c.ensureServingCert(ctx, servingCA, hostOf(address))
+	certPEM, keyPEM, err := c.ensureServingCert(ctx, servingCA, host)
 	if err != nil {
-		return c.setupFailed(ctx, err)
+		return nil, err
 	}
-	if err := c.cert.set(certPEM, keyPEM); err != nil {
-		return c.setupFailed(ctx, err)
+	if _, err := c.cert.set(certPEM, keyPEM); err != nil {
+		return nil, err
 	}
-	return c.status.SetStrategy(ctx, listening(address, servingCA.Bundle()))
+	return servingCA.Bundle(), nil
 }
 
 func listening(address string, caPEM []byte) configv1alpha1.CredentialIssuerStrategy {
@@ -339,6 +361,9 @@ func validate(spec configv1alpha1.ImpersonationProxySpec) error {
 	}
 	if e := spec.ExternalEndpoint; e != "" && (strings.Contains(e, "/") || hostOf(e) == "") {
 		return fmt.Errorf("spec.impersonationProxy.externalEndpoint %q must be a host or host:port", e)
+	}
+	if spec.TLS != nil && spec.TLS.SecretName == "" {
+		return errors.New("spec.impersonationProxy.tls.secretName must be set when spec.impersonationProxy.tls is")
 	}
 	return nil
 }

@@ -51,6 +51,51 @@ func (r *recorder) SetStrategy(_ context.Context, s configv1alpha1.CredentialIss
 	return nil
 }
 
+// testController is a Controller on fake clients with running informers; its listener serves
+// on a free loopback port.
+type testController struct {
+	c      *Controller
+	kube   *kubefake.Clientset
+	status *recorder
+	signer *dynamicca.Signer
+	// addr is where the listener serves once started.
+	addr chan string
+}
+
+func newTestController(t *testing.T, spec configv1alpha1.ImpersonationProxySpec, objects ...runtime.Object) *testController {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	kube := kubefake.NewClientset(objects...)
+	ci := &configv1alpha1.CredentialIssuer{ObjectMeta: metav1.ObjectMeta{Name: "ci"}, Spec: configv1alpha1.CredentialIssuerSpec{ImpersonationProxy: &spec}}
+	concierge := conciergefake.NewSimpleClientset(ci)
+	kubeInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace("ns"))
+	ciInf := conciergeinformers.NewSharedInformerFactory(concierge, 0)
+	tc := &testController{kube: kube, status: &recorder{}, signer: dynamicca.New("test"), addr: make(chan string, 1)}
+	tc.c = New(Config{
+		Namespace: "ns", CredentialIssuerName: "ci", LoadBalancerServiceName: "lb", ClusterIPServiceName: "cip",
+		SignerSecretName: "signer", ServingCASecretName: "serving-ca", ServingCertSecretName: "serving",
+		Selector: map[string]string{"app": "c"}, Address: "127.0.0.1:0", Port: 8444,
+	}, kube, Informers{
+		CredentialIssuers: ciInf.Config().V1alpha1().CredentialIssuers(),
+		Services:          kubeInf.Core().V1().Services(),
+		Secrets:           kubeInf.Core().V1().Secrets(),
+	}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }), tc.signer, tc.status)
+	tc.c.listener.listen = func(network, _ string) (net.Listener, error) {
+		ln, err := net.Listen(network, "127.0.0.1:0")
+		if err == nil {
+			tc.addr <- ln.Addr().String()
+		}
+		return ln, err
+	}
+	kubeInf.Start(ctx.Done())
+	ciInf.Start(ctx.Done())
+	kubeInf.WaitForCacheSync(ctx.Done())
+	ciInf.WaitForCacheSync(ctx.Done())
+	t.Cleanup(func() { tc.c.listener.stop(context.Background()) })
+	return tc
+}
+
 func TestSync(t *testing.T) {
 	worker := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w"}}
 	controlPlane := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp", Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}
@@ -122,30 +167,9 @@ func TestSync(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			kube := kubefake.NewClientset(tt.objects...)
-			ci := &configv1alpha1.CredentialIssuer{ObjectMeta: metav1.ObjectMeta{Name: "ci"}, Spec: configv1alpha1.CredentialIssuerSpec{ImpersonationProxy: &tt.spec}}
-			concierge := conciergefake.NewSimpleClientset(ci)
-			kubeInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace("ns"))
-			ciInf := conciergeinformers.NewSharedInformerFactory(concierge, 0)
-			status := &recorder{}
-			signer := dynamicca.New("test")
-			c := New(Config{
-				Namespace: "ns", CredentialIssuerName: "ci", LoadBalancerServiceName: "lb", ClusterIPServiceName: "cip",
-				SignerSecretName: "signer", ServingCASecretName: "serving-ca", ServingCertSecretName: "serving",
-				Selector: map[string]string{"app": "c"}, Address: "127.0.0.1:0", Port: 8444,
-			}, kube, Informers{
-				CredentialIssuers: ciInf.Config().V1alpha1().CredentialIssuers(),
-				Services:          kubeInf.Core().V1().Services(),
-				Secrets:           kubeInf.Core().V1().Secrets(),
-			}, http.NotFoundHandler(), signer, status)
-			c.listener.listen = func(network, _ string) (net.Listener, error) { return net.Listen(network, "127.0.0.1:0") }
-			kubeInf.Start(ctx.Done())
-			ciInf.Start(ctx.Done())
-			kubeInf.WaitForCacheSync(ctx.Done())
-			ciInf.WaitForCacheSync(ctx.Done())
-			defer c.listener.stop(ctx)
+			ctx := context.Background()
+			tc := newTestController(t, tt.spec, tt.objects...)
+			c, kube, status, signer := tc.c, tc.kube, tc.status, tc.signer
 
 			err := c.sync(ctx)
 			if tt.wantReason == configv1alpha1.StrategyReasonErrorDuringSetup {

@@ -1,6 +1,7 @@
 package impersonationproxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -16,23 +17,34 @@ import (
 
 // servingCert holds the proxy's current serving certificate; handshakes fail while it is empty.
 type servingCert struct {
-	cert atomic.Pointer[tls.Certificate]
+	cert atomic.Pointer[loadedCert]
 }
 
-func (s *servingCert) set(certPEM, keyPEM []byte) error {
+// loadedCert is a certificate with the PEM it was parsed from, to tell a change from a reload.
+type loadedCert struct {
+	tls.Certificate
+	certPEM, keyPEM []byte
+}
+
+// set serves certPEM and keyPEM from the next handshake on, and reports whether they differ from
+// what was served before. Connections already open keep the certificate they shook hands with.
+func (s *servingCert) set(certPEM, keyPEM []byte) (bool, error) {
+	if old := s.cert.Load(); old != nil && bytes.Equal(old.certPEM, certPEM) && bytes.Equal(old.keyPEM, keyPEM) {
+		return false, nil
+	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return fmt.Errorf("loading the impersonation proxy's serving certificate: %w", err)
+		return false, fmt.Errorf("loading the impersonation proxy's serving certificate: %w", err)
 	}
-	s.cert.Store(&c)
-	return nil
+	s.cert.Store(&loadedCert{Certificate: c, certPEM: bytes.Clone(certPEM), keyPEM: bytes.Clone(keyPEM)})
+	return true, nil
 }
 
 func (s *servingCert) clear() { s.cert.Store(nil) }
 
 func (s *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if c := s.cert.Load(); c != nil {
-		return c, nil
+		return &c.Certificate, nil
 	}
 	return nil, errors.New("the impersonation proxy has no serving certificate yet")
 }
