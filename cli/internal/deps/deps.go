@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"sealion.dev/cli/pkg/conciergeclient"
+	"sealion.dev/cli/pkg/oidclogin"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
 	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 )
@@ -37,11 +38,16 @@ type Deps struct {
 	NewConciergeClientset func(*rest.Config) (conciergeclientset.Interface, error)
 	// ExchangeToken creates a TokenCredentialRequest (conciergeclient in production).
 	ExchangeToken func(context.Context, conciergeclient.Config, string) (*loginv1alpha1.ClusterCredential, error)
+
+	// OpenURL opens a URL in the user's browser.
+	OpenURL func(string) error
+	// Prompter asks the user for input on the terminal; nil when stdin is not a terminal.
+	Prompter oidclogin.Prompter
 }
 
 // Default returns the real process's dependencies.
 func Default() Deps {
-	return Deps{
+	d := Deps{
 		In:         os.Stdin,
 		Out:        os.Stdout,
 		ErrOut:     os.Stderr,
@@ -60,5 +66,11 @@ func Default() Deps {
 			}
 			return client.ExchangeToken(ctx, token)
 		},
+		OpenURL: oidclogin.OpenURL,
 	}
+	// Prompts go to stderr: stdout carries the ExecCredential.
+	if p, ok := oidclogin.TerminalPrompter(os.Stdin, os.Stderr); ok {
+		d.Prompter = p
+	}
+	return d
 }

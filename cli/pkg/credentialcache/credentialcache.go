@@ -12,17 +12,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientauthv1 "k8s.io/client-go/pkg/apis/clientauthentication/v1"
 	clientauthv1beta1 "k8s.io/client-go/pkg/apis/clientauthentication/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"sealion.dev/cli/internal/lockedfile"
 )
 
 const (
@@ -37,7 +36,6 @@ const (
 	expiryMargin = 10 * time.Second
 
 	defaultLockTimeout = 10 * time.Second
-	lockPollInterval   = 10 * time.Millisecond
 )
 
 // DefaultPath is ~/.config/pinniped/credentials.yaml for the given home directory.
@@ -137,29 +135,23 @@ type entry struct {
 
 // update runs change on the pruned file contents under the lock and writes the result back.
 func (c *Cache) update(change func(*file, metav1.Time)) error {
-	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
-		return fmt.Errorf("creating the credential cache directory: %w", err)
-	}
-	unlock, err := c.lock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-
-	now := metav1.NewTime(c.now().UTC().Truncate(time.Second))
-	f := c.read()
-	f.prune(now.Time)
-	change(f, now)
-	return c.write(f)
+	lf := lockedfile.File{Path: c.path, Name: "credential cache", LockTimeout: c.lockTimeout}
+	return lf.Update(func(old []byte) ([]byte, error) {
+		now := metav1.NewTime(c.now().UTC().Truncate(time.Second))
+		f := parse(old)
+		f.prune(now.Time)
+		change(f, now)
+		data, err := yaml.Marshal(f)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the credential cache: %w", err)
+		}
+		return data, nil
+	})
 }
 
-// read returns the file's contents, or an empty cache when it is missing, corrupt or foreign.
-func (c *Cache) read() *file {
+// parse returns the file's contents, or an empty cache when it is missing, corrupt or foreign.
+func parse(data []byte) *file {
 	empty := &file{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}
-	data, err := os.ReadFile(c.path)
-	if err != nil {
-		return empty
-	}
 	var f file
 	if err := yaml.Unmarshal(data, &f); err != nil || f.APIVersion != APIVersion || f.Kind != Kind {
 		return empty
@@ -179,54 +171,4 @@ func (f *file) prune(now time.Time) {
 		kept = append(kept, e)
 	}
 	f.Credentials = kept
-}
-
-// write replaces the file atomically, so that a crash never leaves a half-written cache.
-func (c *Cache) write(f *file) error {
-	data, err := yaml.Marshal(f)
-	if err != nil {
-		return fmt.Errorf("encoding the credential cache: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing the credential cache: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err == nil {
-		_, err = tmp.Write(data)
-	}
-	if closeErr := tmp.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), c.path)
-	}
-	if err != nil {
-		return fmt.Errorf("writing the credential cache %s: %w", c.path, err)
-	}
-	return nil
-}
-
-// lock takes the exclusive flock on "<file>.lock", polling until the timeout.
-func (c *Cache) lock() (func(), error) {
-	lockPath := c.path + ".lock"
-	lf, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening the credential cache lock: %w", err)
-	}
-	deadline := time.Now().Add(c.lockTimeout)
-	for {
-		err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
-				_ = lf.Close()
-			}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
-			_ = lf.Close()
-			return nil, fmt.Errorf("locking the credential cache %s: %w", lockPath, err)
-		}
-		time.Sleep(lockPollInterval)
-	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"sealion.dev/cli/internal/cmd/completion"
 	"sealion.dev/cli/internal/cmd/get/kubeconfig"
+	"sealion.dev/cli/internal/cmd/login/oidc"
 	"sealion.dev/cli/internal/cmd/login/static"
 	"sealion.dev/cli/internal/cmd/version"
 	"sealion.dev/cli/internal/cmd/whoami"
@@ -15,10 +16,10 @@ import (
 // NewCommand returns the "pinniped" command with all its subcommands.
 func NewCommand(d deps.Deps) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:           "pinniped",
-		Short:         "pinniped",
-		Long:          "pinniped is the client-side binary for use with Pinniped-enabled Kubernetes clusters.",
-		SilenceUsage:  true,
+		Use:          "pinniped",
+		Short:        "pinniped",
+		Long:         "pinniped is the client-side binary for use with Pinniped-enabled Kubernetes clusters.",
+		SilenceUsage: true,
 		// Our own "completion" command replaces cobra's default one.
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
@@ -29,7 +30,7 @@ func NewCommand(d deps.Deps) *cobra.Command {
 	get := &cobra.Command{Use: "get", Short: "get", Args: cobra.NoArgs}
 	get.AddCommand(kubeconfig.NewCommand(d))
 	login := &cobra.Command{Use: "login", Short: "login", Long: "Login to a Pinniped server", Args: cobra.NoArgs}
-	login.AddCommand(static.NewCommand(d))
+	login.AddCommand(oidc.NewCommand(d), static.NewCommand(d))
 
 	cmd.AddCommand(get, login, whoami.NewCommand(d), version.NewCommand(d), completion.NewCommand(d))
 	return cmd

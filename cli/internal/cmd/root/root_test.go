@@ -11,7 +11,7 @@ import (
 func TestCommandTree(t *testing.T) {
 	var out bytes.Buffer
 	cmd := NewCommand(deps.Deps{Out: &out, ErrOut: &out})
-	for _, path := range [][]string{{"get", "kubeconfig"}, {"login", "static"}, {"whoami"}, {"version"}, {"completion"}} {
+	for _, path := range [][]string{{"get", "kubeconfig"}, {"login", "oidc"}, {"login", "static"}, {"whoami"}, {"version"}, {"completion"}} {
 		found, _, err := cmd.Find(path)
 		if err != nil || found.Name() != path[len(path)-1] {
 			t.Errorf("command %q not found: %v", strings.Join(path, " "), err)

@@ -9,7 +9,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +22,7 @@ import (
 
 	"sealion.dev/cli/internal/deps"
 	"sealion.dev/cli/internal/kubeconfig"
+	"sealion.dev/cli/pkg/oidclogin"
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	"sealion.dev/core/groupsuffix"
 )
@@ -57,6 +60,7 @@ type flags struct {
 	oidcIssuer          string
 	oidcClientID        string
 	oidcScopes          []string
+	oidcScopesSet       bool
 	oidcListenPort      uint16
 	oidcSkipBrowser     bool
 	oidcSessionCache    string
@@ -91,6 +95,7 @@ func newCommand(d deps.Deps, interval time.Duration) *cobra.Command {
 			if !cmd.Flags().Changed("credential-cache") {
 				f.credentialCache = "" // passed through only when set
 			}
+			f.oidcScopesSet = cmd.Flags().Changed("oidc-scopes")
 			return run(cmd.Context(), d, f)
 		},
 	}
@@ -117,13 +122,13 @@ func newCommand(d deps.Deps, interval time.Duration) *cobra.Command {
 
 	fs.StringVar(&f.oidcIssuer, "oidc-issuer", "", "OpenID Connect issuer URL (default: autodiscover)")
 	fs.StringVar(&f.oidcClientID, "oidc-client-id", defaultClientID, "OpenID Connect client ID")
-	fs.StringSliceVar(&f.oidcScopes, "oidc-scopes", defaultScopes, "OpenID Connect scopes to request during login")
+	fs.StringSliceVar(&f.oidcScopes, "oidc-scopes", defaultScopes, "OpenID Connect scopes to request during login (when not given: those of the default that the issuer supports, or for an issuer other than a Supervisor, those of offline_access,openid,email,profile,groups that it supports)")
 	fs.Uint16Var(&f.oidcListenPort, "oidc-listen-port", 0, "TCP port for localhost listener (authorization code flow only)")
 	fs.BoolVar(&f.oidcSkipBrowser, "oidc-skip-browser", false, "During OpenID Connect login, skip opening the browser (just print the URL)")
 	fs.StringVar(&f.oidcSessionCache, "oidc-session-cache", "", "Path to OpenID Connect session cache file")
 	fs.StringVar(&f.oidcCABundlePath, "oidc-ca-bundle", "", "Path to TLS certificate authority bundle (PEM format) to use when connecting to the OpenID Connect issuer (default: from the JWTAuthenticator)")
-	fs.StringVar(&f.oidcRequestAudience, "oidc-request-audience", "", "Request a token with an alternate audience using RFC8693 token exchange (default: the JWTAuthenticator's audience)")
-	fs.StringVar(&f.upstreamIDPName, "upstream-identity-provider-name", "", "The name of the upstream identity provider used during login with a Supervisor")
+	fs.StringVar(&f.oidcRequestAudience, "oidc-request-audience", "", "Request a token with an alternate audience using RFC8693 token exchange (default: the JWTAuthenticator's audience when the issuer is a Supervisor)")
+	fs.StringVar(&f.upstreamIDPName, "upstream-identity-provider-name", "", "The name of the upstream identity provider used during login with a Supervisor (default: the Supervisor's only one)")
 	fs.StringVar(&f.upstreamIDPType, "upstream-identity-provider-type", "", "The type of the upstream identity provider used during login with a Supervisor (e.g. 'oidc', 'ldap', 'activedirectory', 'github')")
 	fs.StringVar(&f.upstreamIDPFlow, "upstream-identity-provider-flow", "", "The type of client flow to use with the upstream identity provider during login with a Supervisor (e.g. 'browser_authcode', 'cli_password')")
 
@@ -171,7 +176,7 @@ func run(ctx context.Context, d deps.Deps, f flags) error {
 
 	var args []string
 	if f.noConcierge {
-		if args, err = f.loginArgs(nil); err != nil {
+		if args, err = f.loginArgs(ctx, nil); err != nil {
 			return err
 		}
 	} else {
@@ -183,7 +188,7 @@ func run(ctx context.Context, d deps.Deps, f flags) error {
 			// kubectl talks to the impersonation proxy instead of the API server.
 			cluster.Server, cluster.CertificateAuthorityData = c.endpoint, c.caBundle
 		}
-		if args, err = f.loginArgs(c); err != nil {
+		if args, err = f.loginArgs(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -259,7 +264,7 @@ func (f flags) discover(ctx context.Context, d deps.Deps, loaded *kubeconfig.Loa
 }
 
 // loginArgs is the plugin command line: "login static" for a static token, else "login oidc".
-func (f flags) loginArgs(c *concierge) ([]string, error) {
+func (f flags) loginArgs(ctx context.Context, c *concierge) ([]string, error) {
 	var args []string
 	static := f.staticToken != "" || f.staticTokenEnv != ""
 	switch {
@@ -273,7 +278,7 @@ func (f flags) loginArgs(c *concierge) ([]string, error) {
 	case c != nil && c.authenticator.cliType == "webhook":
 		return nil, fmt.Errorf("WebhookAuthenticator %s accepts static tokens only: use --static-token or --static-token-env", c.authenticator.name)
 	default:
-		oidc, err := f.oidcArgs(c)
+		oidc, err := f.oidcArgs(ctx, c)
 		if err != nil {
 			return nil, err
 		}
@@ -295,18 +300,20 @@ func (f flags) loginArgs(c *concierge) ([]string, error) {
 	return args, nil
 }
 
-// oidcArgs fills the issuer, audience and CA from the JWTAuthenticator unless the flags give them.
-func (f flags) oidcArgs(c *concierge) ([]string, error) {
+// oidcArgs fills the issuer, audience and CA from the JWTAuthenticator unless the flags give them,
+// and adapts the rest to what the issuer's discovery document says: a Pinniped Supervisor gets the
+// JWTAuthenticator's audience as request audience and its identity provider, while another issuer
+// issues the cluster's tokens itself, so it gets neither.
+func (f flags) oidcArgs(ctx context.Context, c *concierge) ([]string, error) {
 	issuer, audience := f.oidcIssuer, f.oidcRequestAudience
 	var caBundle []byte
+	var jwtAudience string
 	if c != nil && c.authenticator.jwt != nil {
 		spec := c.authenticator.jwt
 		if issuer == "" {
 			issuer = spec.Issuer
 		}
-		if audience == "" {
-			audience = spec.Audience
-		}
+		jwtAudience = spec.Audience
 		if tls := spec.TLS; tls != nil && tls.CertificateAuthorityData != "" {
 			ca, err := base64.StdEncoding.DecodeString(tls.CertificateAuthorityData)
 			if err != nil {
@@ -328,7 +335,34 @@ func (f flags) oidcArgs(c *concierge) ([]string, error) {
 		}
 		caBundle = ca
 	}
-	args := []string{"--issuer=" + issuer, "--client-id=" + f.oidcClientID, "--scopes=" + strings.Join(f.oidcScopes, ",")}
+
+	client, err := oidclogin.NewHTTPClient(caBundle)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := oidclogin.Discover(ctx, client, issuer)
+	if errors.Is(err, oidclogin.ErrUntrustedCertificate) {
+		return nil, fmt.Errorf("%w (pass the issuer's CA bundle with --oidc-ca-bundle)", err)
+	} else if err != nil {
+		return nil, err
+	}
+	scopes := f.oidcScopes
+	if !f.oidcScopesSet {
+		scopes = defaultScopesFor(disc)
+	}
+	idpName, idpType := f.upstreamIDPName, f.upstreamIDPType
+	if disc.IsSupervisor() {
+		if audience == "" {
+			audience = jwtAudience
+		}
+		if idpName, idpType, err = f.chooseIdentityProvider(ctx, disc, client); err != nil {
+			return nil, err
+		}
+	} else if idpName != "" || idpType != "" || f.upstreamIDPFlow != "" {
+		return nil, fmt.Errorf("the --upstream-identity-provider-* flags are for Pinniped Supervisors, and %s is not one", issuer)
+	}
+
+	args := []string{"--issuer=" + issuer, "--client-id=" + f.oidcClientID, "--scopes=" + strings.Join(scopes, ",")}
 	if len(caBundle) > 0 {
 		args = append(args, "--ca-bundle-data="+base64.StdEncoding.EncodeToString(caBundle))
 	}
@@ -345,8 +379,8 @@ func (f flags) oidcArgs(c *concierge) ([]string, error) {
 		args = append(args, "--session-cache="+f.oidcSessionCache)
 	}
 	for _, p := range [][2]string{
-		{"--upstream-identity-provider-name", f.upstreamIDPName},
-		{"--upstream-identity-provider-type", f.upstreamIDPType},
+		{"--upstream-identity-provider-name", idpName},
+		{"--upstream-identity-provider-type", idpType},
 		{"--upstream-identity-provider-flow", f.upstreamIDPFlow},
 	} {
 		if p[1] != "" {
@@ -354,6 +388,64 @@ func (f flags) oidcArgs(c *concierge) ([]string, error) {
 		}
 	}
 	return args, nil
+}
+
+// genericScopes are the standard scopes asked of an issuer that is not a Supervisor: its tokens go
+// to the cluster as they are, so they should carry the email, profile and groups claims a
+// JWTAuthenticator usually maps.
+var genericScopes = []string{"offline_access", "openid", "email", "profile", "groups"}
+
+// defaultScopesFor returns the default scopes that the issuer says it supports (all of them when
+// it does not say).
+func defaultScopesFor(disc *oidclogin.Discovery) []string {
+	wanted := defaultScopes
+	if !disc.IsSupervisor() {
+		wanted = genericScopes
+	}
+	if len(disc.ScopesSupported) == 0 {
+		if disc.IsSupervisor() {
+			return wanted
+		}
+		// Without a list, ask only for what every issuer knows.
+		return []string{"offline_access", "openid", "email", "profile"}
+	}
+	var scopes []string
+	for _, s := range wanted {
+		if s == "openid" || slices.Contains(disc.ScopesSupported, s) {
+			scopes = append(scopes, s)
+		}
+	}
+	return scopes
+}
+
+// chooseIdentityProvider picks the Supervisor's identity provider: the one named, else its only
+// one. It returns the name and type for the login command (empty when the Supervisor lists none).
+func (f flags) chooseIdentityProvider(ctx context.Context, disc *oidclogin.Discovery, client *http.Client) (string, string, error) {
+	idps, err := disc.IdentityProviders(ctx, client)
+	if err != nil {
+		return "", "", err
+	}
+	var idp *oidclogin.IdentityProvider
+	switch {
+	case f.upstreamIDPName != "":
+		if idp, err = oidclogin.FindIdentityProvider(idps, f.upstreamIDPName, f.upstreamIDPType); err != nil {
+			return "", "", err
+		}
+	case len(idps) == 0:
+		return "", f.upstreamIDPType, nil
+	case len(idps) == 1:
+		idp = &idps[0]
+	default:
+		var names []string
+		for _, p := range idps {
+			names = append(names, fmt.Sprintf("%q (%s)", p.Name, p.Type))
+		}
+		return "", "", fmt.Errorf("the Supervisor %s has several identity providers (%s): choose one with --upstream-identity-provider-name", disc.Issuer, strings.Join(names, ", "))
+	}
+	if flow := f.upstreamIDPFlow; flow != "" && len(idp.Flows) > 0 && !slices.Contains(idp.Flows, flow) {
+		return "", "", fmt.Errorf("identity provider %q supports the login flows %s, not %s", idp.Name, strings.Join(idp.Flows, ", "), flow)
+	}
+	return idp.Name, idp.Type, nil
 }
 
 // inlineCA copies the cluster with its CA file, if any, read into the data field, so the new

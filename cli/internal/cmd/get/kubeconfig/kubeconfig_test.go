@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,10 +21,12 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"sealion.dev/cli/internal/deps"
+	"sealion.dev/cli/internal/testing/fakeissuer"
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 	conciergefake "sealion.dev/core/generated/concierge/clientset/versioned/fake"
+	"sealion.dev/core/testing/oidcissuer"
 )
 
 const (
@@ -83,7 +86,29 @@ var (
 		Issuer: "https://issuer.example", Audience: "cluster-1", TLS: &authv1alpha1.TLSSpec{CertificateAuthorityData: b64([]byte("ISSUER-CA"))}}}
 )
 
+// jwtFor is a JWTAuthenticator for iss with audience cluster-1.
+func jwtFor(iss *fakeissuer.Issuer) *authv1alpha1.JWTAuthenticator {
+	return &authv1alpha1.JWTAuthenticator{ObjectMeta: metav1.ObjectMeta{Name: "jwt"}, Spec: authv1alpha1.JWTAuthenticatorSpec{
+		Issuer: iss.URL, Audience: "cluster-1", TLS: &authv1alpha1.TLSSpec{CertificateAuthorityData: b64(iss.CABundle)}}}
+}
+
 func TestRun(t *testing.T) {
+	plain := fakeissuer.New(t, fakeissuer.Options{})
+	sup := fakeissuer.New(t, fakeissuer.Options{Supervisor: true, IdentityProviders: []fakeissuer.IdentityProvider{
+		{Name: "my-ldap", Type: "ldap", Flows: []string{"cli_password", "browser_authcode"}}}})
+	sup2 := fakeissuer.New(t, fakeissuer.Options{Supervisor: true, IdentityProviders: []fakeissuer.IdentityProvider{
+		{Name: "my-ldap", Type: "ldap", Flows: []string{"cli_password", "browser_authcode"}},
+		{Name: "my-github", Type: "github", Flows: []string{"browser_authcode"}}}})
+	gone := fakeissuer.New(t, fakeissuer.Options{})
+	gone.Close()
+	plainCAFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(plainCAFile, plain.CABundle, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	concierge := func(authType, name, endpoint, ca string) []string {
+		return []string{"--enable-concierge", "--concierge-api-group-suffix=pinniped.dev", "--concierge-authenticator-name=" + name,
+			"--concierge-authenticator-type=" + authType, "--concierge-endpoint=" + endpoint, "--concierge-ca-bundle-data=" + ca}
+	}
 	tests := []struct {
 		name       string
 		objects    []runtime.Object
@@ -119,28 +144,77 @@ func TestRun(t *testing.T) {
 				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + proxyEndpoint, "--concierge-ca-bundle-data=" + b64(proxyCA)},
 		},
 		{
-			name:       "JWT authenticator makes a login oidc config",
-			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwt},
+			name:       "JWT authenticator of a Supervisor",
+			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(sup)},
 			wantServer: clusterServer, wantCA: clusterCA,
-			wantArgs: []string{"login", "oidc", "--issuer=https://issuer.example", "--client-id=pinniped-cli",
-				"--scopes=offline_access,openid,pinniped:request-audience,username,groups", "--ca-bundle-data=" + b64([]byte("ISSUER-CA")),
-				"--request-audience=cluster-1", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
-				"--concierge-authenticator-name=jwt", "--concierge-authenticator-type=jwt", "--concierge-endpoint=" + tcrServer, "--concierge-ca-bundle-data=" + b64(tcrCA)},
+			wantArgs: append([]string{"login", "oidc", "--issuer=" + sup.URL, "--client-id=pinniped-cli",
+				"--scopes=offline_access,openid,pinniped:request-audience,username,groups", "--ca-bundle-data=" + b64(sup.CABundle),
+				"--request-audience=cluster-1", "--upstream-identity-provider-name=my-ldap", "--upstream-identity-provider-type=ldap"},
+				concierge("jwt", "jwt", tcrServer, b64(tcrCA))...),
 		},
 		{
-			name:       "named authenticator and OIDC overrides",
-			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwt, webhook},
-			args:       []string{"--concierge-authenticator-type=jwt", "--concierge-authenticator-name=jwt", "--oidc-client-id=other", "--oidc-scopes=openid", "--oidc-request-audience=aud2", "--oidc-skip-browser", "--oidc-listen-port=48095", "--concierge-endpoint=https://override.example"},
+			name:       "JWT authenticator of another issuer",
+			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(plain)},
 			wantServer: clusterServer, wantCA: clusterCA,
-			wantArgs: []string{"login", "oidc", "--issuer=https://issuer.example", "--client-id=other", "--scopes=openid", "--ca-bundle-data=" + b64([]byte("ISSUER-CA")),
-				"--request-audience=aud2", "--listen-port=48095", "--skip-browser", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
-				"--concierge-authenticator-name=jwt", "--concierge-authenticator-type=jwt", "--concierge-endpoint=https://override.example", "--concierge-ca-bundle-data=" + b64(tcrCA)},
+			wantArgs: append([]string{"login", "oidc", "--issuer=" + plain.URL, "--client-id=pinniped-cli",
+				"--scopes=offline_access,openid,email,profile,groups", "--ca-bundle-data=" + b64(plain.CABundle)},
+				concierge("jwt", "jwt", tcrServer, b64(tcrCA))...),
+		},
+		{
+			name:    "named authenticator and OIDC overrides",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(plain), webhook},
+			args: []string{"--concierge-authenticator-type=jwt", "--concierge-authenticator-name=jwt", "--oidc-client-id=other", "--oidc-scopes=openid",
+				"--oidc-request-audience=aud2", "--oidc-skip-browser", "--oidc-listen-port=48095", "--concierge-endpoint=https://override.example"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: append([]string{"login", "oidc", "--issuer=" + plain.URL, "--client-id=other", "--scopes=openid", "--ca-bundle-data=" + b64(plain.CABundle),
+				"--request-audience=aud2", "--listen-port=48095", "--skip-browser"},
+				concierge("jwt", "jwt", "https://override.example", b64(tcrCA))...),
+		},
+		{
+			name:       "Supervisor identity provider and flow chosen",
+			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(sup2)},
+			args:       []string{"--upstream-identity-provider-name=my-ldap", "--upstream-identity-provider-flow=cli_password", "--oidc-session-cache=/tmp/s.yaml"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: append([]string{"login", "oidc", "--issuer=" + sup2.URL, "--client-id=pinniped-cli",
+				"--scopes=offline_access,openid,pinniped:request-audience,username,groups", "--ca-bundle-data=" + b64(sup2.CABundle),
+				"--request-audience=cluster-1", "--session-cache=/tmp/s.yaml", "--upstream-identity-provider-name=my-ldap",
+				"--upstream-identity-provider-type=ldap", "--upstream-identity-provider-flow=cli_password"},
+				concierge("jwt", "jwt", tcrServer, b64(tcrCA))...),
+		},
+		{
+			name:    "Supervisor with several identity providers",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(sup2)},
+			wantErr: `has several identity providers ("my-ldap" (ldap), "my-github" (github)): choose one with --upstream-identity-provider-name`,
+		},
+		{
+			name:    "flow the identity provider lacks",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(sup2)},
+			args:    []string{"--upstream-identity-provider-name=my-github", "--upstream-identity-provider-flow=cli_password"},
+			wantErr: `identity provider "my-github" supports the login flows browser_authcode, not cli_password`,
+		},
+		{
+			name:    "identity provider at another issuer",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(plain)},
+			args:    []string{"--upstream-identity-provider-name=x"},
+			wantErr: "the --upstream-identity-provider-* flags are for Pinniped Supervisors",
+		},
+		{
+			name:    "issuer unreachable",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(gone)},
+			wantErr: "the issuer is unreachable from this machine",
+		},
+		{
+			name:    "issuer CA unknown",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(plain)},
+			args:    []string{"--oidc-ca-bundle=" + writeFile(t, oidcissuer.New(t).CABundle)}, // another CA
+			wantErr: "(pass the issuer's CA bundle with --oidc-ca-bundle)",
 		},
 		{
 			name:       "no Concierge",
-			args:       []string{"--no-concierge", "--oidc-issuer=https://issuer.example"},
+			args:       []string{"--no-concierge", "--oidc-issuer=" + plain.URL, "--oidc-ca-bundle=" + plainCAFile},
 			wantServer: clusterServer, wantCA: clusterCA,
-			wantArgs: []string{"login", "oidc", "--issuer=https://issuer.example", "--client-id=pinniped-cli", "--scopes=offline_access,openid,pinniped:request-audience,username,groups"},
+			wantArgs: []string{"login", "oidc", "--issuer=" + plain.URL, "--client-id=pinniped-cli", "--scopes=offline_access,openid,email,profile,groups",
+				"--ca-bundle-data=" + b64(plain.CABundle)},
 		},
 		{name: "no CredentialIssuer", objects: []runtime.Object{webhook}, args: []string{"--static-token=t"}, wantErr: "no CredentialIssuers were found"},
 		{
@@ -313,6 +387,14 @@ func TestRunValidatesAndWritesTheFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "validating the kubeconfig") {
 		t.Fatalf("err = %v, want a validation error", err)
 	}
+}
+
+func writeFile(t *testing.T, data []byte) string {
+	path := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func execute(d deps.Deps, args []string, interval time.Duration) error {

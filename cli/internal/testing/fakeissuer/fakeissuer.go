@@ -1,0 +1,388 @@
+// Package fakeissuer is an OpenID Connect issuer double for the CLI's tests, which can pose as a
+// Pinniped Supervisor: discovery (with response_mode=form_post and the Supervisor's identity
+// provider discovery when asked), JWKS, an authorization endpoint that logs one user in at once
+// (or checks the cli_password flow's headers), and a token endpoint for the authorization code
+// (with PKCE), refresh token and RFC 8693 token exchange grants. It also plays the browser.
+package fakeissuer
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// The identity the issuer logs in.
+const (
+	Subject  = "fake-subject"
+	Username = "pinny"
+	Password = "fake-password"
+	Email    = "pinny@example.com"
+)
+
+// Groups are the user's groups.
+var Groups = []string{"seals", "walruses"}
+
+// Options shape the issuer.
+type Options struct {
+	// Supervisor adds the Supervisor's discovery member and identity provider discovery.
+	Supervisor bool
+	// IdentityProviders are listed by identity provider discovery.
+	IdentityProviders []IdentityProvider
+	// FormPost lists form_post in response_modes_supported.
+	FormPost bool
+	// IDTokenLifetime defaults to an hour.
+	IDTokenLifetime time.Duration
+	// Warnings are sent as Warning headers on token responses.
+	Warnings []string
+}
+
+// IdentityProvider is an entry of identity provider discovery.
+type IdentityProvider struct {
+	Name  string   `json:"name"`
+	Type  string   `json:"type"`
+	Flows []string `json:"flows"`
+}
+
+// Issuer is a running double.
+type Issuer struct {
+	URL      string
+	CABundle []byte
+
+	opts   Options
+	server *httptest.Server
+	signer jose.Signer
+	jwks   jose.JSONWebKeySet
+
+	mu             sync.Mutex
+	codes          map[string]grant
+	accessTokens   map[string]time.Time
+	refreshTokens  map[string]bool
+	authorizations []url.Values
+	counts         Counts
+}
+
+// Counts says how often each grant was served.
+type Counts struct {
+	Authorizations, CodeExchanges, Refreshes, TokenExchanges int
+}
+
+type grant struct {
+	clientID, redirectURI, challenge, nonce string
+	scopes                                  []string
+}
+
+// New starts the issuer; it stops when the test ends.
+func New(t testing.TB, opts Options) *Issuer {
+	t.Helper()
+	if opts.IDTokenLifetime == 0 {
+		opts.IDTokenLifetime = time.Hour
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk := jose.JSONWebKey{Key: key, KeyID: "fake-key", Algorithm: string(jose.ES256), Use: "sig"}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jwk}, (&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := &Issuer{
+		opts: opts, signer: signer, jwks: jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk.Public()}},
+		codes: map[string]grant{}, accessTokens: map[string]time.Time{}, refreshTokens: map[string]bool{},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", i.discovery)
+	mux.HandleFunc("GET /jwks.json", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, i.jwks) })
+	mux.HandleFunc("GET /v1alpha1/pinniped_identity_providers", i.identityProviders)
+	mux.HandleFunc("GET /oauth2/authorize", i.authorize)
+	mux.HandleFunc("POST /oauth2/token", i.token)
+	i.server = httptest.NewTLSServer(mux)
+	t.Cleanup(i.server.Close)
+	i.URL = i.server.URL
+	i.CABundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: i.server.Certificate().Raw})
+	return i
+}
+
+// Client trusts the issuer.
+func (i *Issuer) Client() *http.Client {
+	c := *i.server.Client()
+	return &c
+}
+
+// Counts returns how often each grant was served.
+func (i *Issuer) Counts() Counts {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.counts
+}
+
+// Authorizations returns the query of every authorization request.
+func (i *Issuer) Authorizations() []url.Values {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return slices.Clone(i.authorizations)
+}
+
+// Close stops the issuer, so that later requests fail to connect.
+func (i *Issuer) Close() { i.server.Close() }
+
+func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
+	doc := map[string]any{
+		"issuer":                                i.URL,
+		"authorization_endpoint":                i.URL + "/oauth2/authorize",
+		"token_endpoint":                        i.URL + "/oauth2/token",
+		"jwks_uri":                              i.URL + "/jwks.json",
+		"response_types_supported":              []string{"code"},
+		"response_modes_supported":              []string{"query"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{"ES256"},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"scopes_supported":                      []string{"openid", "offline_access", "email", "profile", "groups"},
+	}
+	if i.opts.FormPost {
+		doc["response_modes_supported"] = []string{"query", "form_post"}
+	}
+	if i.opts.Supervisor {
+		doc["scopes_supported"] = []string{"openid", "offline_access", "pinniped:request-audience", "username", "groups"}
+		doc["discovery.supervisor.pinniped.dev/v1alpha1"] = map[string]string{
+			"pinniped_identity_providers_endpoint": i.URL + "/v1alpha1/pinniped_identity_providers",
+		}
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+func (i *Issuer) identityProviders(w http.ResponseWriter, _ *http.Request) {
+	if !i.opts.Supervisor {
+		http.NotFound(w, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pinniped_identity_providers": i.opts.IdentityProviders})
+}
+
+// authorize logs the user in at once: the browser flow needs no form, the cli_password flow
+// checks the headers.
+func (i *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	i.mu.Lock()
+	i.counts.Authorizations++
+	i.authorizations = append(i.authorizations, q)
+	i.mu.Unlock()
+	redirect, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil || redirect.Scheme != "http" || redirect.Hostname() != "127.0.0.1" || redirect.Path != "/callback" {
+		http.Error(w, "bad redirect_uri", http.StatusBadRequest)
+		return
+	}
+	if q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("state") == "" {
+		http.Error(w, "bad authorization request", http.StatusBadRequest)
+		return
+	}
+	answer := url.Values{"state": {q.Get("state")}}
+	if username, password := r.Header.Get("Pinniped-Username"), r.Header.Get("Pinniped-Password"); username != "" || password != "" {
+		if username != Username || password != Password {
+			answer.Set("error", "access_denied")
+			answer.Set("error_description", "Incorrect username or password.")
+			redirect.RawQuery = answer.Encode()
+			http.Redirect(w, r, redirect.String(), http.StatusFound)
+			return
+		}
+	}
+	code := random()
+	i.mu.Lock()
+	i.codes[code] = grant{clientID: q.Get("client_id"), redirectURI: q.Get("redirect_uri"), challenge: q.Get("code_challenge"),
+		nonce: q.Get("nonce"), scopes: strings.Fields(q.Get("scope"))}
+	i.mu.Unlock()
+	answer.Set("code", code)
+	if q.Get("response_mode") == "form_post" {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<form method="post" action="%s"><input name="code" value="%s"><input name="state" value="%s"></form>`,
+			html.EscapeString(redirect.String()), html.EscapeString(code), html.EscapeString(q.Get("state")))
+		return
+	}
+	redirect.RawQuery = answer.Encode()
+	http.Redirect(w, r, redirect.String(), http.StatusFound)
+}
+
+func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, "invalid_request", err.Error())
+		return
+	}
+	for _, warning := range i.opts.Warnings {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", warning))
+	}
+	switch r.PostForm.Get("grant_type") {
+	case "authorization_code":
+		i.redeemCode(w, r.PostForm)
+	case "refresh_token":
+		i.refresh(w, r.PostForm)
+	case "urn:ietf:params:oauth:grant-type:token-exchange":
+		i.exchange(w, r.PostForm)
+	default:
+		oauthError(w, "unsupported_grant_type", "")
+	}
+}
+
+func (i *Issuer) redeemCode(w http.ResponseWriter, form url.Values) {
+	i.mu.Lock()
+	g, ok := i.codes[form.Get("code")]
+	delete(i.codes, form.Get("code"))
+	i.counts.CodeExchanges++
+	i.mu.Unlock()
+	sum := sha256.Sum256([]byte(form.Get("code_verifier")))
+	switch {
+	case !ok:
+		oauthError(w, "invalid_grant", "unknown or used authorization code")
+	case g.clientID != form.Get("client_id") || g.redirectURI != form.Get("redirect_uri"):
+		oauthError(w, "invalid_grant", "client or redirect URI differ from the authorization request")
+	case base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge:
+		oauthError(w, "invalid_grant", "PKCE verifier does not match the challenge")
+	default:
+		i.issue(w, g.clientID, g.nonce, slices.Contains(g.scopes, "offline_access"))
+	}
+}
+
+func (i *Issuer) refresh(w http.ResponseWriter, form url.Values) {
+	rt := form.Get("refresh_token")
+	i.mu.Lock()
+	ok := i.refreshTokens[rt]
+	delete(i.refreshTokens, rt) // rotated
+	i.counts.Refreshes++
+	i.mu.Unlock()
+	if !ok {
+		oauthError(w, "invalid_grant", "unknown refresh token")
+		return
+	}
+	i.issue(w, form.Get("client_id"), "", true)
+}
+
+func (i *Issuer) exchange(w http.ResponseWriter, form url.Values) {
+	i.mu.Lock()
+	expiry, ok := i.accessTokens[form.Get("subject_token")]
+	i.counts.TokenExchanges++
+	i.mu.Unlock()
+	switch {
+	case !ok || time.Now().After(expiry):
+		oauthError(w, "invalid_grant", "unknown or expired subject token")
+	case form.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:access_token" ||
+		form.Get("requested_token_type") != "urn:ietf:params:oauth:token-type:jwt" || form.Get("audience") == "":
+		oauthError(w, "invalid_request", "bad token exchange parameters")
+	default:
+		idToken, err := i.idToken(form.Get("audience"), "")
+		if err != nil {
+			oauthError(w, "server_error", err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": idToken, "issued_token_type": "urn:ietf:params:oauth:token-type:jwt",
+			"token_type": "N_A", "expires_in": int(i.opts.IDTokenLifetime.Seconds())})
+	}
+}
+
+func (i *Issuer) issue(w http.ResponseWriter, clientID, nonce string, withRefresh bool) {
+	idToken, err := i.idToken(clientID, nonce)
+	if err != nil {
+		oauthError(w, "server_error", err.Error())
+		return
+	}
+	access := random()
+	resp := map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": 120, "id_token": idToken}
+	i.mu.Lock()
+	i.accessTokens[access] = time.Now().Add(2 * time.Minute)
+	if withRefresh {
+		rt := random()
+		i.refreshTokens[rt] = true
+		resp["refresh_token"] = rt
+	}
+	i.mu.Unlock()
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// idToken signs an ID token for the user.
+func (i *Issuer) idToken(audience, nonce string) (string, error) {
+	now := time.Now()
+	claims := map[string]any{"iss": i.URL, "sub": Subject, "aud": audience, "iat": now.Unix(), "exp": now.Add(i.opts.IDTokenLifetime).Unix(),
+		"username": Username, "email": Email, "groups": Groups}
+	if nonce != "" {
+		claims["nonce"] = nonce
+	}
+	return jwt.Signed(i.signer).Claims(claims).Serialize()
+}
+
+// Browse plays the user's browser at authURL: it follows the issuer's redirect to the CLI's
+// listener, or posts its form_post page there from the issuer's origin, and returns the
+// listener's answer.
+func (i *Issuer) Browse(authURL string) (int, string, error) {
+	client := i.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := client.Get(authURL)
+	if err != nil {
+		return 0, "", err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	var callback *http.Request
+	switch {
+	case resp.StatusCode == http.StatusFound:
+		callback, err = http.NewRequest(http.MethodGet, resp.Header.Get("Location"), nil)
+	case resp.StatusCode == http.StatusOK && strings.Contains(string(body), `method="post"`):
+		u, _ := url.Parse(authURL)
+		q := u.Query()
+		form := url.Values{"code": {formValue(string(body), "code")}, "state": {q.Get("state")}}
+		callback, err = http.NewRequest(http.MethodPost, q.Get("redirect_uri"), strings.NewReader(form.Encode()))
+		if err == nil {
+			callback.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			callback.Header.Set("Origin", i.URL)
+		}
+	default:
+		return 0, "", fmt.Errorf("the authorization endpoint answered %s: %s", resp.Status, body)
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	answer, err := http.DefaultClient.Do(callback)
+	if err != nil {
+		return 0, "", err
+	}
+	defer answer.Body.Close()
+	text, _ := io.ReadAll(answer.Body)
+	return answer.StatusCode, string(text), nil
+}
+
+func formValue(page, name string) string {
+	_, rest, _ := strings.Cut(page, `name="`+name+`" value="`)
+	value, _, _ := strings.Cut(rest, `"`)
+	return html.UnescapeString(value)
+}
+
+func oauthError(w http.ResponseWriter, code, description string) {
+	writeJSON(w, http.StatusBadRequest, map[string]string{"error": code, "error_description": description})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func random() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
