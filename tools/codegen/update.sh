@@ -79,3 +79,9 @@ for dest in servers/concierge/deploy/crds servers/concierge/deploy/chart/files/c
 	rm -f "${dest}"/*.yaml
 	cp "${generated}"/crds/*.concierge.pinniped.dev_*.yaml "${dest}/"
 done
+
+echo "Copying the Supervisor CRDs into its install manifests"
+dest=servers/supervisor/deploy/crds
+mkdir -p "${dest}"
+rm -f "${dest}"/*.yaml
+cp "${generated}"/crds/*.supervisor.pinniped.dev_*.yaml "${dest}/"

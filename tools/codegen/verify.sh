@@ -8,12 +8,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 cd "${root}"
 
 # Every file update.sh writes: the generated trees, zz_generated files next to the types, and the
-# copies of the Concierge CRDs in its install manifests.
+# copies of the Concierge and Supervisor CRDs in their install manifests.
 generated_files() {
 	{
 		find core/generated -type f 2>/dev/null || true
 		find core/apis -type f -name 'zz_generated.*.go'
-		find servers/concierge/deploy/crds servers/concierge/deploy/chart/files/crds -type f -name '*.yaml' 2>/dev/null || true
+		find servers/concierge/deploy/crds servers/concierge/deploy/chart/files/crds servers/supervisor/deploy/crds -type f -name '*.yaml' 2>/dev/null || true
 	} | LC_ALL=C sort
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,17 +27,20 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	"sealion.dev/core/testing/controlplane"
 	conciergeconfig "sealion.dev/servers/concierge/config"
+	supervisorconfig "sealion.dev/servers/supervisor/config"
 )
 
 // Folders, relative to this package.
 const (
-	repoRoot        = "../.."
-	conciergeDeploy = repoRoot + "/servers/concierge/deploy"
-	conciergeCRDs   = conciergeDeploy + "/crds"
-	signerComponent = conciergeDeploy + "/components/signer-secret"
-	conciergeChart  = conciergeDeploy + "/chart"
-	usersDeploy     = repoRoot + "/servers/local-user-authenticator/deploy"
-	usersChart      = usersDeploy + "/chart"
+	repoRoot         = "../.."
+	conciergeDeploy  = repoRoot + "/servers/concierge/deploy"
+	conciergeCRDs    = conciergeDeploy + "/crds"
+	signerComponent  = conciergeDeploy + "/components/signer-secret"
+	conciergeChart   = conciergeDeploy + "/chart"
+	usersDeploy      = repoRoot + "/servers/local-user-authenticator/deploy"
+	usersChart       = usersDeploy + "/chart"
+	supervisorDeploy = repoRoot + "/servers/supervisor/deploy"
+	supervisorCRDs   = supervisorDeploy + "/crds"
 
 	// signerSecret is the Secret the signer-secret component mounts.
 	signerSecret = "pinniped-concierge-signer"
@@ -134,9 +138,11 @@ func sortedKeys(m map[Key]*unstructured.Unstructured) []string {
 // `kubectl apply -f <folder>` and `kubectl apply -k <folder>` must install the same objects.
 func TestKustomizationListsEveryFile(t *testing.T) {
 	for dir, subfolders := range map[string][]string{
-		conciergeDeploy: {"crds"},
-		conciergeCRDs:   nil,
-		usersDeploy:     nil,
+		conciergeDeploy:  {"crds"},
+		conciergeCRDs:    nil,
+		usersDeploy:      nil,
+		supervisorDeploy: {"crds"},
+		supervisorCRDs:   nil,
 	} {
 		t.Run(strings.TrimPrefix(dir, repoRoot+"/"), func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(dir, "Kustomization"))
@@ -170,11 +176,20 @@ func TestKustomizationListsEveryFile(t *testing.T) {
 // The copies of the CRDs must be those generated from the API types (tools/codegen/verify.sh
 // checks the same after regenerating; this catches hand edits cheaply).
 func TestCRDCopiesMatchGenerated(t *testing.T) {
-	generated, err := filepath.Glob(filepath.Join(repoRoot, "core/generated/crds/*.concierge.pinniped.dev_*.yaml"))
-	if err != nil || len(generated) == 0 {
-		t.Fatalf("no generated Concierge CRDs found (%v)", err)
+	for component, dirs := range map[string][]string{
+		"concierge":  {conciergeCRDs, conciergeChart + "/files/crds"},
+		"supervisor": {supervisorCRDs},
+	} {
+		t.Run(component, func(t *testing.T) { checkCRDCopies(t, component, dirs) })
 	}
-	for _, dir := range []string{conciergeCRDs, conciergeChart + "/files/crds"} {
+}
+
+func checkCRDCopies(t *testing.T, component string, dirs []string) {
+	generated, err := filepath.Glob(filepath.Join(repoRoot, "core/generated/crds/*."+component+".pinniped.dev_*.yaml"))
+	if err != nil || len(generated) == 0 {
+		t.Fatalf("no generated %s CRDs found (%v)", component, err)
+	}
+	for _, dir := range dirs {
 		copies, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		if err != nil {
 			t.Fatal(err)
@@ -225,6 +240,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		"concierge":                      kustomize(t, conciergeDeploy),
 		"concierge signer component":     withComponent(t, conciergeDeploy, signerComponent),
 		"local-user-authenticator":       kustomize(t, usersDeploy),
+		"supervisor":                     kustomize(t, supervisorDeploy),
 		"concierge chart":                render(t, conciergeChart, nil),
 		"local-user-authenticator chart": render(t, usersChart, nil),
 	}
@@ -318,6 +334,39 @@ func TestConciergeConfiguration(t *testing.T) {
 				t.Errorf("serving certificate lifetime %v, want 30 days", got)
 			}
 		})
+	}
+}
+
+// The Supervisor accepts the configuration it is installed with, runs twice, and its Service
+// reaches the HTTPS listener.
+func TestSupervisorConfiguration(t *testing.T) {
+	objects := kustomize(t, supervisorDeploy)
+	m := byKey(t, objects)
+	cm, ok := m[Key{APIVersion: "v1", Kind: "ConfigMap", Namespace: "pinniped-supervisor", Name: "pinniped-supervisor-static-config"}]
+	if !ok {
+		t.Fatal("no ConfigMap pinniped-supervisor-static-config")
+	}
+	text, _, _ := unstructured.NestedString(cm.Object, "data", "pinniped.yaml")
+	cfg, err := supervisorconfig.Parse([]byte(text))
+	if err != nil {
+		t.Fatalf("the Supervisor would reject its configuration: %v", err)
+	}
+	if *cfg.APIGroupSuffix != "pinniped.dev" || cfg.Names.DefaultTLSCertificateSecret != "pinniped-supervisor-default-tls-certificate" ||
+		cfg.Endpoints.HTTPS.Address != ":8443" || cfg.Endpoints.HTTP.Enabled() {
+		t.Errorf("unexpected configuration %+v, endpoints %+v %+v", cfg, cfg.Endpoints.HTTPS, cfg.Endpoints.HTTP)
+	}
+	deployment := m[Key{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "pinniped-supervisor", Name: "pinniped-supervisor"}]
+	if deployment == nil {
+		t.Fatal("no Deployment")
+	}
+	// Numbers decode as float64 or int64 depending on the path; compare them as text.
+	if replicas, _, _ := unstructured.NestedFieldNoCopy(deployment.Object, "spec", "replicas"); fmt.Sprint(replicas) != "2" {
+		t.Errorf("%v replicas", replicas)
+	}
+	service := m[Key{APIVersion: "v1", Kind: "Service", Namespace: "pinniped-supervisor", Name: "pinniped-supervisor-clusterip"}]
+	ports, _, _ := unstructured.NestedSlice(service.Object, "spec", "ports")
+	if len(ports) != 1 || fmt.Sprint(ports[0].(map[string]any)["targetPort"]) != "8443" {
+		t.Errorf("Service ports %v", ports)
 	}
 }
 
@@ -480,6 +529,20 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		kubectl(t, nil, "apply", "-k", conciergeDeploy)
 		kubectl(t, nil, "apply", "-k", usersDeploy)
 		kubectl(t, yamlStream(t, withComponent(t, conciergeDeploy, signerComponent)), "apply", "--dry-run=server", "-f", "-")
+	})
+
+	t.Run("Supervisor", func(t *testing.T) {
+		kubectl(t, nil, "apply", "-f", supervisorCRDs)
+		kubectl(t, nil, waitForCRDs...)
+		kubectl(t, nil, "apply", "-f", supervisorDeploy)
+		kubectl(t, nil, "apply", "-k", supervisorDeploy)
+		// The Role lets the Supervisor do what it does.
+		for _, access := range []string{
+			"list federationdomains.config.supervisor.pinniped.dev", "update federationdomains.config.supervisor.pinniped.dev --subresource=status",
+			"watch ldapidentityproviders.idp.supervisor.pinniped.dev", "create secrets", "update secrets",
+		} {
+			kubectl(t, nil, append([]string{"auth", "can-i", "-n", "pinniped-supervisor", "--as=system:serviceaccount:pinniped-supervisor:pinniped-supervisor"}, strings.Fields(access)...)...)
+		}
 	})
 
 	t.Run("second installation from the chart", func(t *testing.T) {

@@ -1,0 +1,258 @@
+package idtransform
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+)
+
+func expr(kind configv1alpha1.TransformsExpressionType, expression string) configv1alpha1.FederationDomainTransformsExpression {
+	return configv1alpha1.FederationDomainTransformsExpression{Type: kind, Expression: expression}
+}
+
+const (
+	username = configv1alpha1.TransformsExpressionTypeUsername
+	groups   = configv1alpha1.TransformsExpressionTypeGroups
+	policy   = configv1alpha1.TransformsExpressionTypePolicy
+)
+
+var constants = []configv1alpha1.FederationDomainTransformsConstant{
+	{Name: "prefix", Type: configv1alpha1.TransformsConstantTypeString, StringValue: "corp:"},
+	{Name: "admins", Type: configv1alpha1.TransformsConstantTypeStringList, StringListValue: []string{"alice", "bob"}},
+}
+
+func TestEvaluate(t *testing.T) {
+	tests := []struct {
+		name        string
+		expressions []configv1alpha1.FederationDomainTransformsExpression
+		in          Identity
+		want        Result
+		wantErr     string
+	}{
+		{
+			name: "no expressions pass the identity through",
+			in:   Identity{Username: "pinny", Groups: []string{"seals"}},
+			want: Result{Identity: Identity{Username: "pinny", Groups: []string{"seals"}}},
+		},
+		{
+			name:        "username from a string constant and a strings extension function",
+			expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(username, `strConst.prefix + username.upperAscii()`)},
+			in:          Identity{Username: "pinny"},
+			want:        Result{Identity: Identity{Username: "corp:PINNY", Groups: []string{}}},
+		},
+		{
+			name: "expressions run in order and see earlier results",
+			expressions: []configv1alpha1.FederationDomainTransformsExpression{
+				expr(groups, `groups.map(g, "team-" + g)`),
+				expr(username, `username + "@" + groups[0]`),
+			},
+			in:   Identity{Username: "pinny", Groups: []string{"seals", "walruses"}},
+			want: Result{Identity: Identity{Username: "pinny@team-seals", Groups: []string{"team-seals", "team-walruses"}}},
+		},
+		{
+			name: "policy allowing the identity",
+			expressions: []configv1alpha1.FederationDomainTransformsExpression{
+				expr(policy, `username in strListConst.admins`),
+			},
+			in:   Identity{Username: "alice"},
+			want: Result{Identity: Identity{Username: "alice", Groups: []string{}}},
+		},
+		{
+			name: "policy rejecting with its message stops the run",
+			expressions: []configv1alpha1.FederationDomainTransformsExpression{
+				{Type: policy, Expression: `username in strListConst.admins`, Message: "admins only"},
+				expr(username, `"never"`),
+			},
+			in:   Identity{Username: "mallory"},
+			want: Result{Rejected: true, Message: "admins only"},
+		},
+		{
+			name:        "policy rejecting without a message",
+			expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(policy, `false`)},
+			in:          Identity{Username: "pinny"},
+			want:        Result{Rejected: true, Message: DefaultRejectionMessage},
+		},
+		{
+			name:        "run-time error",
+			expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(username, `groups[3]`)},
+			in:          Identity{Username: "pinny", Groups: []string{"seals"}},
+			wantErr:     "expressions[0] (username/v1)",
+		},
+		{
+			name:        "empty username",
+			expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(username, `""`)},
+			in:          Identity{Username: "pinny"},
+			wantErr:     "empty username",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Compile(configv1alpha1.FederationDomainTransforms{Constants: constants, Expressions: tt.expressions})
+			if err != nil {
+				t.Fatalf("Compile: %v", err)
+			}
+			got, err := p.Evaluate(context.Background(), tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNilPipelinePassesThrough(t *testing.T) {
+	var p *Pipeline
+	got, err := p.Evaluate(context.Background(), Identity{Username: "pinny", Groups: []string{"a"}})
+	if err != nil || got.Username != "pinny" || !cmp.Equal(got.Groups, []string{"a"}) {
+		t.Errorf("got %+v, %v", got, err)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		transforms configv1alpha1.FederationDomainTransforms
+		want       []string
+	}{
+		{
+			name:       "syntax error",
+			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(username, `username +`)}},
+			want:       []string{"expressions[0]: username/v1 expression does not compile"},
+		},
+		{
+			name:       "wrong result type",
+			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(policy, `username`)}},
+			want:       []string{"expressions[0]: policy/v1 expression must return bool, but returns string"},
+		},
+		{
+			name:       "groups must be a list of strings",
+			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(groups, `[1, 2]`)}},
+			want:       []string{"expressions[0]: groups/v1 expression must return list(string)"},
+		},
+		{
+			name:       "unknown variable",
+			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(username, `email`)}},
+			want:       []string{"undeclared reference to 'email'"},
+		},
+		{
+			name:       "mixed-type list literal",
+			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(groups, `["a", 1]`)}},
+			want:       []string{"expressions[0]"},
+		},
+		{
+			name:       "unknown expression type",
+			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr("email/v1", `username`)}},
+			want:       []string{`expressions[0]: unknown type "email/v1"`},
+		},
+		{
+			name: "every error is reported",
+			transforms: configv1alpha1.FederationDomainTransforms{
+				Constants: []configv1alpha1.FederationDomainTransformsConstant{
+					{Name: "a", Type: configv1alpha1.TransformsConstantTypeString},
+					{Name: "a", Type: configv1alpha1.TransformsConstantTypeStringList},
+					{Name: "b", Type: "number"},
+				},
+				Expressions: []configv1alpha1.FederationDomainTransformsExpression{
+					expr(username, `username`), expr(username, `1`), expr(policy, `)`),
+				},
+			},
+			want: []string{`constants[1]: duplicate constant name "a"`, `constants[2]: unknown type "number"`, "expressions[1]:", "expressions[2]:"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Compile(tt.transforms)
+			if err == nil {
+				t.Fatal("Compile succeeded")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestEvaluationTimesOut(t *testing.T) {
+	p, err := Compile(configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{
+		// Quadratic in a list of 10^4 elements: far longer than the caller's deadline.
+		expr(policy, `[0,1,2,3,4,5,6,7,8,9].map(a, [0,1,2,3,4,5,6,7,8,9].map(b, [0,1,2,3,4,5,6,7,8,9].map(c, [0,1,2,3,4,5,6,7,8,9].map(d, [0,1,2,3,4,5,6,7,8,9].map(e, [0,1,2,3,4,5,6,7,8,9].map(f, a+b+c+d+e+f)))))).size() > 0`),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.Evaluate(ctx, Identity{Username: "pinny"}); err == nil {
+		t.Fatal("an expression ran to completion after its context ended")
+	}
+}
+
+func TestCheckExamples(t *testing.T) {
+	p, err := Compile(configv1alpha1.FederationDomainTransforms{
+		Constants: constants,
+		Expressions: []configv1alpha1.FederationDomainTransformsExpression{
+			{Type: policy, Expression: `!(username in ["mallory", "eve"])`, Message: "not you"},
+			expr(policy, `username != "trudy"`),
+			expr(username, `strConst.prefix + username`),
+			expr(groups, `groups + ["everyone"]`),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := func(user string, expects configv1alpha1.FederationDomainTransformsExampleExpects, groups ...string) configv1alpha1.FederationDomainTransformsExample {
+		return configv1alpha1.FederationDomainTransformsExample{Username: user, Groups: groups, Expects: expects}
+	}
+	tests := []struct {
+		name    string
+		example configv1alpha1.FederationDomainTransformsExample
+		wantErr string
+	}{
+		{name: "accepted and transformed, groups in any order with repeats",
+			example: example("pinny", configv1alpha1.FederationDomainTransformsExampleExpects{Username: "corp:pinny", Groups: []string{"everyone", "seals", "seals"}}, "seals")},
+		{name: "rejected with the policy's message",
+			example: example("mallory", configv1alpha1.FederationDomainTransformsExampleExpects{Rejected: true, Message: "not you"})},
+		{name: "rejected with the default message",
+			example: example("trudy", configv1alpha1.FederationDomainTransformsExampleExpects{Rejected: true})},
+		{name: "wrong username",
+			example: example("pinny", configv1alpha1.FederationDomainTransformsExampleExpects{Username: "pinny", Groups: []string{"everyone"}}),
+			wantErr: `examples[0]: expected username "pinny", got "corp:pinny"`},
+		{name: "wrong groups",
+			example: example("pinny", configv1alpha1.FederationDomainTransformsExampleExpects{Username: "corp:pinny"}),
+			wantErr: `expected groups [], got ["everyone"]`},
+		{name: "expected a rejection",
+			example: example("pinny", configv1alpha1.FederationDomainTransformsExampleExpects{Rejected: true}),
+			wantErr: `expected username "pinny" to be rejected`},
+		{name: "unexpected rejection",
+			example: example("eve", configv1alpha1.FederationDomainTransformsExampleExpects{Username: "corp:eve"}),
+			wantErr: "a policy rejected it: not you"},
+		{name: "wrong message",
+			example: example("eve", configv1alpha1.FederationDomainTransformsExampleExpects{Rejected: true}),
+			wantErr: `expected the rejection message "` + DefaultRejectionMessage + `", got "not you"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.CheckExamples(context.Background(), []configv1alpha1.FederationDomainTransformsExample{tt.example})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("unexpected failure: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("got %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,179 @@
+// Package config reads the Supervisor's static configuration: the `pinniped.yaml` key of the
+// ConfigMap `pinniped-supervisor-static-config`, mounted as a file. Field names follow Pinniped's so
+// existing install values keep working. Load fills defaults and reports every invalid field at once.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"sealion.dev/core/groupsuffix"
+)
+
+// Config is the Supervisor's static configuration.
+type Config struct {
+	APIGroupSuffix *string           `json:"apiGroupSuffix,omitempty"`
+	Names          Names             `json:"names"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	Log            Log               `json:"log"`
+	// Endpoints are where the FederationDomains' endpoints (and /healthz) are served.
+	Endpoints Endpoints `json:"endpoints"`
+}
+
+// Names of the objects the Supervisor reads.
+type Names struct {
+	// DefaultTLSCertificateSecret is the kubernetes.io/tls Secret served to TLS clients whose server
+	// name matches no FederationDomain with its own certificate.
+	DefaultTLSCertificateSecret string `json:"defaultTLSCertificateSecret"`
+}
+
+// Log sets the log level: info, debug, trace or all.
+type Log struct {
+	Level string `json:"level,omitempty"`
+}
+
+// Endpoints configure the HTTPS listener and the optional plain HTTP listener.
+type Endpoints struct {
+	HTTPS *Endpoint `json:"https,omitempty"`
+	// HTTP serves without TLS, for a TLS-terminating sidecar in the same pod: only on loopback
+	// addresses or a unix socket.
+	HTTP *Endpoint `json:"http,omitempty"`
+}
+
+// Endpoint is one listener.
+type Endpoint struct {
+	// Network is tcp, unix or disabled.
+	Network string `json:"network"`
+	// Address is host:port for tcp and a socket path for unix.
+	Address string `json:"address,omitempty"`
+}
+
+// Networks of an Endpoint.
+const (
+	NetworkTCP      = "tcp"
+	NetworkUnix     = "unix"
+	NetworkDisabled = "disabled"
+)
+
+// Enabled reports whether the endpoint listens.
+func (e *Endpoint) Enabled() bool { return e.Network != NetworkDisabled }
+
+// Defaults.
+const (
+	DefaultAPIGroupSuffix = "pinniped.dev"
+	DefaultHTTPSAddress   = ":8443"
+)
+
+// Load reads, defaults and validates the file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(data)
+}
+
+// Parse defaults and validates a configuration document.
+func Parse(data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("decoding config: %w", err)
+	}
+	c.setDefaults()
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	return &c, nil
+}
+
+func (c *Config) setDefaults() {
+	if c.APIGroupSuffix == nil {
+		s := DefaultAPIGroupSuffix
+		c.APIGroupSuffix = &s
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Endpoints.HTTPS == nil {
+		c.Endpoints.HTTPS = &Endpoint{Network: NetworkTCP, Address: DefaultHTTPSAddress}
+	}
+	if c.Endpoints.HTTP == nil {
+		c.Endpoints.HTTP = &Endpoint{Network: NetworkDisabled}
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if err := groupsuffix.Validate(*c.APIGroupSuffix); err != nil {
+		errs = append(errs, fmt.Errorf("apiGroupSuffix: %w", err))
+	}
+	if name := c.Names.DefaultTLSCertificateSecret; name == "" {
+		errs = append(errs, errors.New("names.defaultTLSCertificateSecret: required"))
+	} else if problems := validation.IsDNS1123Subdomain(name); len(problems) > 0 {
+		errs = append(errs, fmt.Errorf("names.defaultTLSCertificateSecret: %q is not a valid Secret name: %s", name, strings.Join(problems, "; ")))
+	}
+	if _, err := Verbosity(c.Log.Level); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, validateEndpoint("endpoints.https", c.Endpoints.HTTPS, false))
+	errs = append(errs, validateEndpoint("endpoints.http", c.Endpoints.HTTP, true))
+	https, http := c.Endpoints.HTTPS, c.Endpoints.HTTP
+	if !https.Enabled() && !http.Enabled() {
+		errs = append(errs, errors.New("endpoints: https and http cannot both be disabled"))
+	}
+	if https.Enabled() && http.Enabled() && https.Network == http.Network && https.Address == http.Address {
+		errs = append(errs, fmt.Errorf("endpoints: https and http both listen on %s %s", https.Network, https.Address))
+	}
+	return errors.Join(errs...)
+}
+
+func validateEndpoint(field string, e *Endpoint, loopbackOnly bool) error {
+	switch e.Network {
+	case NetworkDisabled:
+		return nil
+	case NetworkUnix:
+		if e.Address == "" {
+			return fmt.Errorf("%s.address: required for network unix", field)
+		}
+		return nil
+	case NetworkTCP:
+		host, _, err := net.SplitHostPort(e.Address)
+		if err != nil {
+			return fmt.Errorf("%s.address: %q is not host:port: %w", field, e.Address, err)
+		}
+		if loopbackOnly && !isLoopback(host) {
+			return fmt.Errorf("%s.address: %q must be on a loopback address (127.0.0.1, [::1] or localhost): plain HTTP is only for a sidecar in the same pod", field, e.Address)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s.network: must be one of tcp, unix, disabled; got %q", field, e.Network)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Verbosity maps a log level name to a klog verbosity.
+func Verbosity(level string) (int, error) {
+	switch level {
+	case "info":
+		return 0, nil
+	case "debug":
+		return 4, nil
+	case "trace":
+		return 6, nil
+	case "all":
+		return 108, nil
+	}
+	return 0, fmt.Errorf("log.level: must be one of info, debug, trace, all; got %q", level)
+}

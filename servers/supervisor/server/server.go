@@ -1,0 +1,238 @@
+// Package server runs the Supervisor: it reads the configuration, builds clients and informers,
+// starts the FederationDomain controller, and serves every FederationDomain's endpoints on the
+// configured listeners, with the TLS certificate chosen by SNI, until the context ends.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // the JSON log format
+	"k8s.io/klog/v2"
+
+	"sealion.dev/core/controllers/federationdomain"
+	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
+	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	"sealion.dev/core/groupsuffix"
+	"sealion.dev/core/supervisor/discovery"
+	"sealion.dev/core/supervisor/issuer"
+	"sealion.dev/core/supervisor/sni"
+	"sealion.dev/servers/supervisor/config"
+)
+
+// Options are the command-line flags. Everything else is in the configuration file.
+type Options struct {
+	ConfigFile string
+	Kubeconfig string
+	Namespace  string
+}
+
+// NewCommand returns the pinniped-supervisor command.
+func NewCommand(ctx context.Context) *cobra.Command {
+	o := &Options{Namespace: os.Getenv("POD_NAMESPACE")}
+	cmd := &cobra.Command{
+		Use:          "pinniped-supervisor",
+		Short:        "Serve OIDC issuers that federate upstream identity providers",
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return Run(ctx, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.ConfigFile, "config", "/etc/config/pinniped.yaml", "path to the configuration file")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig for running outside a cluster (in-cluster config otherwise)")
+	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace the Supervisor runs in, where its FederationDomains, identity providers and Secrets are (default $POD_NAMESPACE)")
+	return cmd
+}
+
+// Run starts the Supervisor and blocks until ctx ends or a listener fails.
+func Run(ctx context.Context, o *Options) error {
+	cfg, err := config.Load(o.ConfigFile)
+	if err != nil {
+		return err
+	}
+	if err := setUpLogging(cfg.Log.Level); err != nil {
+		return err
+	}
+	if o.Namespace == "" {
+		return errors.New("the Supervisor's namespace is unknown: set --namespace or POD_NAMESPACE")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logger := klog.FromContext(ctx)
+	suffix := *cfg.APIGroupSuffix
+
+	restConfig, err := kubeRESTConfig(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	// Each new FederationDomain costs four Secret creations and a status update; client-go's
+	// default of 5 requests per second would make a start with many of them take seconds.
+	restConfig.QPS, restConfig.Burst = 25, 50
+	kubeClient, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	supervisorConfig := rest.CopyConfig(restConfig)
+	supervisorConfig.Wrap(groupsuffix.Transport(suffix))
+	supervisorClient, err := supervisorclientset.NewForConfig(supervisorConfig)
+	if err != nil {
+		return err
+	}
+
+	// Everything the Supervisor reads lives in its own namespace.
+	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithNamespace(o.Namespace))
+	crFactory := supervisorinformers.NewSharedInformerFactoryWithOptions(supervisorClient, 0, supervisorinformers.WithNamespace(o.Namespace))
+	idps := crFactory.Idp().V1alpha1()
+
+	certs, err := sni.New()
+	if err != nil {
+		return err
+	}
+	issuers := issuer.NewMux(discovery.Endpoints{})
+	controller, err := federationdomain.New(federationdomain.Config{
+		Namespace:                   o.Namespace,
+		APIGroupSuffix:              suffix,
+		DefaultTLSCertificateSecret: cfg.Names.DefaultTLSCertificateSecret,
+		Labels:                      cfg.Labels,
+	}, supervisorClient, kubeClient, federationdomain.Informers{
+		FederationDomains: crFactory.Config().V1alpha1().FederationDomains(),
+		OIDC:              idps.OIDCIdentityProviders(),
+		LDAP:              idps.LDAPIdentityProviders(),
+		ActiveDirectory:   idps.ActiveDirectoryIdentityProviders(),
+		GitHub:            idps.GitHubIdentityProviders(),
+		Secrets:           kubeFactory.Core().V1().Secrets(),
+	}, issuers, certs)
+	if err != nil {
+		return err
+	}
+
+	kubeFactory.Start(ctx.Done())
+	crFactory.Start(ctx.Done())
+	go controller.Run(ctx)
+
+	handler := withHealthz(issuers)
+	errc := make(chan error, 2)
+	listening := 0
+	if e := cfg.Endpoints.HTTPS; e.Enabled() {
+		tlsConfig := &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: certs.GetCertificate,
+			NextProtos:     []string{"h2", "http/1.1"},
+		}
+		if err := serve(ctx, "https", e, handler, tlsConfig, errc); err != nil {
+			return err
+		}
+		listening++
+	}
+	if e := cfg.Endpoints.HTTP; e.Enabled() {
+		if err := serve(ctx, "http", e, handler, nil, errc); err != nil {
+			return err
+		}
+		listening++
+	}
+	logger.Info("starting the Supervisor", "apiGroupSuffix", suffix, "namespace", o.Namespace)
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		listening--
+		cancel()
+	}
+	// Wait for the listeners to finish their in-flight requests.
+	for ; listening > 0; listening-- {
+		if e := <-errc; e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// shutdownTimeout bounds how long in-flight requests may take once the Supervisor stops.
+const shutdownTimeout = 10 * time.Second
+
+// serve listens on e and serves handler until ctx ends, then sends the outcome to errc: nil after
+// a clean shutdown. With tlsConfig nil it serves plain HTTP.
+func serve(ctx context.Context, name string, e *config.Endpoint, handler http.Handler, tlsConfig *tls.Config, errc chan<- error) error {
+	ln, err := net.Listen(e.Network, e.Address)
+	if err != nil {
+		return fmt.Errorf("%s listener: %w", name, err)
+	}
+	server := &http.Server{
+		Handler:           handler,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if tlsConfig != nil {
+			err = server.ServeTLS(ln, "", "")
+		} else {
+			err = server.Serve(ln)
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		done <- err
+	}()
+	go func() {
+		select {
+		case err := <-done:
+			errc <- fmt.Errorf("%s listener stopped: %w", name, err)
+		case <-ctx.Done():
+			shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+			defer cancel()
+			_ = server.Shutdown(shutdownCtx)
+			errc <- <-done
+		}
+	}()
+	klog.FromContext(ctx).Info("listening", "listener", name, "network", e.Network, "address", ln.Addr().String())
+	return nil
+}
+
+// withHealthz answers /healthz on any host, for probes, and passes everything else to next.
+func withHealthz(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("ok"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func kubeRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return rest.InClusterConfig()
+}
+
+// setUpLogging switches klog to structured JSON at the configured level.
+func setUpLogging(level string) error {
+	v, err := config.Verbosity(level)
+	if err != nil {
+		return err
+	}
+	c := logsapi.NewLoggingConfiguration()
+	c.Format = logsapi.JSONLogFormat
+	c.Verbosity = logsapi.VerbosityLevel(v)
+	return logsapi.ValidateAndApply(c, nil)
+}
