@@ -53,7 +53,8 @@ func TestMain(m *testing.M) {
 
 	testenv = env.NewWithConfig(envconf.New())
 	setup := []env.Func{
-		steps.CreateCluster(p, "sealion-e2e-"+providerName, providers.CreateOptions{}),
+		// SEALION_E2E_KUBE_VERSION ("v1.34.4") picks the cluster's version; empty is the provider's default.
+		steps.CreateCluster(p, "sealion-e2e-"+providerName, providers.CreateOptions{KubernetesVersion: os.Getenv("SEALION_E2E_KUBE_VERSION")}),
 		steps.LoadImages(steps.RepoPath("_output/images/pinniped-server.tar")),
 	}
 	setup = append(setup, steps.InstallLocalUserAuthenticator()...)
@@ -70,7 +71,8 @@ func TestMain(m *testing.M) {
 		setup = append(setup, steps.InstallConcierge("signer-secret")...)
 	}
 	testenv.Setup(setup...)
-	testenv.Finish(steps.CollectLogs(os.Getenv("SEALION_E2E_LOGS")), steps.DeleteCluster())
+	logs := os.Getenv("SEALION_E2E_LOGS")
+	testenv.Finish(steps.SaveCredentialIssuers(logs), steps.CollectLogs(logs), steps.DeleteCluster())
 	os.Exit(testenv.Run(m))
 }
 

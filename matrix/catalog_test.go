@@ -1,0 +1,138 @@
+package matrix
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sealion.dev/providers/all"
+)
+
+func TestDefaultCatalog(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"kubeadm", "kind", "gke", "eks", "aks", "existing"} {
+		if c.Distribution(name) == nil {
+			t.Errorf("distribution %s missing", name)
+		}
+	}
+	var built, unbuilt []string
+	for _, p := range c.Paths {
+		if p.Built() {
+			built = append(built, p.Name)
+		} else {
+			unbuilt = append(unbuilt, p.Name)
+		}
+	}
+	if !slices.Equal(built, []string{"webhook", "dex-browser"}) || !slices.Equal(unbuilt, []string{"ldap", "ad", "github", "supervisor"}) {
+		t.Errorf("built paths %v, not built %v", built, unbuilt)
+	}
+}
+
+// TestCatalogTestsExist keeps the catalog and the suite in step: every test the catalog names is
+// a top-level test of its package (go test -run would otherwise silently run nothing), and every
+// test of the package is named.
+func TestCatalogTestsExist(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join("..", strings.TrimPrefix(c.Package, "sealion.dev/"), "*_test.go"))
+	for _, f := range files {
+		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range parsed.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
+				defined[fn.Name.Name] = true
+			}
+		}
+	}
+	if len(defined) == 0 {
+		t.Fatalf("no tests found for %s", c.Package)
+	}
+	named := append(append([]string(nil), c.Suite...), c.NotInMatrix...)
+	for _, p := range c.Paths {
+		if p.Package == "" {
+			named = append(named, p.Tests...)
+		}
+	}
+	for _, n := range named {
+		if !defined[n] {
+			t.Errorf("the catalog names %s, which %s does not define", n, c.Package)
+		}
+	}
+	// And the other way round: a new e2e test is run by the matrix or left out on purpose.
+	for n := range defined {
+		if n != "TestMain" && !slices.Contains(named, n) {
+			t.Errorf("%s defines %s, which catalog.yaml neither runs (suite, a path's tests) nor lists in notInMatrix", c.Package, n)
+		}
+	}
+}
+
+// TestCatalogAgreesWithProviders checks the catalog against what each built provider says of its
+// clusters: every provider has an entry, onHost matches, and the expected strategy is the one the
+// Concierge picks from those capabilities.
+func TestCatalogAgreesWithProviders(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range all.Names {
+		d := c.Distribution(name)
+		if d == nil {
+			t.Errorf("provider %s has no distribution in catalog.yaml", name)
+			continue
+		}
+		if name == "existing" {
+			continue // its capabilities are whatever its user says
+		}
+		p, err := all.New(name, all.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := p.Info()
+		if d.OnHost != info.ChangesHost {
+			t.Errorf("%s: onHost %v, provider ChangesHost %v", name, d.OnHost, info.ChangesHost)
+		}
+		want := ""
+		switch {
+		case info.KubeControllerManagerPod && info.ClusterSigningKeyAvailable:
+			want = "KubeClusterSigningCertificate"
+		case !info.ControlPlaneVisible && info.HasExternalLoadBalancer:
+			want = "ImpersonationProxy"
+		}
+		if d.Strategy != want {
+			t.Errorf("%s: catalog expects strategy %q, its capabilities say %q", name, d.Strategy, want)
+		}
+	}
+}
+
+func TestParseCatalogRejects(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown field", "package: p\nsuite: []\ndistributions: [{name: a, stratgy: X}]\n", "unknown field"},
+		{"twice", "package: p\npaths: [{name: a}, {name: a}]\n", `path "a" is listed twice`},
+		{"pattern character", "package: p\ndistributions: [{name: 'a/b'}]\n", "character cell patterns use"},
+		{"unknown strategy", "package: p\ndistributions: [{name: a, strategy: Magic}]\n", `unknown strategy "Magic"`},
+		{"unknown artifact", "package: p\ndistributions: [{name: a, needs: [wand]}]\n", `unknown artifact "wand"`},
+		{"strategy test outside the suite", "package: p\nstrategies: [{name: S, tests: [TestS]}]\n", "not in the suite"},
+		{"no package", "paths: []\n", "package is empty"},
+	} {
+		_, err := ParseCatalog([]byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

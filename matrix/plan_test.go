@@ -1,0 +1,167 @@
+package matrix
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"sealion.dev/matrix/hostcheck"
+	"sealion.dev/matrix/kubeversions"
+)
+
+var sixMinors = kubeversions.Newest([]string{"v1.31.14", "v1.32.13", "v1.33.13", "v1.34.4", "v1.35.4", "v1.36.3"}, 6)
+
+func planOpts(filter string, t *testing.T) PlanOptions {
+	t.Helper()
+	f, err := ParseFilter(filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return PlanOptions{
+		Versions:  sixMinors,
+		Filter:    f,
+		Providers: []string{"kubeadm", "gke", "eks", "aks", "existing"},
+		Host:      hostcheck.Host{CgroupV1: true, Containerd: "1.6.20"},
+		Getenv:    func(string) string { return "" },
+	}
+}
+
+func cellNames(groups []Group) []string {
+	var out []string
+	for _, g := range groups {
+		for _, c := range g.Cells() {
+			out = append(out, c.String())
+		}
+	}
+	return out
+}
+
+func TestPlanExpandsEverything(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := c.Plan(planOpts("", t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Five versioned distributions x six minors, and existing once, each with six paths.
+	if len(groups) != 5*6+1 {
+		t.Fatalf("%d groups", len(groups))
+	}
+	if cells := cellNames(groups); len(cells) != 31*6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
+		t.Errorf("%d cells, first %s, last %s", len(cells), cells[0], cells[len(cells)-1])
+	}
+	blocked := map[string]Outcome{}
+	for _, g := range groups {
+		blocked[g.Name()] = g.Blocked
+	}
+	for name, want := range map[string]Status{
+		"kubeadm/1.33": "", "gke/1.34": "", "kubeadm/1.35": CannotRun, "aks/1.36": CannotRun,
+		"kind/1.33": NotBuilt, "existing/cluster": NotRun,
+	} {
+		if got := blocked[name]; got.Status != want {
+			t.Errorf("%s: blocked %+v, want status %q", name, got, want)
+		}
+	}
+	if r := blocked["kubeadm/1.35"].Reason; !strings.Contains(r, "cgroup v1") || !strings.Contains(r, "failCgroupV1: false") {
+		t.Errorf("cgroup reason %q", r)
+	}
+	if r := blocked["existing/cluster"].Reason; !strings.Contains(r, "KUBECONFIG") {
+		t.Errorf("existing reason %q", r)
+	}
+}
+
+func TestPlanFilters(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		filter string
+		want   []string
+	}{
+		{"kubeadm/1.33/webhook", []string{"kubeadm/1.33/webhook"}},
+		{"kubeadm/v1.33.13/webhook", []string{"kubeadm/1.33/webhook"}},
+		{"gke/1.3[45]/dex-*", []string{"gke/1.34/dex-browser", "gke/1.35/dex-browser"}},
+		{"{kubeadm,gke}/1.33/{webhook,ldap}", []string{"kubeadm/1.33/webhook", "kubeadm/1.33/ldap", "gke/1.33/webhook", "gke/1.33/ldap"}},
+		{"aks/1.36, eks/1.31/webhook", []string{"eks/1.31/webhook", "aks/1.36/webhook", "aks/1.36/dex-browser",
+			"aks/1.36/ldap", "aks/1.36/ad", "aks/1.36/github", "aks/1.36/supervisor"}},
+		{"existing", []string{"existing/cluster/webhook", "existing/cluster/dex-browser", "existing/cluster/ldap",
+			"existing/cluster/ad", "existing/cluster/github", "existing/cluster/supervisor"}},
+	} {
+		groups, err := c.Plan(planOpts(tc.filter, t))
+		if err != nil {
+			t.Errorf("%s: %v", tc.filter, err)
+			continue
+		}
+		if got := cellNames(groups); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: cells %v, want %v", tc.filter, got, tc.want)
+		}
+	}
+}
+
+func TestPlanRejectsPatternsThatSelectNothing(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Plan(planOpts("kubeadm/1.33/webhook,kubeadmm/1.33", t))
+	if err == nil || !strings.Contains(err.Error(), `"kubeadmm/1.33" selects no cell`) || !strings.Contains(err.Error(), "versions: 1.31 1.32") {
+		t.Errorf("err = %v", err)
+	}
+	for _, bad := range []string{"a/b/c/d", "kubeadm/{1.33", "kubeadm/1.33}", "[/1.33"} {
+		if _, err := ParseFilter(bad); err == nil {
+			t.Errorf("ParseFilter(%q) accepted", bad)
+		}
+	}
+}
+
+func TestGroupRuns(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := planOpts("kubeadm/1.33/{ldap,ad},kubeadm/1.34,kubeadm/1.36/webhook", t)
+	groups, err := c.Plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]bool{}
+	for _, g := range groups {
+		runs[g.Name()] = g.Runs()
+	}
+	// Only unbuilt paths: no cluster. A cgroup-blocked version: no cluster.
+	if runs["kubeadm/1.33"] || !runs["kubeadm/1.34"] || runs["kubeadm/1.36"] {
+		t.Errorf("runs %v", runs)
+	}
+	o.SkipHostChecks = true
+	groups, _ = c.Plan(o)
+	if !groups[2].Runs() {
+		t.Errorf("--skip-host-checks should run %s", groups[2].Name())
+	}
+}
+
+func TestGoTest(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := c.Plan(planOpts("kubeadm/1.33/{webhook,ldap}", t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs, run := groups[0].GoTest(c)
+	if !slices.Equal(pkgs, []string{"sealion.dev/e2e/concierge"}) {
+		t.Errorf("packages %v", pkgs)
+	}
+	// The suite, then the webhook path's tests; not the browser test, and nothing for ldap.
+	if want := "^(" + strings.Join(c.Suite, "|") + "|TestCLIStaticLogin|TestTokenCredentialRequestWithLocalUsers)$"; run != want {
+		t.Errorf("-run %s, want %s", run, want)
+	}
+}

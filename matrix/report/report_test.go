@@ -1,0 +1,192 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sealion.dev/matrix"
+	"sealion.dev/matrix/kubeversions"
+)
+
+var (
+	v133 = kubeversions.Version{Minor: "1.33", Release: "v1.33.13"}
+	v135 = kubeversions.Version{Minor: "1.35", Release: "v1.35.4"}
+)
+
+const cgroupReason = "the kubelet of Kubernetes 1.35 and later refuses to start on a cgroup v1 host"
+
+// sample is a run with one of everything: a passing and a failing path, a path not built yet,
+// a suite-skipped path, versions this host cannot run, a provider not built yet, a distribution
+// missing its kubeconfig, and a group the budget left out.
+func sample() matrix.Results {
+	start := time.Date(2026, 11, 21, 17, 0, 0, 0, time.UTC)
+	notBuilt := matrix.PathResult{Name: "ldap", Outcome: matrix.Outcome{Status: matrix.NotBuilt, Reason: "no e2e tests for this identity path yet"}}
+	return matrix.Results{
+		Started: start, Duration: 23*time.Minute + 4*time.Second, Budget: 50 * time.Minute,
+		Host: "cgroup v1, containerd 1.6.20", Commit: "5d59f64",
+		Groups: []matrix.GroupResult{
+			{
+				Distribution: "kubeadm", Version: v133, Outcome: matrix.Outcome{Status: matrix.Fail, Reason: "see the failed cells"},
+				Strategy: &matrix.StrategyResult{Expected: "KubeClusterSigningCertificate", Chosen: []string{"KubeClusterSigningCertificate"},
+					Outcome: matrix.Outcome{Status: matrix.Pass},
+					Tests:   []matrix.TestOutcome{{Name: "TestKubeClusterSigningCertificate", Status: matrix.Pass, Elapsed: 3 * time.Second, Log: "cells/kubeadm/1.33/tests/TestKubeClusterSigningCertificate.log"}}},
+				Paths: []matrix.PathResult{
+					{Name: "webhook", Outcome: matrix.Outcome{Status: matrix.Pass}, Tests: []matrix.TestOutcome{
+						{Name: "TestCLIStaticLogin", Status: matrix.Pass, Elapsed: 5 * time.Second, Log: "cells/kubeadm/1.33/tests/TestCLIStaticLogin.log"}}},
+					{Name: "dex-browser", Outcome: matrix.Outcome{Status: matrix.Fail, Reason: "TestCLIBrowserLogin: browser login as pinny@example.com: <script>stuck</script> | at consent"},
+						Tests: []matrix.TestOutcome{{Name: "TestCLIBrowserLogin", Status: matrix.Fail, Elapsed: 62 * time.Second, Reason: "browser login: <script>stuck</script>"}}},
+					notBuilt,
+				},
+				Dir: "cells/kubeadm/1.33", Started: start, Duration: 9 * time.Minute,
+				Files: []string{"cells/kubeadm/1.33/output.log", "cells/kubeadm/1.33/e2e-logs/sealion-e2e-kubeadm/events.txt",
+					"cells/kubeadm/1.33/e2e-logs/screenshots/171502.123-pinny@example.com.png"},
+			},
+			{
+				Distribution: "gke", Version: v133, Outcome: matrix.Outcome{Status: matrix.Pass},
+				Strategy: &matrix.StrategyResult{Expected: "ImpersonationProxy", Chosen: []string{"ImpersonationProxy"}, Outcome: matrix.Outcome{Status: matrix.Pass}},
+				Paths: []matrix.PathResult{
+					{Name: "webhook", Outcome: matrix.Outcome{Status: matrix.Pass}},
+					{Name: "dex-browser", Outcome: matrix.Outcome{Status: matrix.Skip, Reason: "TestCLIBrowserLogin: Dex runs on this machine"}},
+					notBuilt,
+				},
+			},
+			matrix.Unrun(group("kubeadm", v135), matrix.Outcome{Status: matrix.CannotRun, Reason: cgroupReason}),
+			matrix.Unrun(group("gke", v135), matrix.Outcome{Status: matrix.CannotRun, Reason: cgroupReason}),
+			matrix.Unrun(group("kind", v133), matrix.Outcome{Status: matrix.NotBuilt, Reason: `no "kind" provider yet (providers/all)`}),
+			matrix.Unrun(group("aks", v133), matrix.Outcome{Status: matrix.NotRun, Reason: "the time budget (50m0s) ran out"}),
+			matrix.Unrun(group("existing", kubeversions.Version{Minor: "cluster"}), matrix.Outcome{Status: matrix.NotRun, Reason: "KUBECONFIG is not set"}),
+		},
+	}
+}
+
+func group(dist string, v kubeversions.Version) matrix.Group {
+	return matrix.Group{Distribution: matrix.Distribution{Name: dist}, Version: v,
+		Paths: []matrix.IdentityPath{{Name: "webhook", Tests: []string{"TestCLIStaticLogin"}}, {Name: "dex-browser", Tests: []string{"TestCLIBrowserLogin"}}, {Name: "ldap"}}}
+}
+
+func TestMarkdown(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := Markdown(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	for _, want := range []string{
+		"started 2026-11-21 17:00 UTC, commit 5d59f64, wall time 23m4s (budget 50m0s), host: cgroup v1, containerd 1.6.20.",
+		"Cells: 2 pass, 1 fail, 1 skip, 9 not built yet, 4 cannot run here, 4 not run.",
+		"| distribution | 1.33 (v1.33.13) | 1.35 (v1.35.4) | cluster |\n|---|---|---|---|\n",
+		"| kubeadm | **KubeClusterSigningCertificate ✅**<br>webhook ✅<br>dex-browser ❌ (1)<br>ldap 🚧 (2) | ⛔ cannot run here (3)<br>webhook ⛔<br>dex-browser ⛔<br>ldap 🚧 (2) |  |\n",
+		"| gke | **ImpersonationProxy ✅**<br>webhook ✅<br>dex-browser ⏭️ (4)<br>ldap 🚧 (2) | ⛔ cannot run here (3)",
+		"| kind | 🚧 not built yet (5)",
+		"| existing |  |  | ⏸️ not run (7)",
+		"1. kubeadm/1.33/dex-browser: fail: TestCLIBrowserLogin: browser login as pinny@example.com: &lt;script&gt;stuck&lt;/script&gt; \\| at consent\n",
+		"2. ldap: not built yet: no e2e tests for this identity path yet\n",
+		"3. kubeadm/1.35, gke/1.35: cannot run here: " + cgroupReason + "\n",
+		"6. aks/1.33: not run: the time budget (50m0s) ran out\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// Counting cells: table rows are distributions, not groups.
+	if n := strings.Count(md, "\n| "); n != 1+5 {
+		t.Errorf("%d table lines, want header + 5 distributions:\n%s", n, md)
+	}
+}
+
+func TestJUnit(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := JUnit(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	// 7 groups x 3 paths, plus the strategy case of the 2 that ran; 4 cases pass.
+	if got.Tests != 23 || got.Failures != 1 || got.Errors != 0 || got.Skipped != 23-1-4 || len(got.Suites) != 7 {
+		t.Errorf("totals tests=%d failures=%d errors=%d skipped=%d suites=%d", got.Tests, got.Failures, got.Errors, got.Skipped, len(got.Suites))
+	}
+	k := got.Suites[0]
+	if k.Name != "kubeadm/1.33" || k.Cases[0].Name != "strategy KubeClusterSigningCertificate" || k.Cases[0].Failure != nil ||
+		!strings.Contains(k.Cases[1].SystemOut, "TestCLIStaticLogin: pass (5s), log cells/kubeadm/1.33/tests/TestCLIStaticLogin.log") {
+		t.Errorf("kubeadm suite %+v", k)
+	}
+	if f := k.Cases[2].Failure; f == nil || !strings.HasPrefix(f.Message, "fail: TestCLIBrowserLogin: browser login") {
+		t.Errorf("dex-browser case %+v", k.Cases[2])
+	}
+	if s := got.Suites[2].Cases[0].Skipped; s == nil || !strings.Contains(s.Message, "cannot run here: "+cgroupReason) {
+		t.Errorf("kubeadm/1.35 webhook %+v", got.Suites[2].Cases[0])
+	}
+	if got.Suites[0].Properties[0] != (junitProperty{"kubernetes", "v1.33.13"}) {
+		t.Errorf("properties %+v", got.Suites[0].Properties)
+	}
+}
+
+func TestHTML(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := HTML(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	h := buf.String()
+	for _, want := range []string{
+		`<a href="#g-kubeadm-1-33">`,
+		`<h2 id="g-kubeadm-1-33">kubeadm/1.33 (v1.33.13) ❌ fail</h2>`,
+		`<a href="cells/kubeadm/1.33/tests/TestCLIStaticLogin.log">TestCLIStaticLogin</a>`,
+		`<img src="cells/kubeadm/1.33/e2e-logs/screenshots/171502.123-pinny@example.com.png"`,
+		`<a href="cells/kubeadm/1.33/e2e-logs/sealion-e2e-kubeadm/events.txt">e2e-logs/sealion-e2e-kubeadm/events.txt</a>`,
+		"&lt;script&gt;stuck&lt;/script&gt;",
+		"reported successful: <b>KubeClusterSigningCertificate</b>",
+		"<pre>" + cgroupReason + "</pre>",
+		"<details open>",
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	if strings.Contains(h, "<script>") {
+		t.Error("a reason was not escaped")
+	}
+}
+
+func TestWriteAll(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := WriteAll(dir, sample()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back matrix.Results
+	if err := json.Unmarshal(raw, &back); err != nil || len(back.Groups) != 7 || back.Groups[0].Paths[1].Status != matrix.Fail {
+		t.Errorf("results.json round trip: %v", err)
+	}
+	for _, f := range []string{MarkdownFile, HTMLFile, JUnitFile} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestShorten(t *testing.T) {
+	t.Parallel()
+	long := "first kubectl: 1.016s\nsecond kubectl: 69ms\nthe plugin: 20ms\nthe expired certificate was not replaced"
+	// A failing test logs what it did, then the error: keep the end.
+	if got := shorten(long, matrix.Fail); got != "… / second kubectl: 69ms / the plugin: 20ms / the expired certificate was not replaced" {
+		t.Errorf("fail: %q", got)
+	}
+	// Anything else states its reason first.
+	if got := shorten(long, matrix.Error); got != "first kubectl: 1.016s / second kubectl: 69ms / the plugin: 20ms / …" {
+		t.Errorf("error: %q", got)
+	}
+}
