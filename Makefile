@@ -16,17 +16,29 @@ BIN := $(CURDIR)/bin
 FUZZTIME ?= 20s
 
 # Packages whose tests start real processes (etcd, kube-apiserver, our servers).
-INTEGRATION_PKGS := ./core/... ./servers/... ./cli/... ./fixtures/...
+# (e2e/clilogin needs no cluster: the built CLI against Dex and Chromium.)
+INTEGRATION_PKGS := ./core/... ./servers/... ./cli/... ./fixtures/... ./e2e/clilogin
 # The providers' own cluster tests skip unless host changes are allowed. They run one package at a
 # time: each compares the host before and after its cluster, and only one cluster fits the host.
 PROVIDER_PKGS := ./providers/...
 
-# The cluster providers of `make e2e`, one after the other: kubeadm, gke, eks, aks (simulated
-# managed clusters) or existing (the cluster of $$KUBECONFIG).
-PROVIDERS ?= kubeadm gke
+# The cluster providers of `make e2e`, one after the other: kind (in Docker, what contributors
+# use), kubeadm, gke, eks, aks (simulated managed clusters) or existing (the cluster of $$KUBECONFIG).
+PROVIDERS ?= kind
+# The cluster of `make demo`: kubeadm needs no Docker.
+DEMO_PROVIDER ?= kubeadm
 # Debian packages the providers that run a node on this machine need.
 # (chromium: the headless browser of the login tests.)
 HOST_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool ca-certificates chromium
+# kind needs a Docker engine (Debian's docker.io), and its node image built here a debootstrap.
+KIND_HOST_PACKAGES := docker.io debootstrap
+DOCKER_ENGINE := bash tools/dockerengine/dockerd.sh
+# The kind provider's node image: empty builds localhost/sealion/kind-node:$(KUBE_VERSION) here
+# (make kind-node-image); a published one (kindest/node:<version>) skips the build.
+KIND_NODE_IMAGE ?=
+ifneq ($(KIND_NODE_IMAGE),)
+export SEALION_KIND_NODE_IMAGE := $(KIND_NODE_IMAGE)
+endif
 
 .PHONY: all
 all: build
@@ -39,6 +51,7 @@ deps: ## check the toolchain this project needs
 .PHONY: build
 build: deps ## build our binaries into ./bin
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pinniped-concierge ./servers/concierge
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/pinniped-supervisor ./servers/supervisor
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/local-user-authenticator ./servers/local-user-authenticator
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pinniped ./cli/cmd/pinniped
 
@@ -70,27 +83,65 @@ HOST_CHANGES_ALLOWED := $(filter true,$(CI) $(SEALION_ALLOW_HOST_CHANGES))
 e2e: ## end-to-end suites on a real cluster of each of PROVIDERS (needs CI=true or ALLOW_HOST_CHANGES=true)
 	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make e2e starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed afterwards): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
 	$(MAKE) host-deps images
-	for p in $(PROVIDERS); do \
-		SEALION_E2E_PROVIDER=$$p SEALION_E2E_LOGS=$(CURDIR)/_output/e2e-logs/$$p $(GO) test -count=1 -timeout 30m -v ./e2e/... \
-		|| { echo "e2e on $$p failed: cluster logs in _output/e2e-logs/$$p"; exit 1; }; done
+	$(if $(filter kind,$(PROVIDERS)),$(MAKE) $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
+	rc=0; for p in $(PROVIDERS); do \
+		SEALION_E2E_PROVIDER=$$p SEALION_E2E_LOGS=$(CURDIR)/_output/e2e-logs/$$p $(GO) test -count=1 -timeout 30m -v ./e2e/concierge/ \
+		|| { echo "e2e on $$p failed: cluster logs in _output/e2e-logs/$$p"; rc=1; break; }; done; \
+	$(if $(filter kind,$(PROVIDERS)),$(DOCKER_ENGINE) stop;) exit $$rc
+
+# kind clusters run in Docker. Where no init system runs dockerd, make docker-engine starts one by
+# hand (make e2e stops it again); kind-node-image builds the node image from our binaries and
+# cluster images, for machines that cannot pull kindest/node.
+.PHONY: docker-engine
+docker-engine: ## unless a Docker engine answers, install docker.io if missing and start dockerd (needs ALLOW_HOST_CHANGES=true)
+	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make docker-engine installs docker.io and starts dockerd on this machine: run it with ALLOW_HOST_CHANGES=true"; exit 1; }
+	@if docker info >/dev/null 2>&1; then echo "docker-engine: an engine answers already; leaving it as it is"; \
+	else $(MAKE) host-deps HOST_PACKAGES=docker.io && $(DOCKER_ENGINE) start; fi
+
+.PHONY: docker-engine-stop
+docker-engine-stop: ## stop the dockerd make docker-engine started (refuses while containers run)
+	$(DOCKER_ENGINE) stop
+
+.PHONY: kind-node-image
+kind-node-image: images docker-engine ## build the kind node image localhost/sealion/kind-node:$(KUBE_VERSION) (kept when up to date)
+	$(MAKE) host-deps HOST_PACKAGES=debootstrap
+	cd tools && $(GO) run ./images kind-node --kube-version $(KUBE_VERSION) --cache-dir $(SEALION_CACHE)
 
 .PHONY: host-deps-if-allowed
 host-deps-if-allowed:
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) host-deps; fi
 
 .PHONY: demo
-demo: ## a local kubeadm cluster with the Concierge and a demo user's login; Ctrl-C deletes it (needs ALLOW_HOST_CHANGES=true)
+demo: ## a local cluster (DEMO_PROVIDER, default kubeadm) with the Concierge and a demo user's login; Ctrl-C deletes it (needs ALLOW_HOST_CHANGES=true)
 	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make demo starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed when it ends): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
 	$(MAKE) host-deps images
-	$(GO) run ./e2e/demo --provider $(firstword $(PROVIDERS))
+	$(GO) run ./e2e/demo --provider $(DEMO_PROVIDER)
 
 .PHONY: demo-down
 demo-down: ## delete a demo cluster left behind
-	$(GO) run ./e2e/demo --provider $(firstword $(PROVIDERS)) --down
+	$(GO) run ./e2e/demo --provider $(DEMO_PROVIDER) --down
 
-.PHONY: e2e-if-allowed
-e2e-if-allowed:
-	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) e2e; else echo "skipping e2e: it needs a cluster on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"; fi
+.PHONY: matrix-ci-if-allowed
+matrix-ci-if-allowed:
+	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) matrix-ci; else echo "skipping the end-to-end suites (make matrix-ci): they need clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"; fi
+
+# The conformance matrix (matrix/catalog.yaml): distributions x the newest Kubernetes minors x
+# identity paths, one cluster per distribution and version, each version built when first needed;
+# report in _output/matrix. CELLS filters (CELLS='kind/1.33/*'), MATRIX_BUDGET bounds the time
+# (MATRIX_BUDGET=50m; groups not started by then are reported as not run).
+CELLS ?=
+MATRIX_BUDGET ?= 0
+KUBE_MINOR := $(subst v,,$(basename $(KUBE_VERSION)))
+MATRIX_CI_CELLS := {kubeadm,gke,kind}/$(KUBE_MINOR)/{webhook,dex-browser}
+
+.PHONY: matrix
+matrix: deps ## conformance matrix, every cell or CELLS, report in _output/matrix (clusters on this machine need ALLOW_HOST_CHANGES=true)
+	$(MAKE) host-deps-if-allowed HOST_PACKAGES="$(HOST_PACKAGES) $(KIND_HOST_PACKAGES)"
+	$(GO) run ./matrix/cmd/matrix --cells '$(CELLS)' --budget $(MATRIX_BUDGET)
+
+.PHONY: matrix-ci
+matrix-ci: ## the matrix's CI subset: kubeadm, gke and kind on KUBE_VERSION's minor, webhook and Dex browser login
+	$(MAKE) matrix CELLS='$(MATRIX_CI_CELLS)'
 
 .PHONY: generate
 generate: deps ## regenerate deepcopy, conversion, OpenAPI, clients, listers, informers and CRDs
@@ -117,7 +168,7 @@ fuzz: deps ## fuzz the token authentication path for a short time
 	$(GO) test -run '^$$' -fuzz '^FuzzTokenCredentialRequest$$' -fuzztime $(FUZZTIME) ./core/credential/
 
 .PHONY: test
-test: verify-generate unit integration fuzz e2e-if-allowed ## everything CI runs (e2e on PROVIDERS: kubeadm and gke)
+test: verify-generate unit integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci)
 
 .PHONY: bench
 bench: kube-binaries ## benchmarks: in-server exchange cost and a load run through the aggregation layer

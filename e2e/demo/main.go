@@ -1,7 +1,8 @@
-// Command demo starts a local cluster with the Concierge and the local-user-authenticator, logs a
-// demo user in through a TokenCredentialRequest, and shows kubectl working with the short-lived
-// certificate it got back: the project's main job on one machine (`make demo`). The cluster lives
-// until the demo is interrupted, then it is deleted; `make demo-down` removes one left behind.
+// Command demo starts a local cluster with the Concierge, the local-user-authenticator and Dex,
+// logs a demo user in through the pinniped CLI (a password with `login static`, then Dex in a
+// headless browser with `login oidc`), shows kubectl working with the short-lived certificates, and
+// hands over a kubeconfig to try: the project's main job on one machine (`make demo`). The cluster
+// lives until the demo is interrupted, then it is deleted; `make demo-down` removes one left behind.
 package main
 
 import (
@@ -9,25 +10,24 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
-	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
-	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
 	"sealion.dev/e2e/steps"
+	"sealion.dev/fixtures/browser"
+	"sealion.dev/fixtures/dex"
 	"sealion.dev/providers"
 	"sealion.dev/providers/all"
 )
@@ -57,11 +57,18 @@ func run(providerName string, down bool, out string) error {
 		return p.Delete(ctx, clusterName)
 	}
 
-	password := randomPassword()
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	staticPassword := randomPassword()
+	hash, err := bcrypt.GenerateFromPassword([]byte(staticPassword), bcrypt.DefaultCost)
 	if err != nil {
 		return err
 	}
+	dexUser := dex.User{Email: "pinny@example.com", Username: "pinny", Password: randomPassword(), Groups: []string{"demo-viewers"}}
+	var idp *dex.Dex
+	defer func() {
+		if idp != nil {
+			_ = idp.Close()
+		}
+	}()
 	cfg := envconf.New()
 	setup := []env.Func{
 		step("create a "+providerName+" cluster", steps.CreateCluster(p, clusterName, providers.CreateOptions{})),
@@ -70,8 +77,15 @@ func run(providerName string, down bool, out string) error {
 	setup = append(setup, stepAll("install the local-user-authenticator", steps.InstallLocalUserAuthenticator())...)
 	setup = append(setup, stepAll("install the Concierge", steps.InstallConcierge())...)
 	setup = append(setup,
-		step("create user pinny in group demo-viewers, who may view everything", steps.ApplyManifest(userManifest(hash))),
+		step("group demo-viewers may view everything; local user pinny is in it", steps.ApplyManifest(userManifest(hash))),
 		step("trust the local-user-authenticator with a WebhookAuthenticator", webhookAuthenticator),
+		step("start Dex on this machine with user "+dexUser.Email+" and trust it with a JWTAuthenticator",
+			func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+				if idp, err = steps.StartDexForCluster(ctx, dexUser); err != nil {
+					return ctx, err
+				}
+				return ctx, steps.TrustDex(ctx, cfg, "dex", idp)
+			}),
 	)
 	defer func() {
 		fmt.Println("\n==> deleting the demo cluster")
@@ -84,34 +98,97 @@ func run(providerName string, down bool, out string) error {
 			return err
 		}
 	}
+	cli, err := steps.PinnipedCLI(ctx)
+	if err != nil {
+		return err
+	}
+	check, err := os.MkdirTemp("", "sealion-demo-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(check)
 
-	fmt.Println("\n==> pinny logs in: a TokenCredentialRequest exchanges the password for a certificate")
-	cred, err := exchange(ctx, cfg, "pinny:"+password)
+	fmt.Println("\n==> pinny logs in with a password through `pinniped login static`")
+	static, err := getKubeconfig(ctx, cli, cfg.KubeconfigFile(), filepath.Join(check, "static"),
+		"--concierge-authenticator-type", "webhook", "--concierge-authenticator-name", "local-users", "--static-token", "pinny:"+staticPassword)
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := writeKubeconfig(cfg.KubeconfigFile(), cred, out)
+	if err := showKubectl(ctx, static, nil, dexUser, "auth", "whoami"); err != nil {
+		return err
+	}
+
+	fmt.Println("\n==> pinny logs in through Dex in a headless browser with `pinniped login oidc`")
+	b, err := browser.Start(ctx, browser.Options{TrustedCABundle: idp.CABundle})
 	if err != nil {
 		return err
 	}
+	defer b.Close()
+	oidc, err := getKubeconfig(ctx, cli, cfg.KubeconfigFile(), filepath.Join(check, "oidc"),
+		"--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", "dex", "--oidc-skip-browser")
+	if err != nil {
+		return err
+	}
+	login := b
 	for _, args := range [][]string{{"auth", "whoami"}, {"get", "pods", "-n", "pinniped-concierge"}, {"get", "secrets", "-n", "kube-system"}} {
-		fmt.Printf("\n$ kubectl --kubeconfig %s %s\n", kubeconfig, strings.Join(args, " "))
-		o, err := steps.Kubectl(ctx, kubeconfig, "", args...)
-		fmt.Print(o)
-		if err != nil {
+		if err := showKubectl(ctx, oidc, login, dexUser, args...); err != nil {
 			fmt.Println(err) // the last one is refused by RBAC, as it should be
 		}
+		login = nil // the first call logged in; the others run from the caches
+	}
+
+	kubeconfig, err := getKubeconfig(ctx, cli, cfg.KubeconfigFile(), out,
+		"--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", "dex")
+	if err != nil {
+		return err
 	}
 	fmt.Printf(`
-The Concierge picked its strategy (kubectl get credentialissuer -o yaml shows it) and signed a
-certificate for pinny that the API server accepts for %s. Try it:
+The Concierge picked its strategy (kubectl get credentialissuer -o yaml shows it) and exchanged
+pinny's Dex ID token for a 5-minute certificate. Your turn, with a kubeconfig that holds no secret:
 
   %s --kubeconfig %s get pods -A
 
-pinny's password is %q. Press Ctrl-C to delete the cluster.
-`, time.Until(cred.ExpirationTimestamp.Time).Round(time.Minute), kubectlPath(), kubeconfig, password)
+Log in to Dex as %s with password %s (the CLI opens a browser, or prints the
+link to open and lets you paste the code). Press Ctrl-C to delete the cluster and stop Dex.
+`, kubectlPath(), kubeconfig, dexUser.Email, dexUser.Password)
 	<-ctx.Done()
 	return nil
+}
+
+// getKubeconfig runs `pinniped get kubeconfig` as the admin and writes the result, with caches of
+// its own, into dir.
+func getKubeconfig(ctx context.Context, cli, admin, dir string, flags ...string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	args := append([]string{"get", "kubeconfig", "--kubeconfig", admin, "-o", path,
+		"--credential-cache", filepath.Join(dir, "credentials.yaml")}, flags...)
+	if slices.Contains(flags, "jwt") {
+		args = append(args, "--oidc-session-cache", filepath.Join(dir, "sessions.yaml"))
+	}
+	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("pinniped get kubeconfig: %w\n%s", err, out)
+	}
+	return path, nil
+}
+
+// showKubectl runs kubectl as the demo user and prints the command and its output; with a browser,
+// it answers the login the command starts.
+func showKubectl(ctx context.Context, kubeconfig string, b *browser.Browser, user dex.User, args ...string) error {
+	fmt.Printf("\n$ kubectl --kubeconfig %s %s\n", kubeconfig, strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, kubectlPath(), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	var out []byte
+	var err error
+	if b != nil {
+		var o string
+		o, err = steps.RunWithBrowserLogin(ctx, cmd, b, user.Email, user.Password)
+		out = []byte(o)
+	} else {
+		out, err = cmd.CombinedOutput()
+	}
+	fmt.Print(string(out))
+	return err
 }
 
 func step(what string, f env.Func) env.Func {
@@ -157,55 +234,6 @@ spec:
 		return ctx, err
 	}
 	return steps.WaitFor(2*time.Minute, "jsonpath={.status.phase}=Ready", "webhookauthenticator/local-users")(ctx, cfg)
-}
-
-func exchange(ctx context.Context, cfg *envconf.Config, token string) (*loginv1alpha1.ClusterCredential, error) {
-	body, err := json.Marshal(map[string]any{
-		"apiVersion": "login.concierge.pinniped.dev/v1alpha1",
-		"kind":       "TokenCredentialRequest",
-		"spec": map[string]any{"token": token,
-			"authenticator": map[string]any{"apiGroup": authv1alpha1.GroupName, "kind": "WebhookAuthenticator", "name": "local-users"}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	var resp loginv1alpha1.TokenCredentialRequest
-	// The signing key may still be on its way from the kube cert agent: retry for a while.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		o, err := steps.Kubectl(ctx, cfg.KubeconfigFile(), string(body), "create", "-f", "-", "-o", "json")
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(o), &resp); err != nil {
-			return nil, err
-		}
-		if resp.Status.Credential != nil {
-			return resp.Status.Credential, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("no credential: %v (kubectl get credentialissuer -o yaml says why)", resp.Status.Message)
-		}
-		time.Sleep(3 * time.Second)
-	}
-}
-
-// writeKubeconfig writes a kubeconfig for the admin's cluster with the user's certificate.
-func writeKubeconfig(admin string, cred *loginv1alpha1.ClusterCredential, dir string) (string, error) {
-	a, err := clientcmd.LoadFromFile(admin)
-	if err != nil {
-		return "", err
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[clusterName] = a.Clusters[a.Contexts[a.CurrentContext].Cluster]
-	kc.AuthInfos["pinny"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte(cred.ClientCertificateData), ClientKeyData: []byte(cred.ClientKeyData)}
-	kc.Contexts["pinny@"+clusterName] = &clientcmdapi.Context{Cluster: clusterName, AuthInfo: "pinny"}
-	kc.CurrentContext = "pinny@" + clusterName
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	return path, clientcmd.WriteToFile(*kc, path)
 }
 
 func kubectlPath() string {
