@@ -150,6 +150,9 @@ func newCLIUser(ctx context.Context, t *testing.T, cfg *envconf.Config, flags ..
 	home := t.TempDir()
 	u := cliUser{cli: cli, home: home, kubeconfig: filepath.Join(home, "kubeconfig"),
 		credentialCache: filepath.Join(home, "credentials.yaml")}
+	// Like an admin, hand out kubeconfigs once the Concierge has a working strategy: until then
+	// get kubeconfig rightly refuses.
+	waitForStrategy(ctx, t, cfg, "")
 	args := append([]string{"get", "kubeconfig", "--kubeconfig", cfg.KubeconfigFile(), "-o", u.kubeconfig,
 		"--credential-cache", u.credentialCache}, flags...)
 	if out, err := u.pinniped(ctx, args...); err != nil {

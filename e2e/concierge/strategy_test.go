@@ -16,7 +16,6 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
-	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 	"sealion.dev/e2e/steps"
 )
 
@@ -81,32 +80,15 @@ func TestKubeClusterSigningCertificate(t *testing.T) {
 	testenv.Test(t, f)
 }
 
+// waitForStrategy waits until the CredentialIssuer reports strategy typ successful, or any
+// strategy when typ is empty, and returns it.
 func waitForStrategy(ctx context.Context, t *testing.T, cfg *envconf.Config, typ configv1alpha1.StrategyType) configv1alpha1.CredentialIssuerStrategy {
 	t.Helper()
-	client, err := conciergeclientset.NewForConfig(cfg.Client().RESTConfig())
+	s, err := steps.WaitForStrategy(ctx, cfg, typ, 3*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found configv1alpha1.CredentialIssuerStrategy
-	var last configv1alpha1.CredentialIssuerStatus
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = ci.Status
-		for _, s := range ci.Status.Strategies {
-			if s.Type == typ && s.Status == configv1alpha1.StrategyStatusSuccess {
-				found = s
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no successful %s strategy; status %+v", typ, last)
-	}
-	return found
+	return s
 }
 
 // kubectlWithCert runs kubectl against the cluster as the holder of the issued certificate.

@@ -76,6 +76,10 @@ func run(providerName string, down bool, out string) error {
 	}
 	setup = append(setup, stepAll("install the local-user-authenticator", steps.InstallLocalUserAuthenticator())...)
 	setup = append(setup, stepAll("install the Concierge", steps.InstallConcierge())...)
+	setup = append(setup, step("wait until the Concierge reports a working strategy", func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		_, err := steps.WaitForStrategy(ctx, cfg, "", 3*time.Minute)
+		return ctx, err
+	}))
 	setup = append(setup,
 		step("group demo-viewers may view everything; local user pinny is in it", steps.ApplyManifest(userManifest(hash))),
 		step("trust the local-user-authenticator with a WebhookAuthenticator", webhookAuthenticator),

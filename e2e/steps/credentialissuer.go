@@ -5,9 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 )
 
 // SaveCredentialIssuers writes the CredentialIssuers, status included, to
@@ -30,4 +36,33 @@ func SaveCredentialIssuers(dir string) env.Func {
 		}
 		return ctx, os.WriteFile(filepath.Join(dir, "credentialissuers.yaml"), []byte(out), 0o644)
 	}
+}
+
+// WaitForStrategy waits until the Concierge's CredentialIssuer reports strategy typ successful,
+// or any strategy when typ is empty, and returns it; the error shows the last status seen.
+func WaitForStrategy(ctx context.Context, cfg *envconf.Config, typ configv1alpha1.StrategyType, timeout time.Duration) (configv1alpha1.CredentialIssuerStrategy, error) {
+	var found configv1alpha1.CredentialIssuerStrategy
+	client, err := conciergeclientset.NewForConfig(cfg.Client().RESTConfig())
+	if err != nil {
+		return found, err
+	}
+	var last configv1alpha1.CredentialIssuerStatus
+	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = ci.Status
+		for _, s := range ci.Status.Strategies {
+			if (typ == "" || s.Type == typ) && s.Status == configv1alpha1.StrategyStatusSuccess {
+				found = s
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return found, fmt.Errorf("no successful strategy %q within %v; status %+v", typ, timeout, last)
+	}
+	return found, nil
 }

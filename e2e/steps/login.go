@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -56,6 +57,11 @@ spec:
 func RunWithBrowserLogin(ctx context.Context, cmd *exec.Cmd, b *browser.Browser, email, password string) (string, error) {
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
+	// The plugin is kubectl's child and holds stderr open: a failed or timed-out login ends the
+	// whole process group, or reading stderr would wait for the plugin forever.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	killGroup := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = killGroup
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return "", err
@@ -67,10 +73,8 @@ func RunWithBrowserLogin(ctx context.Context, cmd *exec.Cmd, b *browser.Browser,
 	var stderrText bytes.Buffer
 	copied := make(chan struct{})
 	go func() { _, _ = io.Copy(&stderrText, rest); close(copied) }()
-	// stop ends a failed login: Wait closes the pipe, which ends the copy even when the plugin, a
-	// child of kubectl, outlives it.
 	stop := func(err error) (string, error) {
-		_ = cmd.Process.Kill()
+		_ = killGroup()
 		_ = cmd.Wait()
 		<-copied
 		return stdout.String() + stderrText.String(), err
