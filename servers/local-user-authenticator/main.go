@@ -13,11 +13,10 @@ import (
 	"syscall"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"sealion.dev/core/localusers"
+	"sealion.dev/servers/internal/serverboot"
 )
 
 func main() {
@@ -38,7 +37,7 @@ func main() {
 }
 
 func run(ctx context.Context, kubeconfig, listenAddress string, cfg localusers.Config) error {
-	restConfig, err := clientConfig(kubeconfig)
+	restConfig, err := serverboot.KubeRESTConfig(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -51,19 +50,4 @@ func run(ctx context.Context, kubeconfig, listenAddress string, cfg localusers.C
 		return fmt.Errorf("listening on %s: %w", listenAddress, err)
 	}
 	return localusers.Serve(ctx, listener, client, cfg)
-}
-
-func clientConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		config, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("loading the in-cluster configuration (pass --kubeconfig outside a cluster): %w", err)
-		}
-		return config, nil
-	}
-	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
-	}
-	return config, nil
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"sealion.dev/core/groupsuffix"
+	"sealion.dev/servers/internal/serverboot"
 )
 
 // Config is the Concierge's static configuration.
@@ -194,7 +195,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s: required", field))
 		}
 	}
-	if _, err := Verbosity(c.Log.Level); err != nil {
+	if _, err := serverboot.Verbosity(c.Log.Level); err != nil {
 		errs = append(errs, err)
 	}
 	if s := c.Signer; s != nil && (s.CertificateFile == "" || s.PrivateKeyFile == "") {
@@ -223,19 +224,4 @@ func (c *Config) validateKubeCertAgent() []error {
 		errs = append(errs, fmt.Errorf("kubeCertAgent.image: %q has surrounding spaces", image))
 	}
 	return errs
-}
-
-// Verbosity maps a log level name to a klog verbosity.
-func Verbosity(level string) (int, error) {
-	switch level {
-	case "info":
-		return 0, nil
-	case "debug":
-		return 4, nil
-	case "trace":
-		return 6, nil
-	case "all":
-		return 108, nil
-	}
-	return 0, fmt.Errorf("log.level: must be one of info, debug, trace, all; got %q", level)
 }

@@ -21,8 +21,6 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // the JSON log format
 	"k8s.io/klog/v2"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
@@ -45,6 +43,7 @@ import (
 	"sealion.dev/core/servingcert"
 	"sealion.dev/servers/concierge/apiserver"
 	"sealion.dev/servers/concierge/config"
+	"sealion.dev/servers/internal/serverboot"
 )
 
 // Options are the command-line flags. Everything else is in the configuration file.
@@ -83,7 +82,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := setUpLogging(cfg.Log.Level); err != nil {
+	if err := serverboot.SetUpLogging(cfg.Log.Level); err != nil {
 		return err
 	}
 	if o.Namespace == "" {
@@ -94,7 +93,7 @@ func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
 	suffix := *cfg.APIGroupSuffix
 
-	restConfig, err := kubeRESTConfig(o.Kubeconfig)
+	restConfig, err := serverboot.KubeRESTConfig(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -361,23 +360,4 @@ func genericServerConfig(o *Options, cfg *config.Config, scheme *apiserver.Schem
 	// The serving certificate rotates under the server: the generic server watches the provider.
 	c.SecureServing.Cert = serving.Provider()
 	return c, nil
-}
-
-func kubeRESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	return rest.InClusterConfig()
-}
-
-// setUpLogging switches klog to structured JSON at the configured level.
-func setUpLogging(level string) error {
-	v, err := config.Verbosity(level)
-	if err != nil {
-		return err
-	}
-	c := logsapi.NewLoggingConfiguration()
-	c.Format = logsapi.JSONLogFormat
-	c.Verbosity = logsapi.VerbosityLevel(v)
-	return logsapi.ValidateAndApply(c, nil)
 }

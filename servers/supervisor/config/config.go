@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"sealion.dev/core/groupsuffix"
+	"sealion.dev/servers/internal/serverboot"
 )
 
 // Config is the Supervisor's static configuration.
@@ -118,7 +119,7 @@ func (c *Config) validate() error {
 	} else if problems := validation.IsDNS1123Subdomain(name); len(problems) > 0 {
 		errs = append(errs, fmt.Errorf("names.defaultTLSCertificateSecret: %q is not a valid Secret name: %s", name, strings.Join(problems, "; ")))
 	}
-	if _, err := Verbosity(c.Log.Level); err != nil {
+	if _, err := serverboot.Verbosity(c.Log.Level); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, validateEndpoint("endpoints.https", c.Endpoints.HTTPS, false))
@@ -161,19 +162,4 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// Verbosity maps a log level name to a klog verbosity.
-func Verbosity(level string) (int, error) {
-	switch level {
-	case "info":
-		return 0, nil
-	case "debug":
-		return 4, nil
-	case "trace":
-		return 6, nil
-	case "all":
-		return 108, nil
-	}
-	return 0, fmt.Errorf("log.level: must be one of info, debug, trace, all; got %q", level)
 }

@@ -17,8 +17,6 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // the JSON log format
 	"k8s.io/klog/v2"
 
@@ -29,6 +27,7 @@ import (
 	"sealion.dev/core/supervisor/discovery"
 	"sealion.dev/core/supervisor/issuer"
 	"sealion.dev/core/supervisor/sni"
+	"sealion.dev/servers/internal/serverboot"
 	"sealion.dev/servers/supervisor/config"
 )
 
@@ -64,7 +63,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := setUpLogging(cfg.Log.Level); err != nil {
+	if err := serverboot.SetUpLogging(cfg.Log.Level); err != nil {
 		return err
 	}
 	if o.Namespace == "" {
@@ -75,7 +74,7 @@ func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
 	suffix := *cfg.APIGroupSuffix
 
-	restConfig, err := kubeRESTConfig(o.Kubeconfig)
+	restConfig, err := serverboot.KubeRESTConfig(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -216,23 +215,4 @@ func withHealthz(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-func kubeRESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	return rest.InClusterConfig()
-}
-
-// setUpLogging switches klog to structured JSON at the configured level.
-func setUpLogging(level string) error {
-	v, err := config.Verbosity(level)
-	if err != nil {
-		return err
-	}
-	c := logsapi.NewLoggingConfiguration()
-	c.Format = logsapi.JSONLogFormat
-	c.Verbosity = logsapi.VerbosityLevel(v)
-	return logsapi.ValidateAndApply(c, nil)
 }

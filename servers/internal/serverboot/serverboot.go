@@ -1,0 +1,54 @@
+// Package serverboot holds what each of our servers does first: structured logging at the
+// configured level, and a client configuration for the cluster it serves.
+package serverboot
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	logsapi "k8s.io/component-base/logs/api/v1"
+)
+
+// Verbosity maps a configured log level to klog's verbosity.
+func Verbosity(level string) (int, error) {
+	switch level {
+	case "info":
+		return 0, nil
+	case "debug":
+		return 4, nil
+	case "trace":
+		return 6, nil
+	case "all":
+		return 108, nil
+	}
+	return 0, fmt.Errorf("log.level: must be one of info, debug, trace, all; got %q", level)
+}
+
+// SetUpLogging switches klog to JSON at the configured level.
+func SetUpLogging(level string) error {
+	v, err := Verbosity(level)
+	if err != nil {
+		return err
+	}
+	c := logsapi.NewLoggingConfiguration()
+	c.Format = logsapi.JSONLogFormat
+	c.Verbosity = logsapi.VerbosityLevel(v)
+	return logsapi.ValidateAndApply(c, nil)
+}
+
+// KubeRESTConfig is the configuration of kubeconfig, or the in-cluster one when it is empty.
+func KubeRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		config, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading the in-cluster configuration (pass --kubeconfig outside a cluster): %w", err)
+		}
+		return config, nil
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	return config, nil
+}
