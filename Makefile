@@ -28,8 +28,8 @@ PROVIDERS ?= kind
 # The cluster of `make demo`: kubeadm needs no Docker.
 DEMO_PROVIDER ?= kubeadm
 # Debian packages the providers that run a node on this machine need.
-# (chromium: the headless browser of the login tests.)
-HOST_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool ca-certificates chromium
+# (chromium: the headless browser of the login tests; slapd: the LDAP server of fixtures/ldap.)
+HOST_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool ca-certificates chromium slapd
 # kind needs a Docker engine (Debian's docker.io), and its node image built here a debootstrap.
 KIND_HOST_PACKAGES := docker.io debootstrap
 DOCKER_ENGINE := bash tools/dockerengine/dockerd.sh
