@@ -58,17 +58,21 @@ func TestMain(m *testing.M) {
 		steps.LoadImages(steps.RepoPath("_output/images/pinniped-server.tar")),
 	}
 	setup = append(setup, steps.InstallLocalUserAuthenticator()...)
+	var components []string
+	if benchmarking() {
+		components = append(components, "bench-resources")
+	}
 	switch {
 	case p.Info().KubeControllerManagerPod:
 		// The kube cert agent fetches the cluster's own signing key.
-		setup = append(setup, steps.InstallConcierge()...)
+		setup = append(setup, steps.InstallConcierge(components...)...)
 	case p.Info().HasExternalLoadBalancer:
 		// No signing key to fetch: the impersonation proxy signs with a CA of its own.
-		setup = append(setup, steps.InstallConcierge()...)
+		setup = append(setup, steps.InstallConcierge(components...)...)
 	default:
 		// Neither a signing key nor a load balancer for the proxy: sign with a CA of the test's.
 		setup = append(setup, steps.ApplyManifest(signerManifest()))
-		setup = append(setup, steps.InstallConcierge("signer-secret")...)
+		setup = append(setup, steps.InstallConcierge(append(components, "signer-secret")...)...)
 	}
 	testenv.Setup(setup...)
 	logs := os.Getenv("SEALION_E2E_LOGS")

@@ -46,7 +46,7 @@ var benchConcurrency = []int{1, 16, 64}
 // event delay, and the Concierge's memory. It is a measurement printed as Markdown, opted into with
 // SEALION_E2E_BENCH=true; it fails only on errors, never on numbers.
 func TestImpersonationProxyBenchmark(t *testing.T) {
-	if os.Getenv("SEALION_E2E_BENCH") != "true" {
+	if !benchmarking() {
 		t.Skip("the impersonation proxy benchmark runs only with SEALION_E2E_BENCH=true")
 	}
 	var direct, viaProxy kubernetes.Interface
@@ -482,3 +482,7 @@ func mib(b int64) string {
 	}
 	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 }
+
+// benchmarking is SEALION_E2E_BENCH=true: the benchmark runs, on a Concierge installed with the
+// bench-resources component.
+func benchmarking() bool { return os.Getenv("SEALION_E2E_BENCH") == "true" }
