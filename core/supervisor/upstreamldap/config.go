@@ -111,18 +111,7 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Host == "" {
-		errs = append(errs, errors.New("host is required"))
-	} else if _, err := hostPort(c.Host, DefaultLDAPSPort); err != nil {
-		errs = append(errs, err)
-	}
-	if len(c.CABundle) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.CABundle) {
-		errs = append(errs, errors.New("CA bundle holds no PEM certificate"))
-	}
-	if c.BindUsername == "" || c.BindPassword == "" {
-		errs = append(errs, errors.New("bind username and password are required"))
-	}
+	errs := c.connectionErrors()
 	if c.UserSearch.Base == "" {
 		errs = append(errs, errors.New("userSearch.base is required"))
 	}
@@ -151,6 +140,23 @@ func (c Config) validate() error {
 		return fmt.Errorf("invalid LDAP configuration: %w", err)
 	}
 	return nil
+}
+
+// connectionErrors checks what connecting and binding need: Host, CABundle and the bind account.
+func (c Config) connectionErrors() []error {
+	var errs []error
+	if c.Host == "" {
+		errs = append(errs, errors.New("host is required"))
+	} else if _, err := hostPort(c.Host, DefaultLDAPSPort); err != nil {
+		errs = append(errs, err)
+	}
+	if len(c.CABundle) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.CABundle) {
+		errs = append(errs, errors.New("CA bundle holds no PEM certificate"))
+	}
+	if c.BindUsername == "" || c.BindPassword == "" {
+		errs = append(errs, errors.New("bind username and password are required"))
+	}
+	return errs
 }
 
 func parenthesize(filter string) string {

@@ -165,3 +165,15 @@ func TestEmptyCredentialsNeverConnect(t *testing.T) {
 		t.Errorf("a connection was made (protocol %q)", got)
 	}
 }
+
+func TestRootDSEChecksOnlyTheConnectionSettings(t *testing.T) {
+	_, err := RootDSE(context.Background(), Config{Host: "ldaps://x", BindUsername: "cn=svc"})
+	for _, want := range []string{"is not host[:port]", "bind username and password are required"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("RootDSE error = %v, want it to contain %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "userSearch") {
+		t.Errorf("RootDSE checked the searches, which it does not use: %v", err)
+	}
+}

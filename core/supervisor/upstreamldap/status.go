@@ -21,8 +21,8 @@ import (
 // probe. When either check fails there is nothing to probe: the Provider is nil and
 // LDAPConnectionValid, included then, is Unknown. An otherwise unusable spec makes it False.
 func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error) (*Provider, []metav1.Condition) {
-	username, password, secretCond := checkBindSecret(spec.Bind.SecretName, bindSecret)
-	tlsCond := tlsCondition(caBundle, tlsErr)
+	username, password, secretCond := BindSecretCondition(spec.Bind.SecretName, bindSecret)
+	tlsCond := TLSCondition(caBundle, tlsErr)
 	conds := []metav1.Condition{secretCond, tlsCond}
 	if secretCond.Status != metav1.ConditionTrue || tlsCond.Status != metav1.ConditionTrue {
 		conds = append(conds, metav1.Condition{
@@ -72,9 +72,9 @@ func PhaseOf(conds []metav1.Condition) idpv1alpha1.Phase {
 	return phase
 }
 
-// checkBindSecret wants a kubernetes.io/basic-auth Secret with a username (the bind DN) and
-// a password.
-func checkBindSecret(name string, s *corev1.Secret) (username, password string, c metav1.Condition) {
+// BindSecretCondition is BindSecretValid: it wants a kubernetes.io/basic-auth Secret (nil
+// when it does not exist) with a username (the bind DN) and a password, which it returns.
+func BindSecretCondition(name string, s *corev1.Secret) (username, password string, c metav1.Condition) {
 	c = metav1.Condition{Type: idpv1alpha1.ConditionBindSecretValid, Status: metav1.ConditionFalse}
 	switch {
 	case s == nil:
@@ -93,7 +93,8 @@ func checkBindSecret(name string, s *corev1.Secret) (username, password string, 
 	return "", "", c
 }
 
-func tlsCondition(caBundle []byte, err error) metav1.Condition {
+// TLSCondition is TLSConfigurationValid after resolving spec.tls to caBundle or err.
+func TLSCondition(caBundle []byte, err error) metav1.Condition {
 	c := metav1.Condition{Type: idpv1alpha1.ConditionTLSConfigurationValid, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess}
 	var cbErr *cabundle.Error
 	switch {

@@ -1,7 +1,8 @@
 // Package upstreamldap authenticates users against the LDAP server of an
 // LDAPIdentityProvider: it finds the user with a service account, checks the password by
 // binding as the user, and reads the user's groups; at refresh it re-reads the user by DN
-// and fails when the user is gone or is no longer the same person.
+// and fails when the user is gone or is no longer the same person. Hooks adapt this to a
+// directory's conventions (upstreamad uses them for Active Directory).
 //
 // Connections use LDAPS first and StartTLS when LDAPS fails; the protocol that worked is
 // remembered and tried first next time. A Provider is safe for concurrent use and opens a
@@ -52,16 +53,37 @@ var (
 type Identity struct {
 	Username string
 	// UID is the raw value of the UID attribute (or the DN), base64url-encoded without
-	// padding, so that binary IDs survive; it becomes the sub of downstream tokens.
+	// padding, so that binary IDs survive (or as Hooks.UID renders it); it becomes the sub
+	// of downstream tokens.
 	UID    string
 	Groups []string
 	// DN is the user's entry, re-read at refresh.
 	DN string
+	// RefreshAttributes are the values of Hooks.RefreshAttributes (the first value of each
+	// the entry has), kept from login for Hooks.CheckRefresh; nil without such hooks.
+	RefreshAttributes map[string]string
+}
+
+// Hooks adapt the generic search-and-bind to a directory's conventions, such as Active
+// Directory's group names and account checks. The zero value is plain LDAP.
+type Hooks struct {
+	// RefreshAttributes are read with the user entry and kept in Identity.RefreshAttributes.
+	RefreshAttributes []string
+	// CheckRefresh vets the user's entry read at refresh against the identity from login; an
+	// error fails the refresh.
+	CheckRefresh func(user *goldap.Entry, prev Identity) error
+	// UID renders the raw value of the UID attribute; nil base64url-encodes it.
+	UID func(raw []byte) (string, error)
+	// GroupName names a group from its entry, read with GroupAttributes; nil reads
+	// GroupSearch.GroupNameAttribute.
+	GroupName       func(group *goldap.Entry) (string, error)
+	GroupAttributes []string
 }
 
 // Provider authenticates against one LDAP server.
 type Provider struct {
 	cfg       Config
+	hooks     Hooks
 	tlsConfig *tls.Config
 
 	mu       sync.Mutex
@@ -70,16 +92,53 @@ type Provider struct {
 
 // New checks cfg, fills the spec's defaults and returns a Provider. It does not connect.
 func New(cfg Config) (*Provider, error) {
+	return NewWithHooks(cfg, Hooks{})
+}
+
+// NewWithHooks is New for a directory with conventions of its own.
+func NewWithHooks(cfg Config, hooks Hooks) (*Provider, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
+	return newProvider(cfg, hooks), nil
+}
+
+func newProvider(cfg Config, hooks Hooks) *Provider {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if len(cfg.CABundle) > 0 {
 		tlsConfig.RootCAs = x509.NewCertPool()
 		tlsConfig.RootCAs.AppendCertsFromPEM(cfg.CABundle)
 	}
-	return &Provider{cfg: cfg, tlsConfig: tlsConfig}, nil
+	return &Provider{cfg: cfg, hooks: hooks, tlsConfig: tlsConfig}
+}
+
+// RootDSE reads attributes of the server's root DSE (RFC 4512, 5.1) as the service account.
+// Only the connection settings of cfg (Host, CABundle, the bind account) are used, so that a
+// directory can find its default search bases before the rest of cfg is complete.
+func RootDSE(ctx context.Context, cfg Config, attributes ...string) (*goldap.Entry, error) {
+	if err := errors.Join(cfg.connectionErrors()...); err != nil {
+		return nil, fmt.Errorf("invalid LDAP configuration: %w", err)
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	c, err := newProvider(cfg, Hooks{}).connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	if err := c.bindServiceAccount(); err != nil {
+		return nil, err
+	}
+	res, err := c.conn.Search(goldap.NewSearchRequest("", goldap.ScopeBaseObject, goldap.NeverDerefAliases,
+		1, 0, false, "(objectClass=*)", attributes, nil))
+	if err != nil {
+		return nil, fmt.Errorf("reading the root DSE of %q: %w", cfg.Host, err)
+	}
+	if len(res.Entries) != 1 {
+		return nil, fmt.Errorf("reading the root DSE of %q: got %d entries", cfg.Host, len(res.Entries))
+	}
+	return res.Entries[0], nil
 }
 
 // Config returns the configuration with defaults filled in.
@@ -143,8 +202,9 @@ func (p *Provider) Authenticate(ctx context.Context, username, password string) 
 }
 
 // Refresh re-reads a user authenticated earlier. It fails with ErrUserNotFound when the
-// entry is gone and with ErrIdentityChanged when its UID or username differ; otherwise it
-// returns the identity with groups searched again (or kept, with SkipGroupRefresh).
+// entry is gone, with ErrIdentityChanged when its UID or username differ, and with the error
+// of Hooks.CheckRefresh; otherwise it returns the identity with groups searched again (or
+// kept, with SkipGroupRefresh).
 func (p *Provider) Refresh(ctx context.Context, prev Identity) (*Identity, error) {
 	if prev.DN == "" {
 		return nil, errors.New("refreshing an LDAP user: no DN stored at login")
@@ -183,6 +243,12 @@ func (p *Provider) Refresh(ctx context.Context, prev Identity) (*Identity, error
 	}
 	if id.Username != prev.Username {
 		return nil, fmt.Errorf("refreshing %q: username is now %q, was %q: %w", prev.DN, id.Username, prev.Username, ErrIdentityChanged)
+	}
+	// After the identity checks: an account replaced by another is reported as such.
+	if p.hooks.CheckRefresh != nil {
+		if err := p.hooks.CheckRefresh(res.Entries[0], prev); err != nil {
+			return nil, fmt.Errorf("refreshing %q: %w", prev.DN, err)
+		}
 	}
 	return id, nil
 }
@@ -283,7 +349,7 @@ func (s *session) bindServiceAccount() error {
 // userAttributes are the attributes read from a user entry.
 func (p *Provider) userAttributes() []string {
 	var attrs []string
-	for _, a := range []string{p.cfg.UserSearch.UsernameAttribute, p.cfg.UserSearch.UIDAttribute, p.cfg.GroupSearch.UserAttributeForFilter} {
+	for _, a := range append([]string{p.cfg.UserSearch.UsernameAttribute, p.cfg.UserSearch.UIDAttribute, p.cfg.GroupSearch.UserAttributeForFilter}, p.hooks.RefreshAttributes...) {
 		if a != DNAttribute && !slices.Contains(attrs, a) {
 			attrs = append(attrs, a)
 		}
@@ -327,12 +393,21 @@ func (s *session) identity(user *goldap.Entry, groups []string) (*Identity, erro
 			return nil, err
 		}
 	}
-	return &Identity{
-		Username: string(username),
-		UID:      base64.RawURLEncoding.EncodeToString(uid),
-		Groups:   groups,
-		DN:       user.DN,
-	}, nil
+	id := &Identity{Username: string(username), UID: base64.RawURLEncoding.EncodeToString(uid), Groups: groups, DN: user.DN}
+	if s.p.hooks.UID != nil {
+		if id.UID, err = s.p.hooks.UID(uid); err != nil {
+			return nil, fmt.Errorf("entry %q: attribute %q: %w", user.DN, us.UIDAttribute, err)
+		}
+	}
+	if len(s.p.hooks.RefreshAttributes) > 0 {
+		id.RefreshAttributes = map[string]string{}
+		for _, a := range s.p.hooks.RefreshAttributes {
+			if values := user.GetRawAttributeValues(a); len(values) > 0 {
+				id.RefreshAttributes[a] = string(values[0])
+			}
+		}
+	}
+	return id, nil
 }
 
 func (s *session) searchGroups(user *goldap.Entry) ([]string, error) {
@@ -345,7 +420,10 @@ func (s *session) searchGroups(user *goldap.Entry) ([]string, error) {
 		return nil, err
 	}
 	attrs := []string{gs.GroupNameAttribute}
-	if gs.GroupNameAttribute == DNAttribute {
+	switch {
+	case s.p.hooks.GroupName != nil && len(s.p.hooks.GroupAttributes) > 0:
+		attrs = s.p.hooks.GroupAttributes
+	case s.p.hooks.GroupName != nil || gs.GroupNameAttribute == DNAttribute:
 		attrs = []string{noAttributes}
 	}
 	res, err := s.conn.SearchWithPaging(goldap.NewSearchRequest(gs.Base, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases,
@@ -355,14 +433,22 @@ func (s *session) searchGroups(user *goldap.Entry) ([]string, error) {
 	}
 	groups := make([]string, 0, len(res.Entries))
 	for _, g := range res.Entries {
-		name, err := singleValue(g, gs.GroupNameAttribute)
+		name, err := s.groupName(g)
 		if err != nil {
 			return nil, fmt.Errorf("group %w", err)
 		}
-		groups = append(groups, string(name))
+		groups = append(groups, name)
 	}
 	slices.Sort(groups)
 	return slices.Compact(groups), nil
+}
+
+func (s *session) groupName(g *goldap.Entry) (string, error) {
+	if s.p.hooks.GroupName != nil {
+		return s.p.hooks.GroupName(g)
+	}
+	name, err := singleValue(g, s.p.cfg.GroupSearch.GroupNameAttribute)
+	return string(name), err
 }
 
 // singleValue returns the DN for "dn", else the one value of the attribute (matched by its
