@@ -21,6 +21,7 @@ import (
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/servers/concierge/registry/tokencredentialrequest"
 	"sealion.dev/servers/concierge/registry/whoamirequest"
+	"sealion.dev/servers/internal/aggregatedapi"
 )
 
 // Scheme holds the Concierge's aggregated types under groups renamed for one suffix.
@@ -95,10 +96,10 @@ type CompletedConfig struct {
 
 // Complete fills in defaults and installs our handler chain.
 func (c *Config) Complete() (CompletedConfig, error) {
-	if err := disableLibraryHTTP2Mitigation(); err != nil {
+	if err := aggregatedapi.DisableLibraryHTTP2Mitigation(); err != nil {
 		return CompletedConfig{}, err
 	}
-	c.GenericConfig.BuildHandlerChainFunc = buildHandlerChain
+	c.GenericConfig.BuildHandlerChainFunc = aggregatedapi.BuildHandlerChain
 	return CompletedConfig{&completedConfig{
 		GenericConfig: c.GenericConfig.Complete(),
 		ExtraConfig:   &c.ExtraConfig,

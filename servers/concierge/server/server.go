@@ -13,11 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
-	genericoptions "k8s.io/apiserver/pkg/server/options"
-	"k8s.io/apiserver/pkg/util/compatibility"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -37,12 +35,12 @@ import (
 	"sealion.dev/core/credentialissuer"
 	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 	conciergeinformers "sealion.dev/core/generated/concierge/informers/externalversions"
-	generatedopenapi "sealion.dev/core/generated/openapi"
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/impersonator"
 	"sealion.dev/core/servingcert"
 	"sealion.dev/servers/concierge/apiserver"
 	"sealion.dev/servers/concierge/config"
+	"sealion.dev/servers/internal/aggregatedapi"
 	"sealion.dev/servers/internal/serverboot"
 )
 
@@ -334,30 +332,15 @@ func kubeCertAgent(o *Options, cfg *config.Config, restConfig *rest.Config, kube
 // genericServerConfig builds the generic API server config: delegated authentication and
 // authorization to the cluster, admission, and TLS from the serving certificate manager.
 func genericServerConfig(o *Options, cfg *config.Config, scheme *apiserver.Scheme, serving *servingcert.Controller) (*genericapiserver.RecommendedConfig, error) {
-	recommended := genericoptions.NewRecommendedOptions("", scheme.Codecs.LegacyCodec(scheme.LoginGV, scheme.IdentityGV))
-	recommended.Etcd = nil // nothing is stored
-	recommended.SecureServing.BindAddress = net.ParseIP(o.BindAddress)
-	recommended.SecureServing.BindPort = int(*cfg.AggregatedAPIServerPort)
-	recommended.Admission.DisablePlugins = cfg.AggregatedAPIServerDisableAdmissionPlugins
-	recommended.Authorization.AlwaysAllowPaths = []string{"/healthz", "/readyz", "/livez"}
-	if o.Kubeconfig != "" {
-		recommended.Authentication.RemoteKubeConfigFile = o.Kubeconfig
-		recommended.Authorization.RemoteKubeConfigFile = o.Kubeconfig
-		recommended.CoreAPI.CoreAPIKubeconfigPath = o.Kubeconfig
-	}
-
-	c := genericapiserver.NewRecommendedConfig(scheme.Codecs)
-	// Version information for /version and the emulation checks, from the Kubernetes libraries.
-	c.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
-	namer := openapinamer.NewDefinitionNamer(scheme.Scheme)
-	c.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
-	c.OpenAPIConfig.Info.Title = "Pinniped Concierge"
-	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
-	c.OpenAPIV3Config.Info.Title = "Pinniped Concierge"
-	if err := recommended.ApplyTo(c); err != nil {
-		return nil, fmt.Errorf("configuring the API server: %w", err)
-	}
-	// The serving certificate rotates under the server: the generic server watches the provider.
-	c.SecureServing.Cert = serving.Provider()
-	return c, nil
+	return aggregatedapi.RecommendedConfig(aggregatedapi.Options{
+		BindAddress:             net.ParseIP(o.BindAddress),
+		Port:                    int(*cfg.AggregatedAPIServerPort),
+		Kubeconfig:              o.Kubeconfig,
+		DisableAdmissionPlugins: cfg.AggregatedAPIServerDisableAdmissionPlugins,
+		Title:                   "Pinniped Concierge",
+		Scheme:                  scheme.Scheme,
+		Codecs:                  scheme.Codecs,
+		Versions:                []schema.GroupVersion{scheme.LoginGV, scheme.IdentityGV},
+		Cert:                    serving.Provider(),
+	})
 }

@@ -1,4 +1,4 @@
-package apiserver
+package aggregatedapi
 
 import (
 	"crypto/tls"

@@ -1,4 +1,4 @@
-package apiserver
+package aggregatedapi
 
 import (
 	"net/http"
@@ -14,19 +14,20 @@ import (
 // unauthenticated clients cannot hold expensive connections open (CVE-2023-44487). Behind the
 // aggregation layer that is wrong for us: the connection belongs to the kube-apiserver, which
 // authenticated with its front-proxy client certificate and multiplexes every user's requests over
-// it, and TokenCredentialRequest is anonymous by design. Each exchange would close the shared
-// connection and the requests in flight on it would fail with 503. So the library's mitigation is
+// it, and some requests are anonymous by design (the Concierge's TokenCredentialRequest). Each
+// such request would close the shared connection and the requests in flight on it would fail
+// with 503. So the library's mitigation is
 // turned off and applied here only to connections that presented no client certificate.
 
-// disableLibraryHTTP2Mitigation turns off the generic server's version of the mitigation.
-func disableLibraryHTTP2Mitigation() error {
+// DisableLibraryHTTP2Mitigation turns off the generic server's version of the mitigation.
+func DisableLibraryHTTP2Mitigation() error {
 	return utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
 		string(genericfeatures.UnauthenticatedHTTP2DOSMitigation): false,
 	})
 }
 
-// buildHandlerChain is the default chain with our mitigation innermost, where the user is known.
-func buildHandlerChain(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+// BuildHandlerChain is the default chain with our mitigation innermost, where the user is known.
+func BuildHandlerChain(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
 	return genericapiserver.DefaultBuildHandlerChain(closeUnauthenticatedHTTP2(apiHandler), c)
 }
 

@@ -1,0 +1,73 @@
+// Package aggregatedapi holds what the Concierge's and the Supervisor's aggregated API servers
+// share: the generic server configuration (authentication and authorization delegated to the
+// cluster, admission, OpenAPI, a rotating serving certificate) and the handler chain.
+package aggregatedapi
+
+import (
+	"fmt"
+	"net"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+
+	generatedopenapi "sealion.dev/core/generated/openapi"
+)
+
+// Options configure RecommendedConfig.
+type Options struct {
+	// BindAddress and Port are where the server listens.
+	BindAddress net.IP
+	Port        int
+	// Kubeconfig reaches the cluster for delegated authentication, authorization and admission;
+	// the in-cluster configuration when empty.
+	Kubeconfig string
+	// DisableAdmissionPlugins turns off some of the generic server's admission plugins.
+	DisableAdmissionPlugins []string
+	// Title names the server in its OpenAPI documents.
+	Title string
+	// Scheme and Codecs hold the served types, under Versions.
+	Scheme   *runtime.Scheme
+	Codecs   serializer.CodecFactory
+	Versions []schema.GroupVersion
+	// Cert is the serving certificate; the server follows its rotations.
+	Cert dynamiccertificates.CertKeyContentProvider
+}
+
+// RecommendedConfig builds a generic API server configuration for o. Nothing is stored (no etcd),
+// and health endpoints need no authorization, so that probes work.
+func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
+	if o.Cert == nil {
+		return nil, fmt.Errorf("aggregated API server %q: no serving certificate", o.Title)
+	}
+	recommended := genericoptions.NewRecommendedOptions("", o.Codecs.LegacyCodec(o.Versions...))
+	recommended.Etcd = nil
+	recommended.SecureServing.BindAddress = o.BindAddress
+	recommended.SecureServing.BindPort = o.Port
+	recommended.Admission.DisablePlugins = o.DisableAdmissionPlugins
+	recommended.Authorization.AlwaysAllowPaths = []string{"/healthz", "/readyz", "/livez"}
+	if o.Kubeconfig != "" {
+		recommended.Authentication.RemoteKubeConfigFile = o.Kubeconfig
+		recommended.Authorization.RemoteKubeConfigFile = o.Kubeconfig
+		recommended.CoreAPI.CoreAPIKubeconfigPath = o.Kubeconfig
+	}
+
+	c := genericapiserver.NewRecommendedConfig(o.Codecs)
+	// Version information for /version and the emulation checks, from the Kubernetes libraries.
+	c.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	namer := openapinamer.NewDefinitionNamer(o.Scheme)
+	c.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIConfig.Info.Title = o.Title
+	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIV3Config.Info.Title = o.Title
+	if err := recommended.ApplyTo(c); err != nil {
+		return nil, fmt.Errorf("configuring the API server: %w", err)
+	}
+	c.SecureServing.Cert = o.Cert
+	return c, nil
+}

@@ -1,0 +1,202 @@
+// Package oidcclientsecretrequest serves OIDCClientSecretRequest: a create-only, namespaced,
+// virtual resource (nothing of it is stored) that generates and revokes the client secrets of the
+// OIDCClient with the same name in the Supervisor's namespace. A new secret is returned once, in
+// plain text; only its bcrypt hash is kept (see core/supervisor/clientsecrets).
+package oidcclientsecretrequest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/klog/v2"
+
+	"sealion.dev/core/apis/supervisor/clientsecret"
+	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+	"sealion.dev/core/supervisor/clientsecrets"
+)
+
+// OIDCClients reads the OIDCClients of the Supervisor's namespace; the generated typed client
+// (with the API group suffix transport) is one.
+type OIDCClients interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*configv1alpha1.OIDCClient, error)
+}
+
+// Config is what the storage needs.
+type Config struct {
+	// Namespace is the Supervisor's: the only one where requests are accepted.
+	Namespace string
+	// OIDCClients and Store read the clients and keep their secrets, in Namespace.
+	OIDCClients OIDCClients
+	Store       *clientsecrets.Store
+	// OIDCClientAPIVersion is config.supervisor.<suffix>/v1alpha1, for the storage Secrets' owner
+	// references.
+	OIDCClientAPIVersion string
+	// Cost is the bcrypt cost of new hashes; clientsecrets.BcryptCost when zero.
+	Cost int
+	// Rand is the source of new secrets; crypto/rand when nil.
+	Rand io.Reader
+}
+
+// REST is the storage of oidcclientsecretrequests.
+type REST struct {
+	cfg            Config
+	groupResource  schema.GroupResource
+	tableConvertor rest.TableConvertor
+}
+
+var (
+	_ rest.Creater                  = (*REST)(nil)
+	_ rest.Scoper                   = (*REST)(nil)
+	_ rest.Storage                  = (*REST)(nil)
+	_ rest.SingularNameProvider     = (*REST)(nil)
+	_ rest.GroupVersionKindProvider = (*REST)(nil)
+)
+
+// NewREST serves the resource named by groupResource (its group carries the API group suffix).
+func NewREST(cfg Config, groupResource schema.GroupResource) *REST {
+	if cfg.Cost == 0 {
+		cfg.Cost = clientsecrets.BcryptCost
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	return &REST{cfg: cfg, groupResource: groupResource, tableConvertor: rest.NewDefaultTableConvertor(groupResource)}
+}
+
+func (*REST) New() runtime.Object     { return &clientsecret.OIDCClientSecretRequest{} }
+func (*REST) Destroy()                {}
+func (*REST) NamespaceScoped() bool   { return true }
+func (*REST) GetSingularName() string { return "oidcclientsecretrequest" }
+
+// GroupVersionKind makes discovery report the kind under the suffixed group.
+func (r *REST) GroupVersionKind(containing schema.GroupVersion) schema.GroupVersionKind {
+	return containing.WithKind("OIDCClientSecretRequest")
+}
+
+func (r *REST) ConvertToTable(ctx context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	return r.tableConvertor.ConvertToTable(ctx, obj, tableOptions)
+}
+
+// Create generates a secret and/or revokes the older ones, as asked, and answers with the new
+// secret and the number of secrets the client now has.
+func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	req, ok := obj.(*clientsecret.OIDCClientSecretRequest)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("not an OIDCClientSecretRequest: %T", obj))
+	}
+	if err := r.validate(ctx, req, options); err != nil {
+		return nil, err
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, req.DeepCopy()); err != nil {
+			return nil, err
+		}
+	}
+
+	client, err := r.cfg.OIDCClients.Get(ctx, req.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, r.invalid(req.Name, field.NotFound(field.NewPath("metadata", "name"), req.Name))
+	}
+	if err != nil {
+		return nil, r.internal("reading OIDCClient "+req.Name, err)
+	}
+	rec, err := r.cfg.Store.Load(ctx, client.UID)
+	if err != nil {
+		return nil, r.internal("reading the client secrets of OIDCClient "+req.Name, err)
+	}
+
+	hashes := rec.Hashes
+	var secret string
+	if req.Spec.GenerateNewSecret {
+		if secret, err = clientsecrets.Generate(r.cfg.Rand); err != nil {
+			return nil, r.internal("generating a client secret", err)
+		}
+		hash, err := bcrypt.GenerateFromPassword([]byte(secret), r.cfg.Cost)
+		if err != nil {
+			return nil, r.internal("hashing the client secret", err)
+		}
+		hashes = append([]string{string(hash)}, hashes...)
+	}
+	// Revoking keeps the newest secret: the one just generated, if any.
+	revoke := req.Spec.RevokeOldSecrets && len(hashes) > 1
+	if revoke {
+		hashes = hashes[:1]
+	}
+	if req.Spec.GenerateNewSecret || revoke {
+		if len(hashes) > clientsecrets.MaxSecrets {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("OIDCClient %s already has %d client secrets, the most allowed: set spec.revokeOldSecrets to replace them",
+				req.Name, len(rec.Hashes)))
+		}
+		owner := clientsecrets.Owner{APIVersion: r.cfg.OIDCClientAPIVersion, Name: client.Name, UID: client.UID}
+		if err := r.cfg.Store.Save(ctx, owner, rec, hashes); err != nil {
+			if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+				return nil, apierrors.NewConflict(r.groupResource, req.Name, errors.New("the client's secrets were changed by a concurrent request; retry"))
+			}
+			return nil, r.internal("storing the client secrets of OIDCClient "+req.Name, err)
+		}
+		// Pinniped's audit event name, so that log searches written for it keep working.
+		klog.FromContext(ctx).Info("OIDCClientSecretRequest Updated Secrets",
+			"oidcClient", req.Name, "generatedNewSecret", req.Spec.GenerateNewSecret, "revokedOldSecrets", revoke, "totalClientSecrets", len(hashes))
+	}
+
+	return &clientsecret.OIDCClientSecretRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace, CreationTimestamp: metav1.NewTime(time.Now())},
+		Spec:       req.Spec,
+		Status:     clientsecret.OIDCClientSecretRequestStatus{GeneratedSecret: secret, TotalClientSecrets: len(hashes)},
+	}, nil
+}
+
+// validate checks the request's namespace, name and options.
+func (r *REST) validate(ctx context.Context, req *clientsecret.OIDCClientSecretRequest, options *metav1.CreateOptions) error {
+	ns, _ := genericapirequest.NamespaceFrom(ctx)
+	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(ns, req); err != nil {
+		return err
+	}
+	if ns != r.cfg.Namespace {
+		return apierrors.NewBadRequest(fmt.Sprintf("OIDCClientSecretRequests are only served in namespace %s, not %q", r.cfg.Namespace, ns))
+	}
+	if options != nil && len(options.DryRun) > 0 {
+		return apierrors.NewBadRequest("dryRun is not supported")
+	}
+	name := field.NewPath("metadata", "name")
+	var errs field.ErrorList
+	switch {
+	case req.GenerateName != "":
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "generateName"), "not supported: name the OIDCClient"))
+	case req.Name == "":
+		errs = append(errs, field.Required(name, "the name of the OIDCClient"))
+	case !strings.HasPrefix(req.Name, configv1alpha1.OIDCClientNamePrefix) || req.Name == configv1alpha1.OIDCClientNamePrefix:
+		errs = append(errs, field.Invalid(name, req.Name, fmt.Sprintf("must start with %q followed by more characters, as OIDCClient names do", configv1alpha1.OIDCClientNamePrefix)))
+	}
+	for _, msg := range path.IsValidPathSegmentName(req.Name) {
+		errs = append(errs, field.Invalid(name, req.Name, msg))
+	}
+	if len(errs) > 0 {
+		return r.invalid(req.Name, errs...)
+	}
+	return nil
+}
+
+func (r *REST) invalid(name string, errs ...*field.Error) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: r.groupResource.Group, Kind: "OIDCClientSecretRequest"}, name, errs)
+}
+
+// internal logs err and answers with what failed only: details of the cluster stay out of responses.
+func (r *REST) internal(what string, err error) error {
+	klog.ErrorS(err, "OIDCClientSecretRequest failed", "step", what)
+	return apierrors.NewInternalError(errors.New(what + " failed"))
+}

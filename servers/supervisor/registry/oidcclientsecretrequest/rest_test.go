@@ -1,0 +1,270 @@
+package oidcclientsecretrequest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"testing"
+	"testing/iotest"
+
+	"golang.org/x/crypto/bcrypt"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	kubetesting "k8s.io/client-go/testing"
+
+	"sealion.dev/core/apis/supervisor/clientsecret"
+	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
+	"sealion.dev/core/supervisor/clientsecrets"
+)
+
+const (
+	ns         = "pinniped-supervisor"
+	clientName = "client.oauth.pinniped.dev-app"
+	clientUID  = "0b6d4a51-uid"
+	apiVersion = "config.supervisor.tuna.io/v1alpha1"
+)
+
+var gr = schema.GroupResource{Group: "clientsecret.supervisor.tuna.io", Resource: "oidcclientsecretrequests"}
+
+type fixture struct {
+	kube *kubefake.Clientset
+	rest *REST
+}
+
+func newFixture(t *testing.T, cost int) *fixture {
+	t.Helper()
+	kube := kubefake.NewClientset()
+	supervisor := supervisorfake.NewSimpleClientset(&configv1alpha1.OIDCClient{
+		ObjectMeta: metav1.ObjectMeta{Name: clientName, Namespace: ns, UID: clientUID},
+	})
+	return &fixture{kube: kube, rest: NewREST(Config{
+		Namespace:            ns,
+		OIDCClients:          supervisor.ConfigV1alpha1().OIDCClients(ns),
+		Store:                &clientsecrets.Store{Secrets: kube.CoreV1().Secrets(ns), Labels: map[string]string{"app": "pinniped-supervisor"}},
+		OIDCClientAPIVersion: apiVersion,
+		Cost:                 cost, // and crypto/rand, as Rand is nil
+	}, gr)}
+}
+
+func nsContext(namespace string) context.Context {
+	return genericapirequest.WithNamespace(context.Background(), namespace)
+}
+
+func request(name string, generate, revoke bool) *clientsecret.OIDCClientSecretRequest {
+	return &clientsecret.OIDCClientSecretRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       clientsecret.OIDCClientSecretRequestSpec{GenerateNewSecret: generate, RevokeOldSecrets: revoke},
+	}
+}
+
+func (f *fixture) create(t *testing.T, generate, revoke bool) *clientsecret.OIDCClientSecretRequest {
+	t.Helper()
+	out, err := f.rest.Create(nsContext(ns), request(clientName, generate, revoke), nil, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("Create(generate=%v, revoke=%v): %v", generate, revoke, err)
+	}
+	return out.(*clientsecret.OIDCClientSecretRequest)
+}
+
+// stored returns the hashes in the client's storage Secret.
+func (f *fixture) stored(t *testing.T) []string {
+	t.Helper()
+	secret, err := f.kube.CoreV1().Secrets(ns).Get(context.Background(), clientsecrets.SecretName(clientUID), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes, err := clientsecrets.Hashes(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hashes
+}
+
+var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func matches(hash, secret string) bool {
+	return bcrypt.CompareHashAndPassword([]byte(hash), []byte(secret)) == nil
+}
+
+func TestGenerateAndRevoke(t *testing.T) {
+	f := newFixture(t, bcrypt.MinCost)
+
+	first := f.create(t, true, false)
+	if !hex64.MatchString(first.Status.GeneratedSecret) || first.Status.TotalClientSecrets != 1 {
+		t.Fatalf("first secret: %+v", first.Status)
+	}
+	if first.Name != clientName || first.Namespace != ns || first.CreationTimestamp.IsZero() || !first.Spec.GenerateNewSecret {
+		t.Errorf("response metadata or spec: %+v", first)
+	}
+	secret, err := f.kube.CoreV1().Secrets(ns).Get(context.Background(), clientsecrets.SecretName(clientUID), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs := secret.OwnerReferences; len(refs) != 1 || refs[0].APIVersion != apiVersion || refs[0].Kind != "OIDCClient" ||
+		refs[0].Name != clientName || refs[0].UID != clientUID {
+		t.Errorf("owner references %+v", refs)
+	}
+	if secret.Labels["app"] != "pinniped-supervisor" {
+		t.Errorf("labels %v", secret.Labels)
+	}
+
+	second := f.create(t, true, false)
+	if second.Status.TotalClientSecrets != 2 || second.Status.GeneratedSecret == first.Status.GeneratedSecret {
+		t.Fatalf("second secret: %+v", second.Status)
+	}
+	hashes := f.stored(t)
+	if len(hashes) != 2 || !matches(hashes[0], second.Status.GeneratedSecret) || !matches(hashes[1], first.Status.GeneratedSecret) {
+		t.Fatalf("stored hashes are not newest first")
+	}
+
+	// Neither flag: a count, and no write.
+	before := len(f.kube.Actions())
+	if got := f.create(t, false, false); got.Status.TotalClientSecrets != 2 || got.Status.GeneratedSecret != "" {
+		t.Errorf("count only: %+v", got.Status)
+	}
+	for _, a := range f.kube.Actions()[before:] {
+		if a.GetVerb() != "get" {
+			t.Errorf("a request without flags wrote: %v", a)
+		}
+	}
+
+	// Revoking alone keeps the newest secret.
+	if got := f.create(t, false, true); got.Status.TotalClientSecrets != 1 || got.Status.GeneratedSecret != "" {
+		t.Errorf("revoke: %+v", got.Status)
+	}
+	if hashes := f.stored(t); len(hashes) != 1 || !matches(hashes[0], second.Status.GeneratedSecret) {
+		t.Error("revoking did not keep the newest secret")
+	}
+
+	// Generating and revoking keeps only the new secret.
+	third := f.create(t, true, true)
+	if third.Status.TotalClientSecrets != 1 {
+		t.Errorf("generate and revoke: %+v", third.Status)
+	}
+	if hashes := f.stored(t); len(hashes) != 1 || !matches(hashes[0], third.Status.GeneratedSecret) {
+		t.Error("generate and revoke did not keep only the new secret")
+	}
+}
+
+func TestAtMostFiveSecrets(t *testing.T) {
+	f := newFixture(t, bcrypt.MinCost)
+	for range clientsecrets.MaxSecrets {
+		f.create(t, true, false)
+	}
+	_, err := f.rest.Create(nsContext(ns), request(clientName, true, false), nil, nil)
+	if !apierrors.IsBadRequest(err) {
+		t.Fatalf("a sixth secret: %v, want BadRequest", err)
+	}
+	if len(f.stored(t)) != clientsecrets.MaxSecrets {
+		t.Error("the refused request changed the stored secrets")
+	}
+	if got := f.create(t, true, true); got.Status.TotalClientSecrets != 1 {
+		t.Errorf("a sixth secret with revokeOldSecrets: %+v", got.Status)
+	}
+}
+
+func TestHashCost(t *testing.T) {
+	f := newFixture(t, 0) // the default
+	out := f.create(t, true, false)
+	hashes := f.stored(t)
+	if cost, err := bcrypt.Cost([]byte(hashes[0])); err != nil || cost != 12 || !matches(hashes[0], out.Status.GeneratedSecret) {
+		t.Errorf("hash cost %d, %v", cost, err)
+	}
+}
+
+func TestRejectedRequests(t *testing.T) {
+	withName := func(name string) *clientsecret.OIDCClientSecretRequest { return request(name, true, false) }
+	tests := []struct {
+		name       string
+		ctx        context.Context
+		obj        runtime.Object
+		opts       *metav1.CreateOptions
+		validation func(context.Context, runtime.Object) error
+		wantCode   int32
+		wantField  string
+	}{
+		{name: "unknown OIDCClient", obj: withName("client.oauth.pinniped.dev-other"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name"},
+		{name: "name without the prefix", obj: withName("my-client"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name"},
+		{name: "name that is only the prefix", obj: withName("client.oauth.pinniped.dev-"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name"},
+		{name: "name not usable in a path", obj: withName("client.oauth.pinniped.dev-a%b"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name"},
+		{name: "no name", obj: withName(""), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name"},
+		{name: "generateName", obj: &clientsecret.OIDCClientSecretRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "client.oauth.pinniped.dev-"}},
+			wantCode: http.StatusUnprocessableEntity, wantField: "metadata.generateName"},
+		{name: "another namespace", ctx: nsContext("default"), obj: withName(clientName), wantCode: http.StatusBadRequest},
+		{name: "object namespace differs from the request's", obj: &clientsecret.OIDCClientSecretRequest{ObjectMeta: metav1.ObjectMeta{Name: clientName, Namespace: "default"}},
+			wantCode: http.StatusBadRequest},
+		{name: "dry run", obj: withName(clientName), opts: &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, wantCode: http.StatusBadRequest},
+		{name: "another kind", obj: &corev1.Secret{}, wantCode: http.StatusBadRequest},
+		{name: "refused by admission", obj: withName(clientName), wantCode: http.StatusForbidden,
+			validation: func(context.Context, runtime.Object) error {
+				return apierrors.NewForbidden(gr, clientName, errors.New("no"))
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, bcrypt.MinCost)
+			ctx := tt.ctx
+			if ctx == nil {
+				ctx = nsContext(ns)
+			}
+			_, err := f.rest.Create(ctx, tt.obj, tt.validation, tt.opts)
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) || status.Status().Code != tt.wantCode {
+				t.Fatalf("error %v, want a Status with code %d", err, tt.wantCode)
+			}
+			if tt.wantField != "" {
+				details := status.Status().Details
+				if details == nil || len(details.Causes) == 0 || details.Causes[0].Field != tt.wantField || details.Group != gr.Group {
+					t.Errorf("details %+v, want a cause on %s in group %s", details, tt.wantField, gr.Group)
+				}
+			}
+			for _, a := range f.kube.Actions() {
+				if a.GetVerb() != "get" {
+					t.Errorf("a rejected request wrote: %v", a)
+				}
+			}
+		})
+	}
+}
+
+func TestConcurrentChangeIsAConflict(t *testing.T) {
+	f := newFixture(t, bcrypt.MinCost)
+	f.kube.PrependReactor("create", "secrets", func(kubetesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewAlreadyExists(corev1.Resource("secrets"), "x")
+	})
+	_, err := f.rest.Create(nsContext(ns), request(clientName, true, false), nil, nil)
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("error %v, want Conflict", err)
+	}
+}
+
+func TestUnreadableStorageIsAnInternalError(t *testing.T) {
+	f := newFixture(t, bcrypt.MinCost)
+	_, err := f.kube.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: clientsecrets.SecretName(clientUID)},
+		Type:       corev1.SecretTypeOpaque,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.rest.Create(nsContext(ns), request(clientName, true, false), nil, nil)
+	if !apierrors.IsInternalError(err) || regexp.MustCompile(`Opaque|type`).MatchString(err.Error()) {
+		t.Fatalf("error %v, want an internal error without the storage details", err)
+	}
+}
+
+func TestBrokenRandomSourceIsAnInternalError(t *testing.T) {
+	f := newFixture(t, bcrypt.MinCost)
+	f.rest.cfg.Rand = iotest.ErrReader(errors.New("no entropy"))
+	_, err := f.rest.Create(nsContext(ns), request(clientName, true, false), nil, nil)
+	if !apierrors.IsInternalError(err) {
+		t.Fatalf("error %v, want an internal error", err)
+	}
+}
