@@ -17,7 +17,7 @@ FUZZTIME ?= 20s
 
 # Packages whose tests start real processes (etcd, kube-apiserver, our servers).
 # (e2e/clilogin needs no cluster: the built CLI against Dex and Chromium.)
-INTEGRATION_PKGS := ./core/... ./servers/... ./cli/... ./fixtures/... ./e2e/clilogin
+INTEGRATION_PKGS := ./core/... ./servers/... ./cli/... ./fixtures/... ./e2e/clilogin ./e2e/supervisorlogin
 # The providers' own cluster tests skip unless host changes are allowed. They run one package at a
 # time: each compares the host before and after its cluster, and only one cluster fits the host.
 PROVIDER_PKGS := ./providers/...
@@ -28,8 +28,9 @@ PROVIDERS ?= kind
 # The cluster of `make demo`: kubeadm needs no Docker.
 DEMO_PROVIDER ?= kubeadm
 # Debian packages the providers that run a node on this machine need.
-# (chromium: the headless browser of the login tests; slapd: the LDAP server of fixtures/ldap.)
-HOST_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool ca-certificates chromium slapd
+# (chromium: the headless browser of the login tests; slapd: the LDAP server of fixtures/ldap;
+# samba...krb5-user: the Active Directory domain controller of fixtures/activedirectory.)
+HOST_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool ca-certificates chromium slapd samba samba-ad-provision samba-dsdb-modules samba-vfs-modules winbind krb5-user
 # kind needs a Docker engine (Debian's docker.io), and its node image built here a debootstrap.
 KIND_HOST_PACKAGES := docker.io debootstrap
 DOCKER_ENGINE := bash tools/dockerengine/dockerd.sh

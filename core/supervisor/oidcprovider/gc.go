@@ -1,0 +1,56 @@
+package oidcprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+)
+
+// GarbageCollectInterval is how often RunGarbageCollector sweeps.
+const GarbageCollectInterval = 30 * time.Second
+
+// GarbageCollect deletes the stored OAuth state whose garbage-collect-after time has passed and
+// returns how many Secrets it deleted. Secrets without the annotation are left alone.
+func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
+	list, err := s.secrets.List(ctx, metav1.ListOptions{LabelSelector: TypeLabel})
+	if err != nil {
+		return 0, fmt.Errorf("listing stored OAuth state: %w", err)
+	}
+	deleted := 0
+	var errs []error
+	for _, secret := range list.Items {
+		if !strings.HasPrefix(string(secret.Type), "storage.pinniped.dev/") {
+			continue
+		}
+		after, err := time.Parse(time.RFC3339, secret.Annotations[GarbageCollectAfterAnnotation])
+		if err != nil || !s.now().After(after) {
+			continue
+		}
+		err = s.secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{})
+		switch {
+		case err == nil:
+			deleted++
+		case !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("deleting %s: %w", secret.Name, err))
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// RunGarbageCollector sweeps every GarbageCollectInterval until ctx ends.
+func (s *Storage) RunGarbageCollector(ctx context.Context) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if n, err := s.GarbageCollect(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Garbage collecting OAuth sessions", "deleted", n)
+		} else if n > 0 {
+			klog.FromContext(ctx).V(2).Info("Session Garbage Collected", "deleted", n)
+		}
+	}, GarbageCollectInterval)
+}

@@ -1,0 +1,52 @@
+package oidcprovider
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestGarbageCollect(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	secret := func(name string, typ corev1.SecretType, labels map[string]string, gcAfter string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Type: typ}
+		if gcAfter != "" {
+			s.Annotations = map[string]string{GarbageCollectAfterAnnotation: gcAfter}
+		}
+		return s
+	}
+	stored := map[string]string{TypeLabel: typeAccessToken}
+	past, future := now.Add(-time.Second).Format(time.RFC3339), now.Add(time.Second).Format(time.RFC3339)
+	clientset := fake.NewClientset(
+		secret("expired", SecretType(typeAccessToken), stored, past),
+		secret("live", SecretType(typeAccessToken), stored, future),
+		secret("no-annotation", SecretType(typeAccessToken), stored, ""),
+		secret("bad-annotation", SecretType(typeAccessToken), stored, "tomorrow"),
+		secret("unlabeled", SecretType(typeAccessToken), nil, past),
+		secret("other-type", corev1.SecretTypeOpaque, stored, past),
+	)
+	s := NewStorage(clientset.CoreV1().Secrets(namespace))
+	s.now = func() time.Time { return now }
+
+	n, err := s.GarbageCollect(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("GarbageCollect() = %d, %v; want 1 deleted", n, err)
+	}
+	list, err := clientset.CoreV1().Secrets(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, s := range list.Items {
+		left = append(left, s.Name)
+	}
+	slices.Sort(left)
+	if want := []string{"bad-annotation", "live", "no-annotation", "other-type", "unlabeled"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+}

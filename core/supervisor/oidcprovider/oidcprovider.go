@@ -1,0 +1,202 @@
+// Package oidcprovider serves the OAuth 2.0 / OpenID Connect endpoints of every FederationDomain
+// (authorize, upstream callback and token) on top of fosite. Users log in at an upstream OIDC
+// identity provider; the Supervisor then issues its own authorization codes, access, refresh and
+// ID tokens, the latter signed with the FederationDomain's ES256 key. All OAuth state lives in
+// Kubernetes Secrets (see Storage) so that any replica can continue a login.
+package oidcprovider
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/compose"
+	"github.com/ory/fosite/handler/oauth2"
+	"github.com/ory/fosite/token/jwt"
+
+	"sealion.dev/core/supervisor/issuer"
+)
+
+// Endpoint paths, relative to the issuer.
+const (
+	AuthorizePath = "/oauth2/authorize"
+	TokenPath     = "/oauth2/token"
+	CallbackPath  = "/callback"
+)
+
+// Lifetimes; none is configurable.
+const (
+	AuthorizeCodeLifetime = 10 * time.Minute
+	AccessTokenLifetime   = 2 * time.Minute
+	IDTokenLifetime       = 2 * time.Minute
+	// SessionLifetime bounds refresh tokens: 9 hours from the initial login, however often they rotate.
+	SessionLifetime = 9 * time.Hour
+	// StateLifetime is how long a user may take at the upstream identity provider.
+	StateLifetime = 90 * time.Minute
+)
+
+// Scopes the Supervisor knows.
+const (
+	ScopeOpenID          = "openid"
+	ScopeOfflineAccess   = "offline_access"
+	ScopeRequestAudience = "pinniped:request-audience"
+	ScopeUsername        = "username"
+	ScopeGroups          = "groups"
+)
+
+// Grant types.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantRefreshToken      = "refresh_token"
+	GrantTokenExchange     = "urn:ietf:params:oauth:grant-type:token-exchange"
+)
+
+// PinnipedCLIClientID is the static public client of the pinniped CLI.
+const PinnipedCLIClientID = "pinniped-cli"
+
+// pinnipedCLI may redirect to http://127.0.0.1/callback on any port (fosite matches loopback
+// redirect URIs without the port, as RFC 8252 asks).
+func pinnipedCLI() fosite.Client {
+	return &fosite.DefaultOpenIDConnectClient{
+		DefaultClient: &fosite.DefaultClient{
+			ID:            PinnipedCLIClientID,
+			Public:        true,
+			RedirectURIs:  []string{"http://127.0.0.1/callback", "http://[::1]/callback"},
+			GrantTypes:    []string{GrantAuthorizationCode, GrantRefreshToken, GrantTokenExchange},
+			ResponseTypes: []string{"code"},
+			Scopes:        []string{ScopeOpenID, ScopeOfflineAccess, "profile", "email", ScopeRequestAudience, ScopeUsername, ScopeGroups},
+		},
+		TokenEndpointAuthMethod: "none",
+	}
+}
+
+// UpstreamLookup returns the upstream OIDC settings of the OIDCIdentityProvider named name in
+// namespace, or false when there is none (yet).
+type UpstreamLookup func(namespace, name string) (*Upstream, bool)
+
+// Endpoints mounts the authorize, callback and token endpoints on every issuer.
+type Endpoints struct {
+	storage   *Storage
+	upstreams UpstreamLookup
+	now       func() time.Time
+
+	mu        sync.Mutex
+	discovery map[discoveryKey]*oidc.Provider
+}
+
+var _ issuer.Endpoints = (*Endpoints)(nil)
+
+// New returns Endpoints that keep OAuth state in storage and find upstream identity providers
+// with upstreams.
+func New(storage *Storage, upstreams UpstreamLookup) *Endpoints {
+	return &Endpoints{storage: storage, upstreams: upstreams, now: time.Now, discovery: map[discoveryKey]*oidc.Provider{}}
+}
+
+// Mount builds a fosite provider for iss and mounts its endpoints. An issuer without a signing
+// key or token key serves nothing: the controller has not finished preparing it.
+func (e *Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
+	if iss.JWKS == nil || len(iss.TokenSigningKey) < 32 || len(iss.StateEncryptionKey) != 32 {
+		return
+	}
+	key, ok := iss.JWKS.Active.Key.(*ecdsa.PrivateKey)
+	if !ok {
+		return
+	}
+	p := &provider{Endpoints: e, iss: iss, keyID: iss.JWKS.Active.KeyID}
+	p.signer = &jwt.DefaultSigner{GetPrivateKey: func(context.Context) (any, error) { return key, nil }}
+	p.config = newConfig(iss)
+	p.hmac = compose.NewOAuth2HMACStrategy(p.config)
+	store := e.storage.forClients(pinnipedCLI())
+	p.oauth = p.compose(p.config, store)
+	p.config.TokenEndpointHandlers.Append(&tokenExchange{provider: p, store: store})
+	// The authorize endpoint runs every check of the final authorize response before sending
+	// the user upstream, with storage that keeps nothing: the login has not happened yet.
+	p.validate = p.compose(newConfig(iss), nullStore{store})
+	p.state = &stateCodec{key: iss.StateEncryptionKey}
+
+	r.Handle(AuthorizePath, http.HandlerFunc(p.authorize))
+	r.Handle(CallbackPath, http.HandlerFunc(p.callback))
+	r.Handle(TokenPath, http.HandlerFunc(p.token))
+}
+
+func newConfig(iss *issuer.Issuer) *fosite.Config {
+	return &fosite.Config{
+		IDTokenIssuer:         iss.URL,
+		TokenURL:              iss.Endpoint(TokenPath),
+		AuthorizeCodeLifespan: AuthorizeCodeLifetime,
+		AccessTokenLifespan:   AccessTokenLifetime,
+		IDTokenLifespan:       IDTokenLifetime,
+		RefreshTokenLifespan:  SessionLifetime,
+		RefreshTokenScopes:    []string{ScopeOfflineAccess},
+		ScopeStrategy:         fosite.ExactScopeStrategy,
+		EnforcePKCE:           true,
+		MinParameterEntropy:   fosite.MinParameterEntropy,
+		GlobalSecret:          iss.TokenSigningKey,
+	}
+}
+
+// compose builds a fosite provider for the authorization code flow with PKCE and refreshes.
+func (p *provider) compose(cfg *fosite.Config, storage any) fosite.OAuth2Provider {
+	return compose.Compose(cfg, storage,
+		&compose.CommonStrategy{
+			CoreStrategy:               p.hmac,
+			OpenIDConnectTokenStrategy: compose.NewOpenIDConnectStrategy(p.signer.GetPrivateKey, cfg),
+			Signer:                     p.signer,
+		},
+		compose.OAuth2AuthorizeExplicitFactory,
+		compose.OAuth2RefreshTokenGrantFactory,
+		compose.OpenIDConnectExplicitFactory,
+		compose.OpenIDConnectRefreshFactory,
+		compose.OAuth2PKCEFactory,
+	)
+}
+
+// provider serves the endpoints of one issuer.
+type provider struct {
+	*Endpoints
+	iss    *issuer.Issuer
+	keyID  string
+	signer *jwt.DefaultSigner
+	hmac   *oauth2.HMACSHAStrategy
+	config *fosite.Config
+	oauth  fosite.OAuth2Provider
+	// validate checks authorize requests without storing anything.
+	validate fosite.OAuth2Provider
+	state    *stateCodec
+}
+
+// identityProvider picks the identity provider a login uses: the one named, or the only one.
+func (p *provider) identityProvider(name string) (*issuer.IdentityProvider, *Upstream, error) {
+	idps := p.iss.IdentityProviders
+	var idp *issuer.IdentityProvider
+	switch {
+	case name != "":
+		for i := range idps {
+			if idps[i].DisplayName == name {
+				idp = &idps[i]
+			}
+		}
+		if idp == nil {
+			return nil, nil, fmt.Errorf("no identity provider named %q", name)
+		}
+	case len(idps) == 1:
+		idp = &idps[0]
+	case len(idps) == 0:
+		return nil, nil, fmt.Errorf("this issuer has no identity providers")
+	default:
+		return nil, nil, fmt.Errorf("the pinniped_idp_name parameter is required: this issuer has %d identity providers", len(idps))
+	}
+	if idp.Type != issuer.TypeOIDC {
+		return nil, nil, fmt.Errorf("identity provider %q is of type %s; only oidc is supported", idp.DisplayName, idp.Type)
+	}
+	up, ok := p.upstreams(p.iss.Namespace, idp.Name)
+	if !ok {
+		return nil, nil, fmt.Errorf("identity provider %q is not ready", idp.DisplayName)
+	}
+	return idp, up, nil
+}

@@ -1,0 +1,66 @@
+package oidcprovider
+
+import (
+	"slices"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/handler/openid"
+)
+
+// Session is what the Supervisor remembers about a login: fosite's OpenID Connect session (the
+// ID token claims and token expiries) plus the identity and how to re-check it upstream.
+type Session struct {
+	*openid.DefaultSession
+	Custom CustomSessionData `json:"custom"`
+}
+
+// CustomSessionData is the Supervisor's part of a session.
+type CustomSessionData struct {
+	// Username and Groups are the downstream identity, after identity transformations.
+	Username string   `json:"username"`
+	Groups   []string `json:"groups"`
+	// UpstreamUsername and UpstreamGroups are the identity as the upstream reported it.
+	UpstreamUsername string   `json:"upstreamUsername"`
+	UpstreamGroups   []string `json:"upstreamGroups"`
+	// ProviderName is the identity provider's display name in the FederationDomain,
+	// ProviderResource and ProviderUID its object.
+	ProviderName     string `json:"providerName"`
+	ProviderResource string `json:"providerResource"`
+	ProviderUID      string `json:"providerUID"`
+	ProviderType     string `json:"providerType"`
+	// LoginTime is when the user logged in upstream; the session ends SessionLifetime later.
+	LoginTime time.Time `json:"loginTime"`
+	// OIDC is what an OIDC upstream needs for refreshes.
+	OIDC *OIDCSessionData `json:"oidc,omitempty"`
+}
+
+// OIDCSessionData identifies the upstream user and holds the upstream refresh token.
+type OIDCSessionData struct {
+	UpstreamIssuer       string `json:"upstreamIssuer"`
+	UpstreamSubject      string `json:"upstreamSubject"`
+	UpstreamRefreshToken string `json:"upstreamRefreshToken"`
+}
+
+var _ openid.Session = (*Session)(nil)
+
+// newSession returns an empty session for fosite to fill from storage.
+func newSession() *Session {
+	return &Session{DefaultSession: openid.NewDefaultSession()}
+}
+
+// Clone deep-copies the session (fosite clones sessions before changing them).
+func (s *Session) Clone() fosite.Session {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.DefaultSession = s.DefaultSession.Clone().(*openid.DefaultSession)
+	c.Custom.Groups = slices.Clone(s.Custom.Groups)
+	c.Custom.UpstreamGroups = slices.Clone(s.Custom.UpstreamGroups)
+	if s.Custom.OIDC != nil {
+		o := *s.Custom.OIDC
+		c.Custom.OIDC = &o
+	}
+	return &c
+}
