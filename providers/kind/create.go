@@ -193,6 +193,8 @@ func clusterConfig() *kindv1alpha4.Cluster {
 	return &kindv1alpha4.Cluster{
 		TypeMeta: kindv1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
 		Nodes:    []kindv1alpha4.Node{{Role: kindv1alpha4.ControlPlaneRole}},
+		// Kubelets from 1.35 on refuse cgroup v1 hosts unless told otherwise (KEP-5573).
+		KubeadmConfigPatches: []string{"kind: KubeletConfiguration\nfailCgroupV1: false\n"},
 		Networking: kindv1alpha4.Networking{
 			PodSubnet:     PodSubnet,
 			ServiceSubnet: ServiceSubnet,

@@ -72,6 +72,8 @@ etcd:
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
+# This machine runs cgroup v1, which kubelets from 1.35 on refuse unless told otherwise (KEP-5573).
+failCgroupV1: false
 failSwapOn: false
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100

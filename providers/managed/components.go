@@ -160,9 +160,11 @@ func bridgeNetwork(l layout) cni.Bridge {
 // thresholds low enough for small test machines.
 func kubeletConfigFile(l layout) ([]byte, error) {
 	cfg := map[string]any{
-		"apiVersion":               "kubelet.config.k8s.io/v1beta1",
-		"kind":                     "KubeletConfiguration",
-		"cgroupDriver":             "cgroupfs",
+		"apiVersion":   "kubelet.config.k8s.io/v1beta1",
+		"kind":         "KubeletConfiguration",
+		"cgroupDriver": "cgroupfs",
+		// Kubelets from 1.35 on refuse cgroup v1 hosts unless told otherwise (KEP-5573).
+		"failCgroupV1":             false,
 		"containerRuntimeEndpoint": "unix://" + containerdConfig(l, "").Socket(),
 		"authentication": map[string]any{
 			"anonymous": map[string]any{"enabled": false},
