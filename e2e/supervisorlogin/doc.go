@@ -1,5 +1,8 @@
 // Package supervisorlogin runs the Supervisor's OAuth endpoints (core/supervisor/oidcprovider)
-// against a real kube-apiserver, which stores the sessions in Secrets, and the Dex fixture as the
-// upstream OIDC identity provider: a full authorization code login without a browser (net/http
-// posts Dex's login form), a refresh that re-checks Dex, and a token exchange for a cluster.
+// against a real kube-apiserver, which stores the sessions in Secrets, and real upstream
+// identity providers: Dex as an OIDC provider (a full authorization code login without a
+// browser, net/http posting Dex's login form; a refresh that re-checks Dex; a token exchange for
+// a cluster), slapd and a Samba domain controller as LDAP and Active Directory servers (the
+// CLI's cli_password flow and the Supervisor's login form; refreshes that see new groups, a
+// deleted user and a disabled account), and the GitHub double (the web flow and refreshes).
 package supervisorlogin

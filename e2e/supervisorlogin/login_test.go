@@ -57,12 +57,8 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 	}
 
 	// The Supervisor listens first, so that Dex knows its callback URL.
-	upstreams := map[string]*oidcprovider.Upstream{}
-	endpoints := oidcprovider.New(oidcprovider.NewStorage(kube.CoreV1().Secrets(namespace)), func(ns, name string) (*oidcprovider.Upstream, bool) {
-		u, ok := upstreams[ns+"/"+name]
-		return u, ok
-	})
-	mux := issuer.NewMux(endpoints)
+	ups := &upstreams{}
+	mux := issuer.NewMux(oidcprovider.New(oidcprovider.NewStorage(kube.CoreV1().Secrets(namespace)), ups))
 	supervisor := httptest.NewTLSServer(mux)
 	defer supervisor.Close()
 	issuerURL := supervisor.URL + "/fd"
@@ -74,11 +70,11 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = idp.Close() }()
-	upstreams[namespace+"/dex-idp"] = &oidcprovider.Upstream{
+	ups.add(issuer.TypeOIDC, "dex-idp", &oidcprovider.Upstream{
 		IssuerURL: idp.IssuerURL, ClientID: "supervisor", ClientSecret: "supervisor-secret",
 		Scopes:        []string{"offline_access", "email", "profile", "groups"},
 		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: idp.HTTPClient(),
-	}
+	})
 
 	keys, err := signingkeys.NewJWKS()
 	if err != nil {

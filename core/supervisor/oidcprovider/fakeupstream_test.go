@@ -18,8 +18,12 @@ import (
 	josejwt "github.com/go-jose/go-jose/v4/jwt"
 )
 
+// upstreamPassword is the user's password for the fakeUpstream's password grant.
+const upstreamPassword = "upstream-password"
+
 // fakeUpstream is a minimal OIDC issuer: its authorize endpoint logs the user in at once, its
-// token endpoint checks PKCE and serves refreshes until told to refuse them.
+// token endpoint checks PKCE, grants tokens for the user's password and serves refreshes until
+// told to refuse them.
 type fakeUpstream struct {
 	t      *testing.T
 	server *httptest.Server
@@ -108,6 +112,11 @@ func (u *fakeUpstream) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		delete(u.refreshTokens, r.PostFormValue("refresh_token"))
+	case "password":
+		if r.PostFormValue("username") != u.email || r.PostFormValue("password") != upstreamPassword {
+			http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+			return
+		}
 	default:
 		http.Error(w, `{"error":"unsupported_grant_type"}`, http.StatusBadRequest)
 		return

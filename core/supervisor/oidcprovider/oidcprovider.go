@@ -1,14 +1,16 @@
 // Package oidcprovider serves the OAuth 2.0 / OpenID Connect endpoints of every FederationDomain
-// (authorize, upstream callback and token) on top of fosite. Users log in at an upstream OIDC
-// identity provider; the Supervisor then issues its own authorization codes, access, refresh and
-// ID tokens, the latter signed with the FederationDomain's ES256 key. All OAuth state lives in
-// Kubernetes Secrets (see Storage) so that any replica can continue a login.
+// (authorize, upstream callback, token, the LDAP/AD login form and the identity provider chooser)
+// on top of fosite. Users log in at an upstream identity provider: in a browser at an OIDC
+// provider or GitHub, on the Supervisor's login form for LDAP and Active Directory, or from the
+// CLI with a username and password (the cli_password flow). The Supervisor then issues its own
+// authorization codes, access, refresh and ID tokens, the latter signed with the
+// FederationDomain's ES256 key. All OAuth state lives in Kubernetes Secrets (see Storage) so that
+// any replica can continue a login.
 package oidcprovider
 
 import (
 	"context"
 	"crypto/ecdsa"
-	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -27,6 +29,11 @@ const (
 	AuthorizePath = "/oauth2/authorize"
 	TokenPath     = "/oauth2/token"
 	CallbackPath  = "/callback"
+	// LoginPath serves the username and password form of LDAP and Active Directory logins.
+	LoginPath = "/login"
+	// ChooseIdentityProviderPath lets the user pick an identity provider when the client named
+	// none and the issuer has several.
+	ChooseIdentityProviderPath = "/choose_identity_provider"
 )
 
 // Lifetimes; none is configurable.
@@ -75,14 +82,10 @@ func pinnipedCLI() fosite.Client {
 	}
 }
 
-// UpstreamLookup returns the upstream OIDC settings of the OIDCIdentityProvider named name in
-// namespace, or false when there is none (yet).
-type UpstreamLookup func(namespace, name string) (*Upstream, bool)
-
 // Endpoints mounts the authorize, callback and token endpoints on every issuer.
 type Endpoints struct {
 	storage   *Storage
-	upstreams UpstreamLookup
+	upstreams Upstreams
 	now       func() time.Time
 
 	mu        sync.Mutex
@@ -93,7 +96,7 @@ var _ issuer.Endpoints = (*Endpoints)(nil)
 
 // New returns Endpoints that keep OAuth state in storage and find upstream identity providers
 // with upstreams.
-func New(storage *Storage, upstreams UpstreamLookup) *Endpoints {
+func New(storage *Storage, upstreams Upstreams) *Endpoints {
 	return &Endpoints{storage: storage, upstreams: upstreams, now: time.Now, discovery: map[discoveryKey]*oidc.Provider{}}
 }
 
@@ -122,6 +125,8 @@ func (e *Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
 	r.Handle(AuthorizePath, http.HandlerFunc(p.authorize))
 	r.Handle(CallbackPath, http.HandlerFunc(p.callback))
 	r.Handle(TokenPath, http.HandlerFunc(p.token))
+	r.Handle(LoginPath, http.HandlerFunc(p.login))
+	r.Handle(ChooseIdentityProviderPath, http.HandlerFunc(p.chooseIdentityProvider))
 }
 
 func newConfig(iss *issuer.Issuer) *fosite.Config {
@@ -168,35 +173,4 @@ type provider struct {
 	// validate checks authorize requests without storing anything.
 	validate fosite.OAuth2Provider
 	state    *stateCodec
-}
-
-// identityProvider picks the identity provider a login uses: the one named, or the only one.
-func (p *provider) identityProvider(name string) (*issuer.IdentityProvider, *Upstream, error) {
-	idps := p.iss.IdentityProviders
-	var idp *issuer.IdentityProvider
-	switch {
-	case name != "":
-		for i := range idps {
-			if idps[i].DisplayName == name {
-				idp = &idps[i]
-			}
-		}
-		if idp == nil {
-			return nil, nil, fmt.Errorf("no identity provider named %q", name)
-		}
-	case len(idps) == 1:
-		idp = &idps[0]
-	case len(idps) == 0:
-		return nil, nil, fmt.Errorf("this issuer has no identity providers")
-	default:
-		return nil, nil, fmt.Errorf("the pinniped_idp_name parameter is required: this issuer has %d identity providers", len(idps))
-	}
-	if idp.Type != issuer.TypeOIDC {
-		return nil, nil, fmt.Errorf("identity provider %q is of type %s; only oidc is supported", idp.DisplayName, idp.Type)
-	}
-	up, ok := p.upstreams(p.iss.Namespace, idp.Name)
-	if !ok {
-		return nil, nil, fmt.Errorf("identity provider %q is not ready", idp.DisplayName)
-	}
-	return idp, up, nil
 }

@@ -47,6 +47,15 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, transforms *idtransform.Pipeline) *harness {
+	return newHarnessWith(t, nil, issuer.IdentityProvider{
+		DisplayName: idpName, Type: issuer.TypeOIDC, Flows: []issuer.Flow{issuer.FlowBrowserAuthcode},
+		Kind: "OIDCIdentityProvider", Name: "upstream-idp", UID: "idp-uid", Transforms: transforms,
+	})
+}
+
+// newHarnessWith serves an issuer with idps, whose upstreams are the fakeUpstream (for the
+// OIDCIdentityProvider upstream-idp) and those of ups.
+func newHarnessWith(t *testing.T, ups *fakeUpstreams, idps ...issuer.IdentityProvider) *harness {
 	h := &harness{t: t, ctx: context.Background(), upstream: newFakeUpstream(t), clientset: fake.NewClientset()}
 	data, err := signingkeys.NewJWKS()
 	if err != nil {
@@ -55,22 +64,19 @@ func newHarness(t *testing.T, transforms *idtransform.Pipeline) *harness {
 	if h.jwks, err = signingkeys.ParseJWKS(data); err != nil {
 		t.Fatal(err)
 	}
-	up := &Upstream{IssuerURL: h.upstream.server.URL, ClientID: "upstream-client", ClientSecret: "upstream-secret",
-		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: h.upstream.server.Client()}
-	endpoints := New(NewStorage(h.clientset.CoreV1().Secrets(namespace)), func(ns, name string) (*Upstream, bool) {
-		return up, ns == namespace && name == "upstream-idp"
-	})
-	mux := issuer.NewMux(endpoints)
+	if ups == nil {
+		ups = &fakeUpstreams{}
+	}
+	ups.add(issuer.TypeOIDC, "upstream-idp", &Upstream{IssuerURL: h.upstream.server.URL, ClientID: "upstream-client", ClientSecret: "upstream-secret",
+		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: h.upstream.server.Client()})
+	mux := issuer.NewMux(New(NewStorage(h.clientset.CoreV1().Secrets(namespace)), ups))
 	h.server = httptest.NewTLSServer(mux)
 	t.Cleanup(h.server.Close)
 	h.issuerURL = h.server.URL + "/fd"
 	if err := mux.Set([]*issuer.Issuer{{
 		URL: h.issuerURL, Namespace: namespace, Name: "fd", UID: "fd-uid", JWKS: h.jwks,
 		TokenSigningKey: randomKey(t), StateSigningKey: randomKey(t), StateEncryptionKey: randomKey(t),
-		IdentityProviders: []issuer.IdentityProvider{{
-			DisplayName: idpName, Type: issuer.TypeOIDC, Flows: []issuer.Flow{issuer.FlowBrowserAuthcode},
-			Kind: "OIDCIdentityProvider", Name: "upstream-idp", UID: "idp-uid", Transforms: transforms,
-		}},
+		IdentityProviders: idps,
 	}}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package oidcprovider
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -31,8 +32,11 @@ type CustomSessionData struct {
 	ProviderType     string `json:"providerType"`
 	// LoginTime is when the user logged in upstream; the session ends SessionLifetime later.
 	LoginTime time.Time `json:"loginTime"`
-	// OIDC is what an OIDC upstream needs for refreshes.
-	OIDC *OIDCSessionData `json:"oidc,omitempty"`
+	// OIDC, LDAP and GitHub are what refreshes need, per type of identity provider; LDAP serves
+	// Active Directory too.
+	OIDC   *OIDCSessionData   `json:"oidc,omitempty"`
+	LDAP   *LDAPSessionData   `json:"ldap,omitempty"`
+	GitHub *GitHubSessionData `json:"github,omitempty"`
 }
 
 // OIDCSessionData identifies the upstream user and holds the upstream refresh token.
@@ -40,6 +44,20 @@ type OIDCSessionData struct {
 	UpstreamIssuer       string `json:"upstreamIssuer"`
 	UpstreamSubject      string `json:"upstreamSubject"`
 	UpstreamRefreshToken string `json:"upstreamRefreshToken"`
+}
+
+// LDAPSessionData finds the user's entry again at refresh and checks it is the same person.
+type LDAPSessionData struct {
+	UserDN string `json:"userDN"`
+	UID    string `json:"uid"`
+	// ExtraRefreshAttributes are entry attributes from login that refreshes compare (Active
+	// Directory's pwdLastSet).
+	ExtraRefreshAttributes map[string]string `json:"extraRefreshAttributes,omitempty"`
+}
+
+// GitHubSessionData holds the GitHub access token that refreshes read the user with.
+type GitHubSessionData struct {
+	UpstreamAccessToken string `json:"upstreamAccessToken"`
 }
 
 var _ openid.Session = (*Session)(nil)
@@ -61,6 +79,15 @@ func (s *Session) Clone() fosite.Session {
 	if s.Custom.OIDC != nil {
 		o := *s.Custom.OIDC
 		c.Custom.OIDC = &o
+	}
+	if s.Custom.LDAP != nil {
+		l := *s.Custom.LDAP
+		l.ExtraRefreshAttributes = maps.Clone(l.ExtraRefreshAttributes)
+		c.Custom.LDAP = &l
+	}
+	if s.Custom.GitHub != nil {
+		g := *s.Custom.GitHub
+		c.Custom.GitHub = &g
 	}
 	return &c
 }

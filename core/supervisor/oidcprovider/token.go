@@ -11,6 +11,10 @@ import (
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/token/jwt"
 	"golang.org/x/oauth2"
+	"k8s.io/klog/v2"
+
+	"sealion.dev/core/supervisor/idtransform"
+	"sealion.dev/core/supervisor/upstreamldap"
 )
 
 // token serves the token endpoint. Refreshes first re-check the user at the upstream identity
@@ -41,57 +45,111 @@ func (p *provider) token(w http.ResponseWriter, r *http.Request) {
 	p.oauth.WriteAccessResponse(ctx, w, ar, resp)
 }
 
-// refreshUpstream refreshes the upstream tokens of the session, checks that the upstream user is
-// the same one and updates the session's identity.
+// refusedRefresh is the error of a refresh that the upstream check refused.
+func refusedRefresh(format string, args ...any) *fosite.RFC6749Error {
+	return fosite.ErrInvalidGrant.WithHintf("Upstream refresh failed: "+format, args...)
+}
+
+// refreshUpstream re-checks the session's user at the upstream identity provider, re-runs the
+// identity transformations and updates the session's identity.
 func (p *provider) refreshUpstream(ctx context.Context, s *Session) error {
-	refused := func(format string, args ...any) *fosite.RFC6749Error {
-		return fosite.ErrInvalidGrant.WithHintf("Upstream refresh failed: "+format, args...)
-	}
-	idp, up, err := p.identityProvider(s.Custom.ProviderName)
+	res, err := p.identityProvider(s.Custom.ProviderName, "")
 	if err != nil {
-		return refused("%v", err)
+		return refusedRefresh("%v", err)
 	}
-	if string(idp.UID) != s.Custom.ProviderUID {
-		return refused("identity provider %q was replaced since the login", idp.DisplayName)
+	if string(res.idp.UID) != s.Custom.ProviderUID || string(res.idp.Type) != s.Custom.ProviderType {
+		return refusedRefresh("identity provider %q was replaced since the login", res.idp.DisplayName)
 	}
-	if s.Custom.OIDC == nil || s.Custom.OIDC.UpstreamRefreshToken == "" {
-		return refused("the session holds no upstream refresh token")
+	var upstreamGroups []string
+	switch {
+	case res.oidc != nil:
+		upstreamGroups, err = p.refreshOIDC(ctx, res.oidc, s)
+	case res.password != nil:
+		upstreamGroups, err = refreshPassword(ctx, res, s)
+	case res.github != nil:
+		upstreamGroups, err = refreshGitHub(ctx, res, s)
 	}
-	op, err := p.oidcProvider(ctx, up)
 	if err != nil {
-		return fosite.ErrTemporarilyUnavailable.WithWrap(err).WithHint("the upstream identity provider is unreachable")
+		return err
 	}
-	cfg := up.oauth2Config(op, p.iss.Endpoint(CallbackPath))
-	tok, err := cfg.TokenSource(up.context(ctx), &oauth2.Token{RefreshToken: s.Custom.OIDC.UpstreamRefreshToken}).Token()
+	down, err := transform(ctx, res.idp, idtransform.Identity{Username: s.Custom.UpstreamUsername, Groups: upstreamGroups})
 	if err != nil {
-		return refused("the upstream identity provider refused the refresh token").WithWrap(err)
-	}
-	if tok.RefreshToken != "" {
-		s.Custom.OIDC.UpstreamRefreshToken = tok.RefreshToken
-	}
-	upstreamGroups := s.Custom.UpstreamGroups
-	if _, ok := tok.Extra("id_token").(string); ok {
-		id, err := up.validate(ctx, op, tok, "")
-		if err != nil {
-			return refused("%v", err)
-		}
-		if id.Issuer != s.Custom.OIDC.UpstreamIssuer || id.Subject != s.Custom.OIDC.UpstreamSubject || id.Username != s.Custom.UpstreamUsername {
-			return refused("the upstream identity changed since the login")
-		}
-		if id.Groups != nil {
-			upstreamGroups = id.Groups
-		}
-	}
-	down, err := transform(ctx, idp, &identity{Username: s.Custom.UpstreamUsername, Groups: upstreamGroups})
-	if err != nil {
-		return refused("%v", err)
+		return refusedRefresh("%v", err)
 	}
 	if down.Username != s.Custom.Username {
-		return refused("the username changed since the login")
+		return refusedRefresh("the username changed since the login")
 	}
 	s.Custom.UpstreamGroups = upstreamGroups
 	p.setIdentity(s, down)
 	return nil
+}
+
+// refreshOIDC refreshes the upstream OIDC tokens, checks that the upstream user is the same and
+// returns the user's groups: new ones when the refreshed ID token has the claim.
+func (p *provider) refreshOIDC(ctx context.Context, up *Upstream, s *Session) ([]string, error) {
+	if s.Custom.OIDC == nil || s.Custom.OIDC.UpstreamRefreshToken == "" {
+		return nil, refusedRefresh("the session holds no upstream refresh token")
+	}
+	op, err := p.oidcProvider(ctx, up)
+	if err != nil {
+		return nil, fosite.ErrTemporarilyUnavailable.WithWrap(err).WithHint("the upstream identity provider is unreachable")
+	}
+	cfg := up.oauth2Config(op, p.iss.Endpoint(CallbackPath))
+	tok, err := cfg.TokenSource(up.context(ctx), &oauth2.Token{RefreshToken: s.Custom.OIDC.UpstreamRefreshToken}).Token()
+	if err != nil {
+		return nil, refusedRefresh("the upstream identity provider refused the refresh token").WithWrap(err)
+	}
+	if tok.RefreshToken != "" {
+		s.Custom.OIDC.UpstreamRefreshToken = tok.RefreshToken
+	}
+	groups := s.Custom.UpstreamGroups
+	if _, ok := tok.Extra("id_token").(string); ok {
+		id, err := up.validate(ctx, op, tok, "")
+		if err != nil {
+			return nil, refusedRefresh("%v", err)
+		}
+		if id.Issuer != s.Custom.OIDC.UpstreamIssuer || id.Subject != s.Custom.OIDC.UpstreamSubject || id.Username != s.Custom.UpstreamUsername {
+			return nil, refusedRefresh("the upstream identity changed since the login")
+		}
+		if id.Groups != nil {
+			groups = id.Groups
+		}
+	}
+	return groups, nil
+}
+
+// refreshPassword re-reads an LDAP or Active Directory user, which fails when the account was
+// deleted, changed, disabled or locked, and returns the user's groups.
+func refreshPassword(ctx context.Context, res *resolved, s *Session) ([]string, error) {
+	if s.Custom.LDAP == nil || s.Custom.LDAP.UserDN == "" {
+		return nil, refusedRefresh("the session holds no LDAP user")
+	}
+	id, err := res.password.Refresh(ctx, upstreamldap.Identity{
+		Username: s.Custom.UpstreamUsername, UID: s.Custom.LDAP.UID, Groups: s.Custom.UpstreamGroups,
+		DN: s.Custom.LDAP.UserDN, RefreshAttributes: s.Custom.LDAP.ExtraRefreshAttributes,
+	})
+	if err != nil {
+		klog.FromContext(ctx).V(1).Info("Upstream refresh refused", "idp", res.idp.DisplayName, "error", err.Error())
+		return nil, refusedRefresh("the %s server no longer accepts the user", res.idp.Type).WithWrap(err)
+	}
+	return id.Groups, nil
+}
+
+// refreshGitHub reads the GitHub user again with the access token from login; the user must
+// still be allowed and the same.
+func refreshGitHub(ctx context.Context, res *resolved, s *Session) ([]string, error) {
+	if s.Custom.GitHub == nil || s.Custom.GitHub.UpstreamAccessToken == "" {
+		return nil, refusedRefresh("the session holds no GitHub access token")
+	}
+	id, err := res.github.Refresh(ctx, s.Custom.GitHub.UpstreamAccessToken, res.idp.DisplayName, s.Subject)
+	if err != nil {
+		klog.FromContext(ctx).V(1).Info("Upstream refresh refused", "idp", res.idp.DisplayName, "error", err.Error())
+		return nil, refusedRefresh("GitHub no longer accepts the user").WithWrap(err)
+	}
+	if id.Username != s.Custom.UpstreamUsername {
+		return nil, refusedRefresh("the upstream identity changed since the login")
+	}
+	return id.Groups, nil
 }
 
 // Token exchange (RFC 8693) parameter values.

@@ -1,0 +1,88 @@
+package supervisorlogin
+
+import (
+	"context"
+	"crypto"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"sealion.dev/core/supervisor/issuer"
+	"sealion.dev/core/supervisor/oidcprovider"
+	"sealion.dev/core/supervisor/signingkeys"
+	"sealion.dev/core/testing/controlplane"
+)
+
+// supervisor serves the OAuth endpoints of one issuer, with sessions in a real API server.
+type supervisor struct {
+	server    *httptest.Server
+	issuerURL string
+	jwks      *signingkeys.JWKS
+}
+
+// startSupervisor starts an API server and serves an issuer whose identity providers are idps,
+// found in ups.
+func startSupervisor(ctx context.Context, t *testing.T, ups *upstreams, idps ...issuer.IdentityProvider) *supervisor {
+	t.Helper()
+	cp := controlplane.StartForTest(t, controlplane.Options{})
+	kube, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mux := issuer.NewMux(oidcprovider.New(oidcprovider.NewStorage(kube.CoreV1().Secrets(namespace)), ups))
+	s := &supervisor{server: httptest.NewTLSServer(mux)}
+	t.Cleanup(s.server.Close)
+	s.issuerURL = s.server.URL + "/fd"
+	keys, err := signingkeys.NewJWKS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.jwks, err = signingkeys.ParseJWKS(keys); err != nil {
+		t.Fatal(err)
+	}
+	if err := mux.Set([]*issuer.Issuer{{
+		URL: s.issuerURL, Namespace: namespace, Name: "fd", UID: "fd-uid", JWKS: s.jwks,
+		TokenSigningKey: random(t), StateSigningKey: random(t), StateEncryptionKey: random(t),
+		IdentityProviders: idps,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// cli is the pinniped CLI's OAuth client.
+func (s *supervisor) cli() *oauth2.Config {
+	return &oauth2.Config{
+		ClientID: oidcprovider.PinnipedCLIClientID,
+		Endpoint: oauth2.Endpoint{
+			AuthURL: s.issuerURL + oidcprovider.AuthorizePath, TokenURL: s.issuerURL + oidcprovider.TokenPath,
+			AuthStyle: oauth2.AuthStyleInParams,
+		},
+		RedirectURL: cliCallback,
+		Scopes:      []string{"openid", "offline_access", "pinniped:request-audience", "username", "groups"},
+	}
+}
+
+// verify checks an ID token the Supervisor issued to the CLI and returns its claims.
+func (s *supervisor) verify(ctx context.Context, t *testing.T, raw string) map[string]any {
+	t.Helper()
+	v := oidc.NewVerifier(s.issuerURL, &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{s.jwks.Public.Keys[0].Key}},
+		&oidc.Config{ClientID: oidcprovider.PinnipedCLIClientID, SupportedSigningAlgs: []string{"ES256"}})
+	idt, err := v.Verify(ctx, raw)
+	if err != nil {
+		t.Fatalf("verifying the Supervisor's ID token: %v", err)
+	}
+	var claims map[string]any
+	if err := idt.Claims(&claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims
+}
