@@ -20,6 +20,8 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/semver"
+
+	"sealion.dev/tools/internal/kubeadmimages"
 )
 
 // kubeCommands are the binaries built from k8s.io/kubernetes/cmd.
@@ -29,7 +31,7 @@ var kubeCommands = []string{
 
 func main() {
 	version := flag.String("version", "v1.33.13", "Kubernetes version to build")
-	etcdVersion := flag.String("etcd-version", "v3.5.35", "etcd version to build")
+	etcdVersion := flag.String("etcd-version", "", "etcd version to build (default: the patch of etcdPatches for the etcd minor this version's kubeadm expects)")
 	cacheDir := flag.String("cache-dir", defaultCacheDir(), "cache root; binaries go to <cache-dir>/kubernetes/<version>/bin")
 	printDir := flag.Bool("print-bin-dir", false, "only print the binary directory for the version")
 	flag.Parse()
@@ -64,6 +66,11 @@ type builder struct {
 func (b builder) binDir() string    { return filepath.Join(b.root, "bin") }
 func (b builder) stampFile() string { return filepath.Join(b.binDir(), ".complete") }
 
+// etcdPatches is the etcd built for each etcd minor a kubeadm may expect (`kubeadm config images
+// list` names it): the flags kubeadm passes etcd change between minors (kubeadm 1.34 passes
+// --feature-gates, which etcd 3.5 refuses), while any patch of the minor serves.
+var etcdPatches = map[string]string{"3.5": "v3.5.35", "3.6": "v3.6.5"}
+
 // stamp records what a finished build holds, so a changed etcd version is noticed.
 func (b builder) stamp() string { return b.version + " etcd " + b.etcdVersion + "\n" }
 
@@ -71,16 +78,29 @@ func (b builder) run() error {
 	if !semver.IsValid(b.version) {
 		return fmt.Errorf("invalid Kubernetes version %q (want vMAJOR.MINOR.PATCH)", b.version)
 	}
-	if got, err := os.ReadFile(b.stampFile()); err == nil && string(got) == b.stamp() && b.allPresent() {
-		fmt.Printf("kubebuild: %s is up to date in %s\n", b.version, b.binDir())
-		return nil
+	stamp, _ := os.ReadFile(b.stampFile())
+	// The Kubernetes binaries of an earlier build stay when only etcd changes.
+	kubeBuilt := strings.HasPrefix(string(stamp), b.version+" ") && b.kubePresent()
+	if kubeBuilt {
+		if err := b.resolveEtcd(); err != nil {
+			return err
+		}
+		if string(stamp) == b.stamp() && b.allPresent() {
+			fmt.Printf("kubebuild: %s is up to date in %s\n", b.version, b.binDir())
+			return nil
+		}
 	}
 	if err := os.MkdirAll(b.binDir(), 0o755); err != nil {
 		return err
 	}
 	start := time.Now()
-	if err := b.buildKubernetes(); err != nil {
-		return err
+	if !kubeBuilt {
+		if err := b.buildKubernetes(); err != nil {
+			return err
+		}
+		if err := b.resolveEtcd(); err != nil {
+			return err
+		}
 	}
 	if err := b.buildEtcd(); err != nil {
 		return err
@@ -93,12 +113,42 @@ func (b builder) run() error {
 }
 
 func (b builder) allPresent() bool {
-	for _, name := range append([]string{"etcd"}, kubeCommands...) {
+	_, err := os.Stat(filepath.Join(b.binDir(), "etcd"))
+	return err == nil && b.kubePresent()
+}
+
+func (b builder) kubePresent() bool {
+	for _, name := range kubeCommands {
 		if _, err := os.Stat(filepath.Join(b.binDir(), name)); err != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// resolveEtcd sets the etcd version, unless given, from the one the built kubeadm expects.
+func (b *builder) resolveEtcd() error {
+	if b.etcdVersion != "" {
+		return nil
+	}
+	images, err := kubeadmimages.List(filepath.Join(b.binDir(), "kubeadm"), b.version)
+	if err != nil {
+		return err
+	}
+	for _, img := range images {
+		if img.Component != "etcd" {
+			continue
+		}
+		// Tags look like 3.6.5-0: the etcd version, then the image's own revision.
+		minor := semver.MajorMinor("v" + strings.SplitN(img.Tag, "-", 2)[0])
+		patch, ok := etcdPatches[strings.TrimPrefix(minor, "v")]
+		if !ok {
+			return fmt.Errorf("kubeadm %s expects etcd %s, a minor kubebuild has no patch for: add one to etcdPatches or pass --etcd-version", b.version, img.Tag)
+		}
+		b.etcdVersion = patch
+		return nil
+	}
+	return fmt.Errorf("kubeadm %s lists no etcd image", b.version)
 }
 
 func (b builder) buildKubernetes() error {
