@@ -81,7 +81,8 @@ for dest in servers/concierge/deploy/crds servers/concierge/deploy/chart/files/c
 done
 
 echo "Copying the Supervisor CRDs into its install manifests"
-dest=servers/supervisor/deploy/crds
-mkdir -p "${dest}"
-rm -f "${dest}"/*.yaml
-cp "${generated}"/crds/*.supervisor.pinniped.dev_*.yaml "${dest}/"
+for dest in servers/supervisor/deploy/crds servers/supervisor/deploy/chart/files/crds; do
+	mkdir -p "${dest}"
+	rm -f "${dest}"/*.yaml
+	cp "${generated}"/crds/*.supervisor.pinniped.dev_*.yaml "${dest}/"
+done

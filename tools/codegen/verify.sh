@@ -13,7 +13,7 @@ generated_files() {
 	{
 		find core/generated -type f 2>/dev/null || true
 		find core/apis -type f -name 'zz_generated.*.go'
-		find servers/concierge/deploy/crds servers/concierge/deploy/chart/files/crds servers/supervisor/deploy/crds -type f -name '*.yaml' 2>/dev/null || true
+		find servers/concierge/deploy/crds servers/concierge/deploy/chart/files/crds servers/supervisor/deploy/crds servers/supervisor/deploy/chart/files/crds -type f -name '*.yaml' 2>/dev/null || true
 	} | LC_ALL=C sort
 }
 

@@ -41,6 +41,7 @@ const (
 	usersChart       = usersDeploy + "/chart"
 	supervisorDeploy = repoRoot + "/servers/supervisor/deploy"
 	supervisorCRDs   = supervisorDeploy + "/crds"
+	supervisorChart  = supervisorDeploy + "/chart"
 
 	// signerSecret is the Secret the signer-secret component mounts.
 	signerSecret = "pinniped-concierge-signer"
@@ -109,6 +110,7 @@ func TestChartMatchesPlainManifests(t *testing.T) {
 			values: map[string]any{"signer": map[string]any{"secretName": signerSecret}},
 		},
 		{name: "local-user-authenticator", plain: kustomize(t, usersDeploy), chart: usersChart},
+		{name: "supervisor", plain: kustomize(t, supervisorDeploy), chart: supervisorChart},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,7 +180,7 @@ func TestKustomizationListsEveryFile(t *testing.T) {
 func TestCRDCopiesMatchGenerated(t *testing.T) {
 	for component, dirs := range map[string][]string{
 		"concierge":  {conciergeCRDs, conciergeChart + "/files/crds"},
-		"supervisor": {supervisorCRDs},
+		"supervisor": {supervisorCRDs, supervisorChart + "/files/crds"},
 	} {
 		t.Run(component, func(t *testing.T) { checkCRDCopies(t, component, dirs) })
 	}
@@ -243,6 +245,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		"supervisor":                     kustomize(t, supervisorDeploy),
 		"concierge chart":                render(t, conciergeChart, nil),
 		"local-user-authenticator chart": render(t, usersChart, nil),
+		"supervisor chart":               render(t, supervisorChart, nil),
 	}
 	for name, objects := range sets {
 		t.Run(name, func(t *testing.T) {
@@ -367,6 +370,38 @@ func TestSupervisorConfiguration(t *testing.T) {
 	ports, _, _ := unstructured.NestedSlice(service.Object, "spec", "ports")
 	if len(ports) != 1 || fmt.Sprint(ports[0].(map[string]any)["targetPort"]) != "8443" {
 		t.Errorf("Service ports %v", ports)
+	}
+}
+
+// The chart renames the Supervisor's namespace, API groups and cluster-wide objects together.
+func TestSupervisorChartValues(t *testing.T) {
+	objects := render(t, supervisorChart, map[string]any{"namespace": "tuna-supervisor", "apiGroupSuffix": "tuna.io", "logLevel": "debug"})
+	m := byKey(t, objects)
+	cm, ok := m[Key{APIVersion: "v1", Kind: "ConfigMap", Namespace: "tuna-supervisor", Name: "pinniped-supervisor-static-config"}]
+	if !ok {
+		t.Fatal("no ConfigMap pinniped-supervisor-static-config in tuna-supervisor")
+	}
+	text, _, _ := unstructured.NestedString(cm.Object, "data", "pinniped.yaml")
+	cfg, err := supervisorconfig.Parse([]byte(text))
+	if err != nil {
+		t.Fatalf("the Supervisor would reject its configuration: %v", err)
+	}
+	if *cfg.APIGroupSuffix != "tuna.io" || cfg.Log.Level != "debug" || cfg.Names.APIService != "pinniped-supervisor-api" {
+		t.Errorf("configuration %+v", cfg)
+	}
+	apiService := m[Key{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Name: "v1alpha1.clientsecret.supervisor.tuna.io"}]
+	if ns, _, _ := unstructured.NestedString(apiService.Object, "spec", "service", "namespace"); apiService == nil || ns != "tuna-supervisor" {
+		t.Errorf("APIService %v", apiService)
+	}
+	for _, k := range []Key{
+		{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "oidcidentityproviders.idp.supervisor.tuna.io"},
+		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "tuna-supervisor"},
+		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding", Name: "tuna-supervisor-auth-delegator"},
+		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding", Namespace: "kube-system", Name: "tuna-supervisor-extension-apiserver-authentication-reader"},
+	} {
+		if m[k] == nil {
+			t.Errorf("no %s", k)
+		}
 	}
 }
 
@@ -540,6 +575,9 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		for _, access := range []string{
 			"list federationdomains.config.supervisor.pinniped.dev", "update federationdomains.config.supervisor.pinniped.dev --subresource=status",
 			"watch ldapidentityproviders.idp.supervisor.pinniped.dev", "create secrets", "update secrets",
+			"update oidcidentityproviders.idp.supervisor.pinniped.dev --subresource=status", "watch configmaps",
+			"get oidcclients.config.supervisor.pinniped.dev", "update apiservices.apiregistration.k8s.io/v1alpha1.clientsecret.supervisor.pinniped.dev",
+			"create subjectaccessreviews.authorization.k8s.io", "get configmaps/extension-apiserver-authentication -n kube-system",
 		} {
 			kubectl(t, nil, append([]string{"auth", "can-i", "-n", "pinniped-supervisor", "--as=system:serviceaccount:pinniped-supervisor:pinniped-supervisor"}, strings.Fields(access)...)...)
 		}

@@ -14,12 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
-	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
-	"k8s.io/utils/ptr"
 
 	clientsecretv1alpha1 "sealion.dev/core/apis/supervisor/clientsecret/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
@@ -29,6 +25,7 @@ import (
 	"sealion.dev/core/supervisor/oidcclient"
 	"sealion.dev/core/testing/controlplane"
 	"sealion.dev/servers/internal/aggregatedapi"
+	"sealion.dev/servers/supervisor/internal/aggregatortest"
 	"sealion.dev/servers/supervisor/registry/oidcclientsecretrequest"
 )
 
@@ -55,25 +52,10 @@ func TestOIDCClientSecretRequestThroughTheAggregator(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var client *configv1alpha1.OIDCClient
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		client, err = supervisor.ConfigV1alpha1().OIDCClients(namespace).Create(ctx, &configv1alpha1.OIDCClient{
-			ObjectMeta: metav1.ObjectMeta{Name: clientName},
-			Spec: configv1alpha1.OIDCClientSpec{
-				AllowedRedirectURIs: []configv1alpha1.RedirectURI{"https://app.example.com/callback"},
-				AllowedGrantTypes:   []configv1alpha1.GrantType{configv1alpha1.GrantTypeAuthorizationCode},
-				AllowedScopes:       []configv1alpha1.Scope{configv1alpha1.ScopeOpenID},
-			},
-		}, metav1.CreateOptions{})
-		return err == nil, nil // the CRD may not be served yet
-	})
-	if err != nil {
-		t.Fatalf("creating the OIDCClient: %v", err)
-	}
+	client := aggregatortest.CreateOIDCClient(ctx, t, supervisor, namespace, clientName)
 
 	ca, port := startServer(t, cp, kube)
-	registerAPIService(ctx, t, cp, kube, ca, port)
+	aggregatortest.RegisterAPIService(ctx, t, cp.RESTConfig(), namespace, serviceName, port, ca.Bundle())
 
 	requests := supervisor.ClientsecretV1alpha1().OIDCClientSecretRequests(namespace)
 	first, err := requests.Create(ctx, &clientsecretv1alpha1.OIDCClientSecretRequest{
@@ -178,49 +160,6 @@ func startServer(t *testing.T, cp *controlplane.ControlPlane, kube kubernetes.In
 		}
 	})
 	return ca, port
-}
-
-// registerAPIService points the aggregator at the server through an ExternalName Service (the
-// control plane resolves it itself) and waits until the aggregator reports it available.
-func registerAPIService(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, kube kubernetes.Interface, ca *certauthority.CA, port int) {
-	t.Helper()
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: serviceName, Namespace: namespace},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"},
-	}
-	if _, err := kube.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	aggregator := aggregatorclient.NewForConfigOrDie(cp.RESTConfig())
-	name := "v1alpha1." + clientsecretv1alpha1.GroupName
-	_, err := aggregator.ApiregistrationV1().APIServices().Create(ctx, &apiregistrationv1.APIService{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: apiregistrationv1.APIServiceSpec{
-			Group: clientsecretv1alpha1.GroupName, Version: "v1alpha1", GroupPriorityMinimum: 9900, VersionPriority: 15,
-			Service:  &apiregistrationv1.ServiceReference{Namespace: namespace, Name: serviceName, Port: ptr.To(int32(port))},
-			CABundle: ca.Bundle(),
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var last string
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		as, err := aggregator.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, c := range as.Status.Conditions {
-			if c.Type == apiregistrationv1.Available {
-				last = c.Reason + ": " + c.Message
-				return c.Status == apiregistrationv1.ConditionTrue, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("APIService %s not available: %v (%s)", name, err, last)
-	}
 }
 
 // freePort finds a port on 127.0.0.1 for the server; another process could take it meanwhile, which

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -25,6 +26,11 @@ type Config struct {
 	Log            Log               `json:"log"`
 	// Endpoints are where the FederationDomains' endpoints (and /healthz) are served.
 	Endpoints Endpoints `json:"endpoints"`
+	// AggregatedAPIServerPort is where the OIDCClientSecretRequest API listens, behind the Service
+	// names.apiService.
+	AggregatedAPIServerPort *int64 `json:"aggregatedAPIServerPort,omitempty"`
+	// AggregatedAPIServerDisableAdmissionPlugins names admission plugins of that API to turn off.
+	AggregatedAPIServerDisableAdmissionPlugins []string `json:"aggregatedAPIServerDisableAdmissionPlugins,omitempty"`
 }
 
 // Names of the objects the Supervisor reads.
@@ -32,7 +38,13 @@ type Names struct {
 	// DefaultTLSCertificateSecret is the kubernetes.io/tls Secret served to TLS clients whose server
 	// name matches no FederationDomain with its own certificate.
 	DefaultTLSCertificateSecret string `json:"defaultTLSCertificateSecret"`
+	// APIService is the Service in front of the aggregated API; its serving certificate is for
+	// <APIService>.<namespace>.svc and kept in the Secret ServingCertificateSecret names.
+	APIService string `json:"apiService"`
 }
+
+// ServingCertificateSecret is the Secret holding the aggregated API's CA and serving certificate.
+func (n Names) ServingCertificateSecret() string { return n.APIService + "-tls-serving-certificate" }
 
 // Log sets the log level: info, debug, trace or all.
 type Log struct {
@@ -69,6 +81,10 @@ func (e *Endpoint) Enabled() bool { return e.Network != NetworkDisabled }
 const (
 	DefaultAPIGroupSuffix = "pinniped.dev"
 	DefaultHTTPSAddress   = ":8443"
+	DefaultAPIService     = "pinniped-supervisor-api"
+	// DefaultAggregatedAPIServerPort is the port kubelets also use, which clusters whose
+	// control plane reaches nodes only on a few ports leave open.
+	DefaultAggregatedAPIServerPort = 10250
 )
 
 // Load reads, defaults and validates the file at path.
@@ -98,6 +114,13 @@ func (c *Config) setDefaults() {
 		s := DefaultAPIGroupSuffix
 		c.APIGroupSuffix = &s
 	}
+	if c.Names.APIService == "" {
+		c.Names.APIService = DefaultAPIService
+	}
+	if c.AggregatedAPIServerPort == nil {
+		p := int64(DefaultAggregatedAPIServerPort)
+		c.AggregatedAPIServerPort = &p
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
@@ -119,8 +142,20 @@ func (c *Config) validate() error {
 	} else if problems := validation.IsDNS1123Subdomain(name); len(problems) > 0 {
 		errs = append(errs, fmt.Errorf("names.defaultTLSCertificateSecret: %q is not a valid Secret name: %s", name, strings.Join(problems, "; ")))
 	}
+	// The Service name becomes a DNS label of the serving certificate, and the Secret name
+	// derived from it must fit too.
+	if problems := validation.IsDNS1035Label(c.Names.APIService); len(problems) > 0 {
+		errs = append(errs, fmt.Errorf("names.apiService: %q is not a valid Service name: %s", c.Names.APIService, strings.Join(problems, "; ")))
+	} else if problems := validation.IsDNS1123Subdomain(c.Names.ServingCertificateSecret()); len(problems) > 0 {
+		errs = append(errs, fmt.Errorf("names.apiService: the serving certificate Secret name %q is not valid: %s", c.Names.ServingCertificateSecret(), strings.Join(problems, "; ")))
+	}
 	if _, err := serverboot.Verbosity(c.Log.Level); err != nil {
 		errs = append(errs, err)
+	}
+	if p := *c.AggregatedAPIServerPort; p < 1024 || p > 65535 {
+		errs = append(errs, fmt.Errorf("aggregatedAPIServerPort: must be within 1024-65535, got %d", p))
+	} else if e := c.Endpoints.HTTPS; e.Network == NetworkTCP && portOf(e.Address) == p {
+		errs = append(errs, fmt.Errorf("aggregatedAPIServerPort: %d is also the port of endpoints.https", p))
 	}
 	errs = append(errs, validateEndpoint("endpoints.https", c.Endpoints.HTTPS, false))
 	errs = append(errs, validateEndpoint("endpoints.http", c.Endpoints.HTTP, true))
@@ -154,6 +189,16 @@ func validateEndpoint(field string, e *Endpoint, loopbackOnly bool) error {
 		return nil
 	}
 	return fmt.Errorf("%s.network: must be one of tcp, unix, disabled; got %q", field, e.Network)
+}
+
+// portOf returns the port of a host:port address, or 0 when it has none.
+func portOf(address string) int64 {
+	_, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return 0
+	}
+	p, _ := strconv.ParseInt(port, 10, 64)
+	return p
 }
 
 func isLoopback(host string) bool {

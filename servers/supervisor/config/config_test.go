@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,15 +22,19 @@ func TestParseDefaults(t *testing.T) {
 	}
 	want := &Config{
 		APIGroupSuffix: c.APIGroupSuffix,
-		Names:          Names{DefaultTLSCertificateSecret: "pinniped-supervisor-default-tls-certificate"},
+		Names:          Names{DefaultTLSCertificateSecret: "pinniped-supervisor-default-tls-certificate", APIService: "pinniped-supervisor-api"},
 		Log:            Log{Level: "info"},
 		Endpoints: Endpoints{
 			HTTPS: &Endpoint{Network: NetworkTCP, Address: ":8443"},
 			HTTP:  &Endpoint{Network: NetworkDisabled},
 		},
+		AggregatedAPIServerPort: c.AggregatedAPIServerPort,
 	}
-	if diff := cmp.Diff(want, c); diff != "" || *c.APIGroupSuffix != "pinniped.dev" {
-		t.Errorf("defaults (-want +got):\n%s\nsuffix %q", diff, *c.APIGroupSuffix)
+	if diff := cmp.Diff(want, c); diff != "" || *c.APIGroupSuffix != "pinniped.dev" || *c.AggregatedAPIServerPort != 10250 {
+		t.Errorf("defaults (-want +got):\n%s\nsuffix %q, port %d", diff, *c.APIGroupSuffix, *c.AggregatedAPIServerPort)
+	}
+	if got := c.Names.ServingCertificateSecret(); got != "pinniped-supervisor-api-tls-serving-certificate" {
+		t.Errorf("serving certificate Secret %q", got)
 	}
 }
 
@@ -40,13 +45,22 @@ log: {level: debug}
 endpoints:
   https: {network: unix, address: /pinniped_socket/socketfile.sock}
   http: {network: tcp, address: "127.0.0.1:8080"}
+aggregatedAPIServerPort: 10443
+aggregatedAPIServerDisableAdmissionPlugins: [NamespaceLifecycle]
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if *c.AggregatedAPIServerPort != 10443 || !slices.Equal(c.AggregatedAPIServerDisableAdmissionPlugins, []string{"NamespaceLifecycle"}) {
+		t.Errorf("aggregated API settings: %d %v", *c.AggregatedAPIServerPort, c.AggregatedAPIServerDisableAdmissionPlugins)
+	}
 	if *c.APIGroupSuffix != "tuna.io" || c.Labels["app"] != "supervisor" || c.Log.Level != "debug" ||
 		c.Endpoints.HTTPS.Network != NetworkUnix || !c.Endpoints.HTTP.Enabled() || c.Endpoints.HTTP.Address != "127.0.0.1:8080" {
 		t.Errorf("unexpected: %+v %+v %+v", c, c.Endpoints.HTTPS, c.Endpoints.HTTP)
+	}
+	c, err = Parse([]byte("names: {defaultTLSCertificateSecret: tls, apiService: tuna-supervisor-api}\n"))
+	if err != nil || c.Names.ServingCertificateSecret() != "tuna-supervisor-api-tls-serving-certificate" {
+		t.Errorf("names.apiService: %v, %+v", err, c)
 	}
 }
 
@@ -68,6 +82,9 @@ endpoints:
 		{name: "both disabled", doc: minimal + "endpoints: {https: {network: disabled}, http: {network: disabled}}\n", want: []string{"cannot both be disabled"}},
 		{name: "same address", doc: minimal + "endpoints: {https: {network: tcp, address: \"127.0.0.1:1\"}, http: {network: tcp, address: \"127.0.0.1:1\"}}\n", want: []string{"both listen on"}},
 		{name: "unix without a path", doc: minimal + "endpoints: {https: {network: unix}}\n", want: []string{"endpoints.https.address: required"}},
+		{name: "aggregated API port out of range", doc: minimal + "aggregatedAPIServerPort: 443\n", want: []string{"aggregatedAPIServerPort: must be within 1024-65535, got 443"}},
+		{name: "aggregated API port of the HTTPS listener", doc: minimal + "aggregatedAPIServerPort: 8443\n", want: []string{"aggregatedAPIServerPort: 8443 is also the port of endpoints.https"}},
+		{name: "invalid API Service name", doc: minimal[:len(minimal)-1] + "\n  apiService: Not.A.Service\n", want: []string{`names.apiService: "Not.A.Service" is not a valid Service name`}},
 		{name: "tcp without a port", doc: minimal + "endpoints: {https: {network: tcp, address: localhost}}\n", want: []string{"is not host:port"}},
 	}
 	for _, tt := range tests {

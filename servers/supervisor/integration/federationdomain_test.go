@@ -233,8 +233,8 @@ func TestFederationDomainEndpoints(t *testing.T) {
 			t.Errorf("IDP discovery: %d %s", idps.status, idps.body)
 		}
 
-		// Endpoints not served yet, and unknown ones, are 404.
-		for _, path := range []string{"/oauth2/authorize", "/nothing", "/.well-known/openid-configuration/"} {
+		// Unknown endpoints are 404.
+		for _, path := range []string{"/nothing", "/.well-known/openid-configuration/"} {
 			if r := get(t, base+path); r.status != http.StatusNotFound {
 				t.Errorf("%s: %d", path, r.status)
 			}

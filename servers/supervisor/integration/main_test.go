@@ -46,6 +46,8 @@ type environment struct {
 	port int
 	// httpAddress is its plain HTTP listener, on 127.0.0.1 too.
 	httpAddress string
+	// apiPort is the port of its aggregated API, on 127.0.0.1.
+	apiPort int
 	// ca signs every TLS certificate the tests give the Supervisor.
 	ca      *certauthority.CA
 	process *exec.Cmd
@@ -162,7 +164,8 @@ func (e *environment) installCRDs(ctx context.Context) error {
 }
 
 func (e *environment) startSupervisor(ctx context.Context, binary string) error {
-	for _, addr := range []*string{&e.address, &e.httpAddress} {
+	var apiAddress string
+	for _, addr := range []*string{&e.address, &e.httpAddress, &apiAddress} {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
@@ -172,6 +175,8 @@ func (e *environment) startSupervisor(ctx context.Context, binary string) error 
 	}
 	_, port, _ := net.SplitHostPort(e.address)
 	e.port, _ = strconv.Atoi(port)
+	_, port, _ = net.SplitHostPort(apiAddress)
+	e.apiPort, _ = strconv.Atoi(port)
 
 	configFile := filepath.Join(e.dir, "pinniped.yaml")
 	config := fmt.Sprintf(`names:
@@ -183,7 +188,8 @@ log:
 endpoints:
   https: {network: tcp, address: "%s"}
   http: {network: tcp, address: "%s"}
-`, defaultTLSSecret, e.address, e.httpAddress)
+aggregatedAPIServerPort: %d
+`, defaultTLSSecret, e.address, e.httpAddress, e.apiPort)
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		return err
 	}
@@ -196,7 +202,7 @@ endpoints:
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(binary, "--config", configFile, "--kubeconfig", kubeconfig, "--namespace", supervisorNamespace)
+	cmd := exec.Command(binary, "--config", configFile, "--kubeconfig", kubeconfig, "--namespace", supervisorNamespace, "--bind-address", "127.0.0.1")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -1,6 +1,9 @@
 // Package server runs the Supervisor: it reads the configuration, builds clients and informers,
-// starts the FederationDomain controller, and serves every FederationDomain's endpoints on the
-// configured listeners, with the TLS certificate chosen by SNI, until the context ends.
+// starts the FederationDomain and upstream identity provider controllers and the session garbage
+// collector, serves every FederationDomain's endpoints (discovery, JWKS and the OAuth endpoints)
+// on the configured listeners with the TLS certificate chosen by SNI, and serves the
+// OIDCClientSecretRequest aggregated API with a certificate it manages itself, until the context
+// ends.
 package server
 
 import (
@@ -21,12 +24,15 @@ import (
 	"k8s.io/klog/v2"
 
 	"sealion.dev/core/controllers/federationdomain"
+	"sealion.dev/core/controllers/upstreamidp"
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/supervisor/discovery"
 	"sealion.dev/core/supervisor/issuer"
+	"sealion.dev/core/supervisor/oidcprovider"
 	"sealion.dev/core/supervisor/sni"
+	"sealion.dev/core/supervisor/upstreams"
 	"sealion.dev/servers/internal/serverboot"
 	"sealion.dev/servers/supervisor/config"
 )
@@ -36,11 +42,13 @@ type Options struct {
 	ConfigFile string
 	Kubeconfig string
 	Namespace  string
+	// BindAddress is where the aggregated API listens.
+	BindAddress string
 }
 
 // NewCommand returns the pinniped-supervisor command.
 func NewCommand(ctx context.Context) *cobra.Command {
-	o := &Options{Namespace: os.Getenv("POD_NAMESPACE")}
+	o := &Options{Namespace: os.Getenv("POD_NAMESPACE"), BindAddress: "0.0.0.0"}
 	cmd := &cobra.Command{
 		Use:          "pinniped-supervisor",
 		Short:        "Serve OIDC issuers that federate upstream identity providers",
@@ -54,10 +62,11 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	f.StringVar(&o.ConfigFile, "config", "/etc/config/pinniped.yaml", "path to the configuration file")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig for running outside a cluster (in-cluster config otherwise)")
 	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace the Supervisor runs in, where its FederationDomains, identity providers and Secrets are (default $POD_NAMESPACE)")
+	f.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the aggregated API (OIDCClientSecretRequest) listens on")
 	return cmd
 }
 
-// Run starts the Supervisor and blocks until ctx ends or a listener fails.
+// Run starts the Supervisor and blocks until ctx ends or a listener or the aggregated API fails.
 func Run(ctx context.Context, o *Options) error {
 	cfg, err := config.Load(o.ConfigFile)
 	if err != nil {
@@ -101,7 +110,11 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	issuers := issuer.NewMux(discovery.Endpoints{})
+	// OAuth state lives in Secrets of the namespace; the endpoints find the upstreams the
+	// upstreamidp controller made Ready in the registry, at each request.
+	storage := oidcprovider.NewStorage(kubeClient.CoreV1().Secrets(o.Namespace))
+	registry := &upstreams.Registry{}
+	issuers := issuer.NewMux(discovery.Endpoints{}, oidcprovider.New(storage, registry))
 	controller, err := federationdomain.New(federationdomain.Config{
 		Namespace:                   o.Namespace,
 		APIGroupSuffix:              suffix,
@@ -119,13 +132,29 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 
+	upstreamController := upstreamidp.New(o.Namespace, supervisorClient, upstreamidp.Informers{
+		OIDC:            idps.OIDCIdentityProviders(),
+		LDAP:            idps.LDAPIdentityProviders(),
+		ActiveDirectory: idps.ActiveDirectoryIdentityProviders(),
+		GitHub:          idps.GitHubIdentityProviders(),
+		Secrets:         kubeFactory.Core().V1().Secrets(),
+		ConfigMaps:      kubeFactory.Core().V1().ConfigMaps(),
+	}, registry)
+	api, err := newAggregatedAPI(o, cfg, restConfig, kubeClient, supervisorClient)
+	if err != nil {
+		return err
+	}
+
 	kubeFactory.Start(ctx.Done())
 	crFactory.Start(ctx.Done())
 	go controller.Run(ctx)
+	go upstreamController.Run(ctx)
+	go storage.RunGarbageCollector(ctx)
 
 	handler := withHealthz(issuers)
-	errc := make(chan error, 2)
-	listening := 0
+	errc := make(chan error, 3)
+	api.start(ctx, errc)
+	listening := 1 // the aggregated API, which reports to errc like the listeners
 	if e := cfg.Endpoints.HTTPS; e.Enabled() {
 		tlsConfig := &tls.Config{
 			MinVersion:     tls.VersionTLS12,
@@ -143,7 +172,7 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		listening++
 	}
-	logger.Info("starting the Supervisor", "apiGroupSuffix", suffix, "namespace", o.Namespace)
+	logger.Info("starting the Supervisor", "apiGroupSuffix", suffix, "namespace", o.Namespace, "aggregatedAPIServerPort", *cfg.AggregatedAPIServerPort)
 
 	select {
 	case <-ctx.Done():
