@@ -24,12 +24,17 @@ func PinnipedCLI(ctx context.Context) (string, error) {
 			return
 		}
 		cli.path = filepath.Join(dir, "pinniped")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", cli.path, "./cli/cmd/pinniped")
+		// Test binaries of several packages build it at once: each writes its own file and
+		// renames it into place, so none runs a half-written one.
+		tmp := fmt.Sprintf("%s.%d.tmp", cli.path, os.Getpid())
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./cli/cmd/pinniped")
 		cmd.Dir = RepoPath(".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			cli.err = fmt.Errorf("building the pinniped CLI: %w: %s", err, out)
+			return
 		}
+		cli.err = os.Rename(tmp, cli.path)
 	})
 	return cli.path, cli.err
 }

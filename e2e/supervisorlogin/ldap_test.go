@@ -23,6 +23,27 @@ import (
 	"sealion.dev/fixtures/ldap"
 )
 
+const ldapIDPName = "Corp LDAP"
+
+// startLDAPSupervisor serves an issuer whose one identity provider, ldapIDPName, is dir.
+func startLDAPSupervisor(ctx context.Context, t *testing.T, dir *ldap.LDAP) *supervisor {
+	t.Helper()
+	authenticator, err := upstreamldap.New(upstreamldap.Config{
+		Host: dir.LDAPSAddress, CABundle: dir.CABundle, BindUsername: dir.BindDN, BindPassword: dir.BindPassword,
+		UserSearch:  upstreamldap.UserSearch{Base: ldap.UsersBaseDN, UsernameAttribute: "uid", UIDAttribute: "entryUUID"},
+		GroupSearch: upstreamldap.GroupSearch{Base: ldap.GroupsBaseDN, GroupNameAttribute: "cn"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ups := &upstreams{}
+	ups.add(issuer.TypeLDAP, "corp-ldap", authenticator)
+	return startSupervisor(ctx, t, ups, issuer.IdentityProvider{
+		DisplayName: ldapIDPName, Type: issuer.TypeLDAP, Flows: []issuer.Flow{issuer.FlowCLIPassword, issuer.FlowBrowserAuthcode},
+		Kind: "LDAPIdentityProvider", Name: "corp-ldap", UID: "ldap-uid",
+	})
+}
+
 // TestPasswordLoginsWithLDAP logs in to an LDAPIdentityProvider (a real slapd) with the CLI's
 // cli_password flow and with the Supervisor's login form, refreshes, and loses access when the
 // user is deleted.
@@ -41,22 +62,7 @@ func TestPasswordLoginsWithLDAP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = dir.Close() }()
-	authenticator, err := upstreamldap.New(upstreamldap.Config{
-		Host: dir.LDAPSAddress, CABundle: dir.CABundle, BindUsername: dir.BindDN, BindPassword: dir.BindPassword,
-		UserSearch:  upstreamldap.UserSearch{Base: ldap.UsersBaseDN, UsernameAttribute: "uid", UIDAttribute: "entryUUID"},
-		GroupSearch: upstreamldap.GroupSearch{Base: ldap.GroupsBaseDN, GroupNameAttribute: "cn"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	const ldapIDPName = "Corp LDAP"
-	ups := &upstreams{}
-	ups.add(issuer.TypeLDAP, "corp-ldap", authenticator)
-	sup := startSupervisor(ctx, t, ups, issuer.IdentityProvider{
-		DisplayName: ldapIDPName, Type: issuer.TypeLDAP, Flows: []issuer.Flow{issuer.FlowCLIPassword, issuer.FlowBrowserAuthcode},
-		Kind: "LDAPIdentityProvider", Name: "corp-ldap", UID: "ldap-uid",
-	})
+	sup := startLDAPSupervisor(ctx, t, dir)
 
 	pool := x509.NewCertPool()
 	pool.AddCert(sup.server.Certificate())

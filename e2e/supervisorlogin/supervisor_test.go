@@ -12,13 +12,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"sealion.dev/core/supervisor/discovery"
 	"sealion.dev/core/supervisor/issuer"
 	"sealion.dev/core/supervisor/oidcprovider"
 	"sealion.dev/core/supervisor/signingkeys"
 	"sealion.dev/core/testing/controlplane"
 )
 
-// supervisor serves the OAuth endpoints of one issuer, with sessions in a real API server.
+// supervisor serves the discovery documents and OAuth endpoints of one issuer, with sessions in
+// a real API server.
 type supervisor struct {
 	server    *httptest.Server
 	issuerURL string
@@ -30,14 +32,19 @@ type supervisor struct {
 func startSupervisor(ctx context.Context, t *testing.T, ups *upstreams, idps ...issuer.IdentityProvider) *supervisor {
 	t.Helper()
 	cp := controlplane.StartForTest(t, controlplane.Options{})
-	kube, err := kubernetes.NewForConfig(cp.RESTConfig())
+	cfg := cp.RESTConfig()
+	// As servers/supervisor sets them: client-go's defaults (5/s, bursts of 10) would add 200 ms
+	// per Secret request once a login or two have used the burst.
+	cfg.QPS, cfg.Burst = 25, 50
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mux := issuer.NewMux(oidcprovider.New(oidcprovider.NewStorage(kube.CoreV1().Secrets(namespace)), ups))
+	// Mounted as servers/supervisor mounts them: the CLI starts from the discovery documents.
+	mux := issuer.NewMux(discovery.Endpoints{}, oidcprovider.New(oidcprovider.NewStorage(kube.CoreV1().Secrets(namespace)), ups))
 	s := &supervisor{server: httptest.NewTLSServer(mux)}
 	t.Cleanup(s.server.Close)
 	s.issuerURL = s.server.URL + "/fd"
