@@ -45,17 +45,9 @@ type Rule struct {
 	Reason, Remedy string
 }
 
-// Rules are the known policies.
+// Rules are the known policies. (Kubelets from 1.35 on refuse cgroup v1 hosts by default, KEP-5573;
+// no rule for it, since our providers' kubelets set failCgroupV1: false.)
 var Rules = []Rule{
-	{
-		FromMinor: 35,
-		Blocks:    func(h Host) bool { return h.CgroupV1 },
-		Reason: "the kubelet of Kubernetes 1.35 and later refuses to start on a cgroup v1 host " +
-			"(KubeletConfiguration failCgroupV1 defaults to true, KEP-5573), and this host runs cgroup v1",
-		Remedy: "run on a cgroup v2 host, or set failCgroupV1: false in the providers' KubeletConfiguration " +
-			"(kubeadm must also ignore its SystemVerification preflight error, as our kubeadm provider does) " +
-			"and pass --skip-host-checks",
-	},
 	{
 		FromMinor: 38,
 		Blocks:    func(h Host) bool { return h.Containerd != "" && major(h.Containerd) < 2 },

@@ -16,8 +16,8 @@ func TestBlocker(t *testing.T) {
 	}{
 		{v1, 33, nil},
 		{v1, 34, nil},
-		{v1, 35, []string{"cgroup v1", "failCgroupV1: false", "--skip-host-checks"}},
-		{v1, 38, []string{"cgroup v1", "containerd 2.0"}},
+		{v1, 35, nil}, // our kubelets set failCgroupV1: false
+		{v1, 38, []string{"containerd 2.0"}},
 		{Host{Containerd: "2.1.4"}, 38, nil},
 		{Host{}, 40, nil}, // containerd unknown: nothing to say
 	} {

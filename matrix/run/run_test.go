@@ -41,7 +41,7 @@ func plan(t *testing.T, cat matrix.Catalog, filter string, vs []kubeversions.Ver
 		t.Fatal(err)
 	}
 	groups, err := cat.Plan(matrix.PlanOptions{Versions: vs, Filter: f, Providers: []string{"kubeadm", "gke"},
-		Host: hostcheck.Host{CgroupV1: true}, Getenv: func(string) string { return "" }})
+		Host: hostcheck.Host{CgroupV1: true, Containerd: "1.6.20"}, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,8 @@ func TestBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// kubeadm 1.31-1.35 and gke 1.31: 1.35 cannot run here (cgroup v1); each group takes 20 minutes.
-	groups := plan(t, cat, "kubeadm/*/webhook,gke/1.31/webhook", versions("1.31", "1.32", "1.33", "1.34", "1.35"))
+	// kubeadm 1.31-1.34 and 1.38, gke 1.31: 1.38 cannot run here (containerd 1.6); each group takes 20 minutes.
+	groups := plan(t, cat, "kubeadm/*/webhook,gke/1.31/webhook", versions("1.31", "1.32", "1.33", "1.34", "1.38"))
 	clock := newClock()
 	var ran []string
 	var progressOut bytes.Buffer
@@ -77,7 +77,7 @@ func TestBudget(t *testing.T) {
 		got[g.Name()] = g.Outcome
 	}
 	for name, want := range map[string]matrix.Status{
-		"kubeadm/1.33": matrix.Pass, "kubeadm/1.34": matrix.NotRun, "kubeadm/1.35": matrix.CannotRun, "gke/1.31": matrix.NotRun,
+		"kubeadm/1.33": matrix.Pass, "kubeadm/1.34": matrix.NotRun, "kubeadm/1.38": matrix.CannotRun, "gke/1.31": matrix.NotRun,
 	} {
 		if got[name].Status != want {
 			t.Errorf("%s: %+v, want %s", name, got[name], want)
@@ -96,7 +96,7 @@ func TestBudget(t *testing.T) {
 		"matrix 0:20:00 | kubeadm/1.31: ✅ pass, webhook ✅ in 20m0s",
 		"matrix 0:40:00 | cells: 2 done, 1 running, 3 left (kubeadm/1.33: building and setting up) | elapsed 0:40:00, budget left 0:10:00",
 		"matrix 1:00:00 | kubeadm/1.34: ⏸️ not run, webhook ⏸️: the time budget (50m0s) ran out before it started",
-		"matrix 1:00:00 | kubeadm/1.35: ⛔ cannot run here, webhook ⛔: the kubelet of Kubernetes 1.35",
+		"matrix 1:00:00 | kubeadm/1.38: ⛔ cannot run here, webhook ⛔: the kubelet of Kubernetes 1.38",
 		"matrix 1:00:00 | cells: 6 done, 0 running, 0 left | elapsed 1:00:00, budget left 0:00:00",
 	} {
 		if !strings.Contains(out, want) {
