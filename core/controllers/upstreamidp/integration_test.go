@@ -17,6 +17,7 @@ import (
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	"sealion.dev/core/supervisor/oidcprovider"
 	"sealion.dev/core/supervisor/upstreams"
 	"sealion.dev/core/testing/controlplane"
 	"sealion.dev/core/testing/oidcissuer"
@@ -127,7 +128,10 @@ func TestIntegrationOIDC(t *testing.T) {
 			t.Errorf("live: condition %s = %+v, want True for generation %d", ct, c, ready.Generation)
 		}
 	}
-	up, ok := registry.OIDC(ns, "live")
+	// The registry is published when the sync has seen every provider, a moment after this status.
+	var up *oidcprovider.Upstream
+	var ok bool
+	waitFor(ctx, func() bool { up, ok = registry.OIDC(ns, "live"); return ok })
 	if !ok || up.IssuerURL != live.Issuer || up.ClientID != "supervisor" || up.ClientSecret != "shh" {
 		t.Fatalf("registry.OIDC(live) = %+v, %v", up, ok)
 	}
