@@ -109,6 +109,7 @@ func (p *provider) authorizeError(ctx context.Context, w http.ResponseWriter, ar
 	if browserless {
 		w = foundRedirects{w}
 	}
+	setFormPostHeaders(w, ar)
 	p.oauth.WriteAuthorizeError(ctx, w, ar, err)
 }
 
@@ -258,7 +259,7 @@ func (p *provider) finishLogin(w http.ResponseWriter, r *http.Request, ar fosite
 		return
 	}
 	grantScopes(ar)
-	resp, err := p.oauth.NewAuthorizeResponse(ctx, ar, p.newLoginSession(idp, user, downstream))
+	resp, err := p.oauth.NewAuthorizeResponse(ctx, ar, p.newLoginSession(ar, idp, user, downstream))
 	if err != nil {
 		p.authorizeError(ctx, w, ar, err, browserless)
 		return
@@ -266,6 +267,7 @@ func (p *provider) finishLogin(w http.ResponseWriter, r *http.Request, ar fosite
 	if browserless {
 		w = foundRedirects{w}
 	}
+	setFormPostHeaders(w, ar)
 	p.oauth.WriteAuthorizeResponse(ctx, w, ar, resp)
 }
 
@@ -291,8 +293,8 @@ func transform(ctx context.Context, idp *issuer.IdentityProvider, id idtransform
 	return res.Identity, nil
 }
 
-// newLoginSession is the session of a fresh login.
-func (p *provider) newLoginSession(idp *issuer.IdentityProvider, user *upstreamUser, downstream idtransform.Identity) *Session {
+// newLoginSession is the session of a fresh login for the authorize request ar.
+func (p *provider) newLoginSession(ar fosite.Requester, idp *issuer.IdentityProvider, user *upstreamUser, downstream idtransform.Identity) *Session {
 	s := newSession()
 	now := p.now().UTC()
 	s.Custom = CustomSessionData{
@@ -305,14 +307,15 @@ func (p *provider) newLoginSession(idp *issuer.IdentityProvider, user *upstreamU
 	s.Username = downstream.Username
 	s.Claims = &jwt.IDTokenClaims{Subject: s.Subject, RequestedAt: now, AuthTime: now}
 	s.Headers = &jwt.Headers{Extra: map[string]any{"kid": p.keyID}}
-	p.setIdentity(s, downstream)
+	setIdentity(s, downstream, ar)
 	s.SetExpiresAt(fosite.RefreshToken, now.Add(SessionLifetime))
 	return s
 }
 
-// setIdentity records the downstream identity in the session and its ID token claims. The
-// pinniped-cli client always gets username and groups, whatever scopes it asked for.
-func (p *provider) setIdentity(s *Session, id idtransform.Identity) {
+// setIdentity records the downstream identity in the session, and in its ID token claims when
+// req, the request the tokens are issued for, was granted the username and groups scopes. The
+// pinniped-cli client always gets both, whatever scopes it asked for.
+func setIdentity(s *Session, id idtransform.Identity, req fosite.Requester) {
 	groups := id.Groups
 	if groups == nil {
 		groups = []string{}
@@ -321,6 +324,17 @@ func (p *provider) setIdentity(s *Session, id idtransform.Identity) {
 	if s.Claims.Extra == nil {
 		s.Claims.Extra = map[string]any{}
 	}
-	s.Claims.Extra["username"] = id.Username
-	s.Claims.Extra["groups"] = groups
+	delete(s.Claims.Extra, "username")
+	delete(s.Claims.Extra, "groups")
+	if grantedClaim(req, ScopeUsername) {
+		s.Claims.Extra["username"] = id.Username
+	}
+	if grantedClaim(req, ScopeGroups) {
+		s.Claims.Extra["groups"] = groups
+	}
+}
+
+// grantedClaim reports whether tokens issued for req carry the claim of scope (username or groups).
+func grantedClaim(req fosite.Requester, scope string) bool {
+	return req.GetClient().GetID() == PinnipedCLIClientID || req.GetGrantedScopes().Has(scope)
 }

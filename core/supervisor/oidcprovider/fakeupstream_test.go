@@ -38,6 +38,10 @@ type fakeUpstream struct {
 	groups        []string
 	refuseRefresh bool
 	refreshes     int
+	// revoked are the tokens revoked at the revocation endpoint, which answers 503 while
+	// refuseRevocation is set.
+	revoked          []string
+	refuseRevocation bool
 }
 
 func newFakeUpstream(t *testing.T) *fakeUpstream {
@@ -54,6 +58,7 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 			"authorization_endpoint":                u.server.URL + "/authorize",
 			"token_endpoint":                        u.server.URL + "/token",
 			"jwks_uri":                              u.server.URL + "/jwks",
+			"revocation_endpoint":                   u.server.URL + "/revoke",
 			"id_token_signing_alg_values_supported": []string{"ES256"},
 		})
 	})
@@ -62,6 +67,7 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 	})
 	mux.HandleFunc("GET /authorize", u.authorize)
 	mux.HandleFunc("POST /token", u.token)
+	mux.HandleFunc("POST /revoke", u.revoke)
 	u.server = httptest.NewTLSServer(mux)
 	t.Cleanup(u.server.Close)
 	return u
@@ -146,4 +152,24 @@ func (u *fakeUpstream) token(w http.ResponseWriter, r *http.Request) {
 		"access_token": rand.Text(), "token_type": "Bearer", "expires_in": 60,
 		"refresh_token": refresh, "id_token": idToken,
 	})
+}
+
+// revoke is an RFC 7009 revocation endpoint for refresh tokens.
+func (u *fakeUpstream) revoke(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if id, secret, _ := r.BasicAuth(); id != "upstream-client" || secret != "upstream-secret" {
+		http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+		return
+	}
+	if u.refuseRevocation {
+		http.Error(w, `{"error":"temporarily_unavailable"}`, http.StatusServiceUnavailable)
+		return
+	}
+	if r.PostFormValue("token_type_hint") != "refresh_token" {
+		http.Error(w, `{"error":"unsupported_token_type"}`, http.StatusBadRequest)
+		return
+	}
+	u.revoked = append(u.revoked, r.PostFormValue("token"))
+	delete(u.refreshTokens, r.PostFormValue("token"))
 }

@@ -17,7 +17,9 @@ import (
 const GarbageCollectInterval = 30 * time.Second
 
 // GarbageCollect deletes the stored OAuth state whose garbage-collect-after time has passed and
-// returns how many Secrets it deleted. Secrets without the annotation are left alone.
+// returns how many Secrets it deleted. Secrets without the annotation are left alone. A Secret
+// whose deletion ends a login first has the login's upstream tokens revoked; when that fails,
+// the Secret stays for the next pass, up to maxRevocationAttempts times.
 func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
 	list, err := s.secrets.List(ctx, metav1.ListOptions{LabelSelector: TypeLabel})
 	if err != nil {
@@ -31,6 +33,9 @@ func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
 		}
 		after, err := time.Parse(time.RFC3339, secret.Annotations[GarbageCollectAfterAnnotation])
 		if err != nil || !s.now().After(after) {
+			continue
+		}
+		if err := s.revokeUpstreamOf(ctx, &secret); err != nil && s.retryRevocation(ctx, &secret, err) {
 			continue
 		}
 		err = s.secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{})

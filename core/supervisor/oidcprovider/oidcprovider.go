@@ -4,8 +4,9 @@
 // provider or GitHub, on the Supervisor's login form for LDAP and Active Directory, or from the
 // CLI with a username and password (the cli_password flow). The Supervisor then issues its own
 // authorization codes, access, refresh and ID tokens, the latter signed with the
-// FederationDomain's ES256 key. All OAuth state lives in Kubernetes Secrets (see Storage) so that
-// any replica can continue a login.
+// FederationDomain's ES256 key. The clients are the pinniped CLI (public, pinniped-cli) and the
+// OIDCClients of the Supervisor's namespace (confidential, see OIDCClients). All OAuth state
+// lives in Kubernetes Secrets (see Storage) so that any replica can continue a login.
 package oidcprovider
 
 import (
@@ -69,7 +70,7 @@ const PinnipedCLIClientID = "pinniped-cli"
 // pinnipedCLI may redirect to http://127.0.0.1/callback on any port (fosite matches loopback
 // redirect URIs without the port, as RFC 8252 asks).
 func pinnipedCLI() fosite.Client {
-	return &fosite.DefaultOpenIDConnectClient{
+	return oidcClient{&fosite.DefaultOpenIDConnectClient{
 		DefaultClient: &fosite.DefaultClient{
 			ID:            PinnipedCLIClientID,
 			Public:        true,
@@ -79,14 +80,26 @@ func pinnipedCLI() fosite.Client {
 			Scopes:        []string{ScopeOpenID, ScopeOfflineAccess, "profile", "email", ScopeRequestAudience, ScopeUsername, ScopeGroups},
 		},
 		TokenEndpointAuthMethod: "none",
-	}
+	}}
+}
+
+// oidcClient is a client that may ask for every response mode discovery announces: form_post
+// as well as the default query.
+type oidcClient struct{ *fosite.DefaultOpenIDConnectClient }
+
+var _ fosite.ResponseModeClient = oidcClient{}
+
+func (oidcClient) GetResponseModes() []fosite.ResponseModeType {
+	return []fosite.ResponseModeType{fosite.ResponseModeDefault, fosite.ResponseModeQuery, fosite.ResponseModeFormPost}
 }
 
 // Endpoints mounts the authorize, callback and token endpoints on every issuer.
 type Endpoints struct {
 	storage   *Storage
 	upstreams Upstreams
+	clients   *OIDCClients
 	now       func() time.Time
+	logins    *loginLimiter
 
 	mu        sync.Mutex
 	discovery map[discoveryKey]*oidc.Provider
@@ -97,7 +110,17 @@ var _ issuer.Endpoints = (*Endpoints)(nil)
 // New returns Endpoints that keep OAuth state in storage and find upstream identity providers
 // with upstreams.
 func New(storage *Storage, upstreams Upstreams) *Endpoints {
-	return &Endpoints{storage: storage, upstreams: upstreams, now: time.Now, discovery: map[discoveryKey]*oidc.Provider{}}
+	e := &Endpoints{storage: storage, upstreams: upstreams, now: time.Now, discovery: map[discoveryKey]*oidc.Provider{}}
+	e.logins = newLoginLimiter(func() time.Time { return e.now() })
+	storage.revoker = e
+	return e
+}
+
+// WithClients makes the Ready OIDCClients of clients clients of every issuer, next to
+// pinniped-cli. Call it before the first issuer is mounted.
+func (e *Endpoints) WithClients(clients *OIDCClients) *Endpoints {
+	e.clients = clients
+	return e
 }
 
 // Mount builds a fosite provider for iss and mounts its endpoints. An issuer without a signing
@@ -114,7 +137,7 @@ func (e *Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
 	p.signer = &jwt.DefaultSigner{GetPrivateKey: func(context.Context) (any, error) { return key, nil }}
 	p.config = newConfig(iss)
 	p.hmac = compose.NewOAuth2HMACStrategy(p.config)
-	store := e.storage.forClients(pinnipedCLI())
+	store := e.storage.forClients(e.clients)
 	p.oauth = p.compose(p.config, store)
 	p.config.TokenEndpointHandlers.Append(&tokenExchange{provider: p, store: store})
 	// The authorize endpoint runs every check of the final authorize response before sending
@@ -122,10 +145,10 @@ func (e *Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
 	p.validate = p.compose(newConfig(iss), nullStore{store})
 	p.state = &stateCodec{key: iss.StateEncryptionKey}
 
-	r.Handle(AuthorizePath, http.HandlerFunc(p.authorize))
+	r.Handle(AuthorizePath, strictForm(http.HandlerFunc(p.authorize)))
 	r.Handle(CallbackPath, http.HandlerFunc(p.callback))
-	r.Handle(TokenPath, http.HandlerFunc(p.token))
-	r.Handle(LoginPath, http.HandlerFunc(p.login))
+	r.Handle(TokenPath, strictForm(http.HandlerFunc(p.token)))
+	r.Handle(LoginPath, limitBody(http.HandlerFunc(p.login)))
 	r.Handle(ChooseIdentityProviderPath, http.HandlerFunc(p.chooseIdentityProvider))
 }
 
@@ -142,6 +165,7 @@ func newConfig(iss *issuer.Issuer) *fosite.Config {
 		EnforcePKCE:           true,
 		MinParameterEntropy:   fosite.MinParameterEntropy,
 		GlobalSecret:          iss.TokenSigningKey,
+		FormPostHTMLTemplate:  formPostPage,
 	}
 }
 

@@ -17,11 +17,15 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/oauth2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+	configlisters "sealion.dev/core/generated/supervisor/listers/config/v1alpha1"
 	"sealion.dev/core/supervisor/idtransform"
 	"sealion.dev/core/supervisor/issuer"
 	"sealion.dev/core/supervisor/signingkeys"
@@ -44,6 +48,9 @@ type harness struct {
 	issuerURL string
 	jwks      *signingkeys.JWKS
 	browser   *http.Client
+	// oidcClients and clientSecrets are the informer caches of the OIDCClients and their
+	// storage Secrets (see addOIDCClient).
+	oidcClients, clientSecrets cache.Indexer
 }
 
 func newHarness(t *testing.T, transforms *idtransform.Pipeline) *harness {
@@ -56,7 +63,9 @@ func newHarness(t *testing.T, transforms *idtransform.Pipeline) *harness {
 // newHarnessWith serves an issuer with idps, whose upstreams are the fakeUpstream (for the
 // OIDCIdentityProvider upstream-idp) and those of ups.
 func newHarnessWith(t *testing.T, ups *fakeUpstreams, idps ...issuer.IdentityProvider) *harness {
-	h := &harness{t: t, ctx: context.Background(), upstream: newFakeUpstream(t), clientset: fake.NewClientset()}
+	h := &harness{t: t, ctx: context.Background(), upstream: newFakeUpstream(t), clientset: fake.NewClientset(),
+		oidcClients:   cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		clientSecrets: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
 	data, err := signingkeys.NewJWKS()
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +78,11 @@ func newHarnessWith(t *testing.T, ups *fakeUpstreams, idps ...issuer.IdentityPro
 	}
 	ups.add(issuer.TypeOIDC, "upstream-idp", &Upstream{IssuerURL: h.upstream.server.URL, ClientID: "upstream-client", ClientSecret: "upstream-secret",
 		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: h.upstream.server.Client()})
-	mux := issuer.NewMux(New(NewStorage(h.clientset.CoreV1().Secrets(namespace)), ups))
+	mux := issuer.NewMux(New(NewStorage(h.clientset.CoreV1().Secrets(namespace)), ups).WithClients(&OIDCClients{
+		Clients:       configlisters.NewOIDCClientLister(h.oidcClients).OIDCClients(namespace),
+		Secrets:       corev1listers.NewSecretLister(h.clientSecrets).Secrets(namespace),
+		MinBcryptCost: bcrypt.MinCost,
+	}))
 	h.server = httptest.NewTLSServer(mux)
 	t.Cleanup(h.server.Close)
 	h.issuerURL = h.server.URL + "/fd"

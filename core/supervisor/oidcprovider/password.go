@@ -22,6 +22,7 @@ var (
 	errPasswordRefused   = fosite.ErrAccessDenied.WithHint("Username/password not accepted by LDAP provider.")
 	errNoPasswordFlow    = fosite.ErrAccessDenied.WithHint("Resource owner password credentials grant is not allowed for this upstream provider according to its configuration.")
 	errUpstreamFailed    = fosite.ErrTemporarilyUnavailable.WithHint("Unexpected error during upstream authentication.")
+	errTooManyAttempts   = fosite.ErrAccessDenied.WithHint("Too many login attempts for this user, try again later.")
 )
 
 // authorizeWithoutBrowser runs the cli_password flow: the pinniped CLI sends the credentials as
@@ -41,6 +42,10 @@ func (p *provider) authorizeWithoutBrowser(w http.ResponseWriter, r *http.Reques
 		p.authorizeError(ctx, w, ar, errNoPasswordFlow, true)
 		return
 	}
+	if !p.allowAttempt(res, username) {
+		p.authorizeError(ctx, w, ar, errTooManyAttempts, true)
+		return
+	}
 	var user *upstreamUser
 	var err error
 	switch {
@@ -56,6 +61,12 @@ func (p *provider) authorizeWithoutBrowser(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	p.finishLogin(w, r, ar, res.idp, user, true)
+}
+
+// allowAttempt counts a password attempt of username at the identity provider of res and
+// reports whether it may go upstream (see loginLimiter).
+func (p *provider) allowAttempt(res *resolved, username string) bool {
+	return p.logins.allow(string(res.idp.Type)+"/"+p.iss.Namespace+"/"+res.idp.Name, username)
 }
 
 // passwordLogin checks a username and password at an LDAP or Active Directory server. Only a
@@ -108,11 +119,13 @@ func (p *provider) oidcPasswordGrant(ctx context.Context, res *resolved, usernam
 const (
 	loginErrorCredentials = "login_error"
 	loginErrorInternal    = "internal_error"
+	loginErrorTooMany     = "too_many_attempts"
 )
 
 var loginErrorMessages = map[string]string{
 	loginErrorCredentials: "Incorrect username or password.",
 	loginErrorInternal:    "An internal error occurred. Please contact your administrator for help.",
+	loginErrorTooMany:     "Too many login attempts, try again later.",
 }
 
 // login serves the username and password form of LDAP and Active Directory logins in a browser
@@ -124,6 +137,10 @@ func (p *provider) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
+		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
 		http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -146,14 +163,22 @@ func (p *provider) login(w http.ResponseWriter, r *http.Request) {
 		p.renderLogin(w, res.idp.DisplayName, encoded, loginErrorMessages[r.Form.Get("err")])
 		return
 	}
-	user, err := p.passwordLogin(ctx, res, r.PostForm.Get("username"), r.PostForm.Get("password"))
+	username := r.PostForm.Get("username")
+	again := func(code string) {
+		u := url.URL{Path: p.iss.Path(LoginPath), RawQuery: url.Values{"state": {encoded}, "err": {code}}.Encode()}
+		http.Redirect(w, r, u.String(), http.StatusSeeOther)
+	}
+	if !p.allowAttempt(res, username) {
+		again(loginErrorTooMany)
+		return
+	}
+	user, err := p.passwordLogin(ctx, res, username, r.PostForm.Get("password"))
 	if err != nil {
 		code := loginErrorInternal
 		if errors.Is(err, errPasswordRefused) {
 			code = loginErrorCredentials
 		}
-		again := url.URL{Path: p.iss.Path(LoginPath), RawQuery: url.Values{"state": {encoded}, "err": {code}}.Encode()}
-		http.Redirect(w, r, again.String(), http.StatusSeeOther)
+		again(code)
 		return
 	}
 	p.finishLogin(w, r, ar, res.idp, user, false)

@@ -245,3 +245,30 @@ func TestBrowserLDAPLogin(t *testing.T) {
 		t.Errorf("claims %v", claims)
 	}
 }
+
+// TestBrowserLDAPLoginFormPost: with response_mode=form_post, as the CLI asks when discovery
+// offers it, the login form's answer is the page that posts the code to the CLI.
+func TestBrowserLDAPLoginFormPost(t *testing.T) {
+	h, _ := newLDAPHarness(t, issuer.TypeLDAP)
+	l := newLogin()
+	resp, _ := h.get(h.cli().AuthCodeURL(l.state, oidc.Nonce(l.nonce), oauth2.S256ChallengeOption(l.verifier),
+		oauth2.SetAuthURLParam("response_mode", "form_post")))
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/fd"+LoginPath {
+		t.Fatalf("authorize led to %s %s", resp.Status, resp.Request.URL)
+	}
+	resp, err := h.browser.PostForm(h.issuerURL+LoginPath, url.Values{"state": {resp.Request.URL.Query().Get("state")},
+		"username": {"pinny"}, "password": {"pinny-password"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	page := string(body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="`+cliCallback+`"`) ||
+		!strings.Contains(page, `name="state" value="`+l.state+`"`) || !strings.Contains(page, `name="code" value="`) {
+		t.Fatalf("login answered %s:\n%s", resp.Status, page)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'sha256-") {
+		t.Errorf("the page's policy %q does not allow its script", csp)
+	}
+}

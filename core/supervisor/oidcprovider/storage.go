@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 )
 
 // Secret layout of stored OAuth state.
@@ -65,6 +67,8 @@ func SecretName(t, signature string) string {
 type Storage struct {
 	secrets corev1client.SecretInterface
 	now     func() time.Time
+	// revoker revokes the upstream tokens of the logins that are dropped; New sets it.
+	revoker upstreamRevoker
 }
 
 // NewStorage stores OAuth state with secrets (the Supervisor's namespace).
@@ -87,10 +91,12 @@ type record struct {
 	Active bool `json:"active"`
 }
 
-// store is the fosite storage of one set of clients.
+// store is the fosite storage of one issuer. Its clients are pinniped-cli and, when
+// oidcClients is set, the Ready OIDCClients.
 type store struct {
 	*Storage
-	clients map[string]fosite.Client
+	cli         fosite.Client
+	oidcClients *OIDCClients
 }
 
 var (
@@ -101,17 +107,18 @@ var (
 	_ pkce.PKCERequestStorage            = (*store)(nil)
 )
 
-func (s *Storage) forClients(clients ...fosite.Client) *store {
-	st := &store{Storage: s, clients: map[string]fosite.Client{}}
-	for _, c := range clients {
-		st.clients[c.GetID()] = c
-	}
-	return st
+func (s *Storage) forClients(oidcClients *OIDCClients) *store {
+	return &store{Storage: s, cli: pinnipedCLI(), oidcClients: oidcClients}
 }
 
+// GetClient finds a client at every use, so that a stored request is refused once its
+// OIDCClient was deleted or became unusable.
 func (s *store) GetClient(_ context.Context, id string) (fosite.Client, error) {
-	if c, ok := s.clients[id]; ok {
-		return c, nil
+	switch {
+	case id == PinnipedCLIClientID:
+		return s.cli, nil
+	case strings.HasPrefix(id, configv1alpha1.OIDCClientNamePrefix) && s.oidcClients != nil:
+		return s.oidcClients.client(id)
 	}
 	return nil, fosite.ErrNotFound.WithHintf("unknown client %q", id)
 }
@@ -295,18 +302,20 @@ func (s *store) DeleteRefreshTokenSession(ctx context.Context, signature string)
 	return s.delete(ctx, typeRefreshToken, signature)
 }
 
-// RotateRefreshToken revokes the refresh and access tokens of the login before new ones are
-// stored: a refresh token works once.
+// RotateRefreshToken deletes the refresh and access tokens of the login before new ones are
+// stored: a refresh token works once. The login goes on, so its upstream tokens stay.
 func (s *store) RotateRefreshToken(ctx context.Context, requestID, _ string) error {
-	return errors.Join(s.RevokeRefreshToken(ctx, requestID), s.RevokeAccessToken(ctx, requestID))
+	return errors.Join(s.deleteRequest(ctx, typeRefreshToken, requestID), s.deleteRequest(ctx, typeAccessToken, requestID))
 }
 
+// RevokeRefreshToken and RevokeAccessToken end a login (fosite calls them when an authorization
+// code is replayed): its upstream tokens are revoked too.
 func (s *store) RevokeRefreshToken(ctx context.Context, requestID string) error {
-	return s.deleteRequest(ctx, typeRefreshToken, requestID)
+	return s.revokeRequest(ctx, typeRefreshToken, requestID)
 }
 
 func (s *store) RevokeAccessToken(ctx context.Context, requestID string) error {
-	return s.deleteRequest(ctx, typeAccessToken, requestID)
+	return s.revokeRequest(ctx, typeAccessToken, requestID)
 }
 
 func (s *store) CreatePKCERequestSession(ctx context.Context, signature string, req fosite.Requester) error {

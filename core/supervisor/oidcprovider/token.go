@@ -31,7 +31,7 @@ func (p *provider) token(w http.ResponseWriter, r *http.Request) {
 		// Refresh tokens expire with the session, not SessionLifetime after each rotation.
 		s.SetExpiresAt(fosite.RefreshToken, s.Custom.LoginTime.Add(SessionLifetime))
 		if ar.GetGrantTypes().ExactOne(GrantRefreshToken) {
-			if err := p.refreshUpstream(ctx, s); err != nil {
+			if err := p.refreshUpstream(ctx, s, ar); err != nil {
 				p.oauth.WriteAccessError(ctx, w, ar, err)
 				return
 			}
@@ -51,8 +51,8 @@ func refusedRefresh(format string, args ...any) *fosite.RFC6749Error {
 }
 
 // refreshUpstream re-checks the session's user at the upstream identity provider, re-runs the
-// identity transformations and updates the session's identity.
-func (p *provider) refreshUpstream(ctx context.Context, s *Session) error {
+// identity transformations and updates the session's identity for the refresh request ar.
+func (p *provider) refreshUpstream(ctx context.Context, s *Session, ar fosite.Requester) error {
 	res, err := p.identityProvider(s.Custom.ProviderName, "")
 	if err != nil {
 		return refusedRefresh("%v", err)
@@ -80,7 +80,7 @@ func (p *provider) refreshUpstream(ctx context.Context, s *Session) error {
 		return refusedRefresh("the username changed since the login")
 	}
 	s.Custom.UpstreamGroups = upstreamGroups
-	p.setIdentity(s, down)
+	setIdentity(s, down, ar)
 	return nil
 }
 
@@ -246,11 +246,13 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 		IssuedAt:  now,
 		ExpiresAt: now.Add(IDTokenLifetime),
 		AuthTime:  s.Claims.AuthTime,
-		Extra: map[string]any{
-			"azp":      r.GetClient().GetID(),
-			"username": s.Custom.Username,
-			"groups":   slices.Clone(s.Custom.Groups),
-		},
+		Extra:     map[string]any{"azp": r.GetClient().GetID()},
+	}
+	if grantedClaim(orig, ScopeUsername) {
+		claims.Extra["username"] = s.Custom.Username
+	}
+	if grantedClaim(orig, ScopeGroups) {
+		claims.Extra["groups"] = slices.Clone(s.Custom.Groups)
 	}
 	idToken, _, err := t.provider.signer.Generate(ctx, claims.ToMapClaims(), &jwt.Headers{Extra: map[string]any{"kid": t.provider.keyID}})
 	if err != nil {

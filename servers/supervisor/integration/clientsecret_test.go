@@ -32,7 +32,7 @@ func TestOIDCClientSecretRequestThroughTheAggregator(t *testing.T) {
 		_ = env.supervisor.ConfigV1alpha1().OIDCClients(supervisorNamespace).Delete(context.Background(), clientName, metav1.DeleteOptions{})
 	})
 	// No CA bundle: the APIService becomes available only once the Supervisor has filled it in.
-	aggregatortest.RegisterAPIService(ctx, t, env.cp.RESTConfig(), supervisorNamespace, apiServiceName, env.apiPort, nil)
+	ensureAPIService(ctx, t)
 
 	requests := env.supervisor.ClientsecretV1alpha1().OIDCClientSecretRequests(supervisorNamespace)
 	resp, err := requests.Create(ctx, &clientsecretv1alpha1.OIDCClientSecretRequest{

@@ -1,9 +1,9 @@
 // Package server runs the Supervisor: it reads the configuration, builds clients and informers,
-// starts the FederationDomain and upstream identity provider controllers and the session garbage
-// collector, serves every FederationDomain's endpoints (discovery, JWKS and the OAuth endpoints)
-// on the configured listeners with the TLS certificate chosen by SNI, and serves the
-// OIDCClientSecretRequest aggregated API with a certificate it manages itself, until the context
-// ends.
+// starts the FederationDomain, upstream identity provider and OIDCClient controllers and the
+// session garbage collector, serves every FederationDomain's endpoints (discovery, JWKS and the
+// OAuth endpoints, whose clients are pinniped-cli and the OIDCClients) on the configured listeners
+// with the TLS certificate chosen by SNI, and serves the OIDCClientSecretRequest aggregated API
+// with a certificate it manages itself, until the context ends.
 package server
 
 import (
@@ -24,10 +24,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"sealion.dev/core/controllers/federationdomain"
+	oidcclientcontroller "sealion.dev/core/controllers/oidcclient"
 	"sealion.dev/core/controllers/upstreamidp"
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	"sealion.dev/core/groupsuffix"
+	"sealion.dev/core/supervisor/clientsecrets"
 	"sealion.dev/core/supervisor/discovery"
 	"sealion.dev/core/supervisor/issuer"
 	"sealion.dev/core/supervisor/oidcprovider"
@@ -87,9 +89,10 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	// Each new FederationDomain costs four Secret creations and a status update; client-go's
-	// default of 5 requests per second would make a start with many of them take seconds.
-	restConfig.QPS, restConfig.Burst = 25, 50
+	// Every login stores its session in Secrets (about 13 requests from authorize to token), so a
+	// client-side limit caps logins per second (25 requests/s allowed 1.9 logins/s in make bench).
+	// The API server's priority and fairness already bounds what this client may take.
+	restConfig.QPS = -1
 	kubeClient, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return err
@@ -114,7 +117,14 @@ func Run(ctx context.Context, o *Options) error {
 	// upstreamidp controller made Ready in the registry, at each request.
 	storage := oidcprovider.NewStorage(kubeClient.CoreV1().Secrets(o.Namespace))
 	registry := &upstreams.Registry{}
-	issuers := issuer.NewMux(discovery.Endpoints{}, oidcprovider.New(storage, registry))
+	// OIDCClients are looked up in the informer caches at each request.
+	oidcClients := crFactory.Config().V1alpha1().OIDCClients()
+	endpoints := oidcprovider.New(storage, registry).WithClients(&oidcprovider.OIDCClients{
+		Clients:       oidcClients.Lister().OIDCClients(o.Namespace),
+		Secrets:       kubeFactory.Core().V1().Secrets().Lister().Secrets(o.Namespace),
+		MinBcryptCost: clientsecrets.BcryptCost,
+	})
+	issuers := issuer.NewMux(discovery.Endpoints{}, endpoints)
 	controller, err := federationdomain.New(federationdomain.Config{
 		Namespace:                   o.Namespace,
 		APIGroupSuffix:              suffix,
@@ -140,6 +150,10 @@ func Run(ctx context.Context, o *Options) error {
 		Secrets:         kubeFactory.Core().V1().Secrets(),
 		ConfigMaps:      kubeFactory.Core().V1().ConfigMaps(),
 	}, registry)
+	clientController := oidcclientcontroller.New(o.Namespace, supervisorClient, oidcclientcontroller.Informers{
+		OIDCClients: oidcClients,
+		Secrets:     kubeFactory.Core().V1().Secrets(),
+	}, clientsecrets.BcryptCost)
 	api, err := newAggregatedAPI(o, cfg, restConfig, kubeClient, supervisorClient)
 	if err != nil {
 		return err
@@ -149,6 +163,7 @@ func Run(ctx context.Context, o *Options) error {
 	crFactory.Start(ctx.Done())
 	go controller.Run(ctx)
 	go upstreamController.Run(ctx)
+	go clientController.Run(ctx)
 	go storage.RunGarbageCollector(ctx)
 
 	handler := withHealthz(issuers)
