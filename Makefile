@@ -175,6 +175,7 @@ test: verify-generate unit integration fuzz matrix-ci-if-allowed ## everything C
 bench: kube-binaries ## benchmarks: in-server exchange cost and a load run through the aggregation layer
 	$(GO) test -run '^$$' -bench . -benchmem ./core/certauthority/ ./core/credential/
 	$(GO) test -count=1 -run '^TestLoad' -v ./servers/concierge/integration/ -load
+	$(GO) test -count=1 -run '^TestLoad' -v ./servers/supervisor/integration/ -load
 	$(MAKE) bench-proxy-if-allowed
 
 .PHONY: bench-proxy-if-allowed

@@ -1,0 +1,486 @@
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/fixtures/ldap"
+)
+
+var (
+	load         = flag.Bool("load", false, "run the Supervisor load test: LDAP password logins and token exchanges (make bench)")
+	loadDuration = flag.Duration("load-duration", 5*time.Second, "how long each load step runs")
+)
+
+const (
+	// loadUsers is how many LDAP users the logins rotate through, so that a per-user limit on
+	// password logins does not decide the numbers.
+	loadUsers = 1000
+	// loadAudience is the cluster the exchanged ID tokens are for.
+	loadAudience = "load-cluster"
+)
+
+var loadConcurrency = []int{1, 8, 32}
+
+// TestLoad logs in through the CLI's cli_password flow against an LDAPIdentityProvider (a real
+// slapd) and exchanges the resulting access tokens for a cluster's ID token (RFC 8693), as fast as
+// a number of concurrent clients can, at the Supervisor binary acting as its ServiceAccount, with
+// its sessions in the real kube-apiserver. It prints throughput, latency percentiles and the
+// Supervisor's memory. It is a measurement: it fails only if a login or an exchange fails.
+func TestLoad(t *testing.T) {
+	if !*load {
+		t.Skip("load run is opt-in: go test -load (make bench runs it)")
+	}
+	if _, err := ldap.FindSlapd(); err != nil {
+		t.Skipf("skipping: no slapd (make host-deps installs it): %v", err)
+	}
+	ctx := context.Background()
+	users := make([]ldap.User, loadUsers)
+	for i := range users {
+		name := fmt.Sprintf("load-%03d", i)
+		users[i] = ldap.User{Username: name, CommonName: name, Mail: name + "@example.com", Password: "pw-" + name, Groups: []string{"load"}}
+	}
+	start := time.Now()
+	dir, err := ldap.Start(ctx, ldap.Options{Users: users})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dir.Close() })
+	t.Logf("slapd with %d users started in %v", loadUsers, time.Since(start).Round(time.Millisecond))
+
+	issuerURL := setUpLoadIssuer(t, dir)
+	client := loadClient()
+	cli := &oauth2.Config{
+		ClientID: "pinniped-cli",
+		Endpoint: oauth2.Endpoint{
+			AuthURL: issuerURL + "/oauth2/authorize", TokenURL: issuerURL + "/oauth2/token", AuthStyle: oauth2.AuthStyleInParams,
+		},
+		RedirectURL: "http://127.0.0.1:48095/callback",
+		// The CLI's default scopes for a Supervisor.
+		Scopes: []string{"offline_access", "openid", "pinniped:request-audience", "username", "groups"},
+	}
+	var next atomic.Int64
+	login := func(ctx context.Context) (*oauth2.Token, error) {
+		u := users[int(next.Add(1))%len(users)]
+		return passwordLogin(ctx, client, cli, u.Username, u.Password)
+	}
+	// The endpoints serve the identity provider once the registry has it, which may be a moment
+	// after the FederationDomain says Ready.
+	eventually(t, "a first password login", func() error {
+		_, err := login(ctx)
+		return err
+	})
+
+	secretsBefore := countSecrets(t)
+	memBefore := supervisorMemory(t)
+	requestsBefore := secretRequests(t)
+	throttledBefore := throttlingWaits(t)
+	var rows []string
+	var logins int
+	for _, clients := range loadConcurrency {
+		r := runSupervisorLoad(t, "password login", clients, func(ctx context.Context, _ int) error {
+			_, err := login(ctx)
+			return err
+		})
+		logins += r.count
+		rows = append(rows, r.row("CLI password login (authorize + token)", clients))
+	}
+	secretsAfter := countSecrets(t)
+	loginRequests := secretRequests(t).minus(requestsBefore)
+	var exchanges int
+	var exchangeRequests requestCounts
+	for _, clients := range loadConcurrency {
+		// Each client exchanges its own session's access token, as one CLI per user would.
+		accessTokens := make([]string, clients)
+		for i := range accessTokens {
+			tok, err := login(ctx)
+			if err != nil {
+				t.Fatalf("logging in for the exchanges: %v", err)
+			}
+			accessTokens[i] = tok.AccessToken
+		}
+		before := secretRequests(t)
+		r := runSupervisorLoad(t, "token exchange", clients, func(ctx context.Context, c int) error {
+			return exchange(ctx, client, issuerURL, accessTokens[c])
+		})
+		exchanges += r.count
+		exchangeRequests = exchangeRequests.plus(secretRequests(t).minus(before))
+		rows = append(rows, r.row("RFC 8693 token exchange (pinniped-cli → "+loadAudience+")", clients))
+	}
+	memAfter := supervisorMemory(t)
+	throttled := throttlingWaits(t) - throttledBefore
+
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n### Supervisor: LDAP password logins and token exchanges (%s per step, this machine: %d cores)\n\n", *loadDuration, runtime.NumCPU())
+	fmt.Fprintln(&out, "The Supervisor binary (acting as its ServiceAccount, with the install's RBAC) serves a FederationDomain whose")
+	fmt.Fprintf(&out, "LDAPIdentityProvider is a local slapd (LDAPS); sessions are Secrets in a local etcd + kube-apiserver. Logins rotate through %d\n", loadUsers)
+	fmt.Fprintln(&out, "LDAP users, so a per-user login limit is not what is measured. N clients are goroutines sharing one HTTP/1.1 connection pool;")
+	fmt.Fprintln(&out, "everything, the clients included, runs on this host. A login (its two HTTP requests) counts once in Requests and req/s.")
+	fmt.Fprintln(&out)
+	fmt.Fprintln(&out, "| Operation | Clients | Requests | req/s | p50 | p99 |")
+	fmt.Fprintln(&out, "|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(&out, strings.Join(rows, "\n"))
+	fmt.Fprintf(&out, "\nSecret requests the kube-apiserver served (its apiserver_request_total), per operation: a login %s; an exchange %s.\n",
+		loginRequests.per(logins), exchangeRequests.per(exchanges))
+	fmt.Fprintf(&out, "The Supervisor's kube client waited %d times for its client-side rate limit (client-go's QPS and burst; its log's \"client-side throttling\"):\n"+
+		"where that is not 0, the limit, not the work, sets these numbers (a limit of Q requests/s allows Q/%.0f logins/s and Q/%.0f exchanges/s).\n",
+		throttled, loginRequests.total(logins), exchangeRequests.total(exchanges))
+	fmt.Fprintf(&out, "Session Secrets left by the %d measured logins: %d (%.1f per login).\n",
+		logins, secretsAfter-secretsBefore, float64(secretsAfter-secretsBefore)/float64(logins))
+	fmt.Fprintf(&out, "\nSupervisor process memory (VmRSS and VmHWM from /proc/%d/status):\n\n", env.process.Process.Pid)
+	fmt.Fprintln(&out, "| RSS before the load | RSS after the load | Peak RSS |")
+	fmt.Fprintln(&out, "|---:|---:|---:|")
+	fmt.Fprintf(&out, "| %s | %s | %s |\n\n", mib(memBefore.rss), mib(memAfter.rss), mib(memAfter.peak))
+	fmt.Print(out.String())
+}
+
+// setUpLoadIssuer creates the LDAPIdentityProvider for dir, its bind Secret, and a
+// FederationDomain with its own TLS certificate that lists it; it returns the issuer URL once the
+// FederationDomain is Ready.
+func setUpLoadIssuer(t *testing.T, dir *ldap.LDAP) string {
+	t.Helper()
+	secrets := env.kube.CoreV1().Secrets(supervisorNamespace)
+	createObject(t, secrets.Create, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "load-ldap-bind"},
+		Type:       corev1.SecretTypeBasicAuth,
+		StringData: map[string]string{corev1.BasicAuthUsernameKey: dir.BindDN, corev1.BasicAuthPasswordKey: dir.BindPassword},
+	})
+	t.Cleanup(func() { _ = secrets.Delete(context.Background(), "load-ldap-bind", metav1.DeleteOptions{}) })
+	idps := env.supervisor.IdpV1alpha1().LDAPIdentityProviders(supervisorNamespace)
+	createObject(t, idps.Create, &idpv1alpha1.LDAPIdentityProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: "load-ldap"},
+		Spec: idpv1alpha1.LDAPIdentityProviderSpec{
+			Host: dir.LDAPSAddress,
+			TLS:  &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(dir.CABundle)},
+			Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: "load-ldap-bind"},
+			UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{
+				Base: ldap.UsersBaseDN, Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"},
+			},
+			GroupSearch: idpv1alpha1.LDAPIdentityProviderGroupSearch{
+				Base: ldap.GroupsBaseDN, Attributes: idpv1alpha1.LDAPIdentityProviderGroupSearchAttributes{GroupName: "cn"},
+			},
+		},
+	})
+	t.Cleanup(func() { _ = idps.Delete(context.Background(), "load-ldap", metav1.DeleteOptions{}) })
+	eventually(t, "LDAPIdentityProvider Ready", func() error {
+		idp, err := idps.Get(context.Background(), "load-ldap", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if idp.Status.Phase != idpv1alpha1.PhaseReady {
+			return fmt.Errorf("phase %q, conditions %+v", idp.Status.Phase, idp.Status.Conditions)
+		}
+		return nil
+	})
+
+	createTLSSecret(t, "load-tls", "load.example.test")
+	issuerURL := fmt.Sprintf("https://load.example.test:%d/load-issuer", env.port)
+	createFederationDomain(t, "load", configv1alpha1.FederationDomainSpec{
+		Issuer: issuerURL,
+		TLS:    &configv1alpha1.FederationDomainTLSSpec{SecretName: "load-tls"},
+		IdentityProviders: []configv1alpha1.FederationDomainIdentityProvider{{
+			DisplayName: loadIDPDisplayName,
+			ObjectRef:   corev1.TypedLocalObjectReference{APIGroup: ptr.To(idpv1alpha1.GroupName), Kind: "LDAPIdentityProvider", Name: "load-ldap"},
+		}},
+	})
+	waitForConditions(t, "load", configv1alpha1.PhaseReady, map[string]string{})
+	return issuerURL
+}
+
+const loadIDPDisplayName = "Load LDAP"
+
+// loadClient reaches the Supervisor whatever the URL's host, trusts the test CA, keeps enough
+// idle connections for every concurrent client, and follows no redirect (the CLI reads the
+// authorization response from the redirect itself).
+func loadClient() *http.Client {
+	roots := x509.NewCertPool()
+	roots.AddCert(env.ca.Certificate())
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	return &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return dialer.DialContext(ctx, "tcp", env.address)
+			},
+			TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+			MaxIdleConnsPerHost: 2 * slices.Max(loadConcurrency),
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// passwordLogin is the pinniped CLI's cli_password login: the authorization request with state,
+// nonce, PKCE (S256) and the identity provider's name and type, the credentials in headers, and
+// the code from the redirect's query redeemed at the token endpoint.
+func passwordLogin(ctx context.Context, client *http.Client, cli *oauth2.Config, username, password string) (*oauth2.Token, error) {
+	verifier, state := oauth2.GenerateVerifier(), rand.Text()
+	authURL := cli.AuthCodeURL(state, oidc.Nonce(rand.Text()), oauth2.S256ChallengeOption(verifier),
+		oauth2.SetAuthURLParam("pinniped_idp_name", loadIDPDisplayName), oauth2.SetAuthURLParam("pinniped_idp_type", "ldap"))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Pinniped-Username", username)
+	req.Header.Set("Pinniped-Password", password)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	loc, err := resp.Location()
+	if err != nil {
+		return nil, fmt.Errorf("authorization request for %s: %s without a redirect", username, resp.Status)
+	}
+	q := loc.Query()
+	if q.Get("code") == "" || q.Get("state") != state {
+		return nil, fmt.Errorf("authorization request for %s: redirected with error %q: %s", username, q.Get("error"), q.Get("error_description"))
+	}
+	tok, err := cli.Exchange(context.WithValue(ctx, oauth2.HTTPClient, client), q.Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		return nil, fmt.Errorf("redeeming the code of %s: %w", username, err)
+	}
+	if tok.AccessToken == "" || tok.Extra("id_token") == nil {
+		return nil, fmt.Errorf("the token response for %s lacks an access or ID token", username)
+	}
+	return tok, nil
+}
+
+// exchange is the CLI's RFC 8693 token exchange of its access token for an ID token whose
+// audience is a cluster.
+func exchange(ctx context.Context, client *http.Client, issuerURL, accessToken string) error {
+	form := url.Values{
+		"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"}, "client_id": {"pinniped-cli"},
+		"audience": {loadAudience}, "subject_token": {accessToken},
+		"subject_token_type":   {"urn:ietf:params:oauth:token-type:access_token"},
+		"requested_token_type": {"urn:ietf:params:oauth:token-type:jwt"},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, issuerURL+"/oauth2/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return err
+	}
+	var got struct {
+		AccessToken     string `json:"access_token"`
+		IssuedTokenType string `json:"issued_token_type"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &got) != nil || got.AccessToken == "" {
+		return fmt.Errorf("token exchange: %s: %s", resp.Status, body)
+	}
+	return nil
+}
+
+type supervisorLoadResult struct {
+	count    int
+	p50, p99 time.Duration
+	rps      float64
+}
+
+func (r supervisorLoadResult) row(operation string, clients int) string {
+	return fmt.Sprintf("| %s | %d | %d | %.1f | %s | %s |", operation, clients, r.count, r.rps, msString(r.p50), msString(r.p99))
+}
+
+// runSupervisorLoad calls op from clients goroutines (op learns which), each one call after
+// another, starting calls for loadDuration and letting the last ones finish (a login may take
+// seconds under load), and returns the throughput and latency percentiles of the calls that
+// succeeded; failures fail the test.
+func runSupervisorLoad(t *testing.T, what string, clients int, op func(ctx context.Context, client int) error) supervisorLoadResult {
+	t.Helper()
+	var mu sync.Mutex
+	var all []time.Duration
+	var failures []error
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(*loadDuration)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			var bad []error
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				began := time.Now()
+				err := op(ctx, c)
+				cancel()
+				if err != nil {
+					bad = append(bad, err)
+					continue
+				}
+				mine = append(mine, time.Since(began))
+			}
+			mu.Lock()
+			all, failures = append(all, mine...), append(failures, bad...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if len(failures) > 0 {
+		t.Errorf("%s with %d clients: %d calls failed; the first: %v", what, clients, len(failures), failures[0])
+	}
+	if len(all) == 0 {
+		t.Fatalf("%s with %d clients: no call completed%s", what, clients, env.serverLog())
+	}
+	slices.Sort(all)
+	return supervisorLoadResult{count: len(all), p50: all[len(all)/2], p99: all[len(all)*99/100], rps: float64(len(all)) / elapsed.Seconds()}
+}
+
+func countSecrets(t *testing.T) int {
+	t.Helper()
+	list, err := env.kube.CoreV1().Secrets(supervisorNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+// requestCounts are the kube-apiserver's Secret requests on single objects, by verb.
+type requestCounts map[string]float64
+
+func (c requestCounts) minus(o requestCounts) requestCounts {
+	d := requestCounts{}
+	for verb, n := range c {
+		if n -= o[verb]; n != 0 {
+			d[verb] = n
+		}
+	}
+	return d
+}
+
+func (c requestCounts) plus(o requestCounts) requestCounts {
+	s := requestCounts{}
+	for verb, n := range c {
+		s[verb] = n
+	}
+	for verb, n := range o {
+		s[verb] += n
+	}
+	return s
+}
+
+// total is the requests per op.
+func (c requestCounts) total(ops int) float64 {
+	var total float64
+	for _, n := range c {
+		total += n
+	}
+	return total / float64(ops)
+}
+
+// per describes the counts divided by ops, e.g. "13.0 (3.0 POST, 5.0 GET, ...)".
+func (c requestCounts) per(ops int) string {
+	if ops == 0 {
+		return "n/a"
+	}
+	var parts []string
+	for _, verb := range slices.Sorted(maps.Keys(c)) {
+		parts = append(parts, fmt.Sprintf("%.1f %s", c[verb]/float64(ops), verb))
+	}
+	return fmt.Sprintf("%.1f (%s)", c.total(ops), strings.Join(parts, ", "))
+}
+
+// secretRequests reads how many requests on single Secrets the kube-apiserver has served, from
+// its metrics: during the load steps they are the Supervisor's session storage.
+func secretRequests(t *testing.T) requestCounts {
+	t.Helper()
+	raw, err := env.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("reading the kube-apiserver's metrics: %v", err)
+	}
+	counts := requestCounts{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		labels, value, found := strings.Cut(rest, "} ")
+		if !ok || !found || !strings.Contains(labels, `resource="secrets"`) || !strings.Contains(labels, `scope="resource"`) {
+			continue
+		}
+		_, verb, _ := strings.Cut(labels, `verb="`)
+		verb, _, _ = strings.Cut(verb, `"`)
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		counts[verb] += n
+	}
+	return counts
+}
+
+// throttlingWaits counts the Supervisor's log lines of client-go waiting for the client-side rate
+// limit (logged from 50 ms at the debug level the tests run it with).
+func throttlingWaits(t *testing.T) int {
+	t.Helper()
+	data, err := os.ReadFile(env.logPath)
+	if err != nil {
+		t.Fatalf("reading the Supervisor's log: %v", err)
+	}
+	return strings.Count(string(data), "client-side throttling")
+}
+
+type processMemory struct{ rss, peak int64 }
+
+// supervisorMemory reads the Supervisor process's resident set size and its high-water mark.
+func supervisorMemory(t *testing.T) processMemory {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", env.process.Process.Pid))
+	if err != nil {
+		t.Fatalf("reading the Supervisor's memory: %v", err)
+	}
+	var m processMemory
+	for _, line := range strings.Split(string(status), "\n") {
+		field, value, _ := strings.Cut(line, ":")
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		switch {
+		case err != nil:
+		case field == "VmRSS":
+			m.rss = kb << 10
+		case field == "VmHWM":
+			m.peak = kb << 10
+		}
+	}
+	if m.rss == 0 {
+		t.Fatal("no VmRSS in the Supervisor's /proc status")
+	}
+	return m
+}
+
+func msString(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
