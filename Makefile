@@ -133,7 +133,7 @@ matrix-ci-if-allowed:
 CELLS ?=
 MATRIX_BUDGET ?= 0
 KUBE_MINOR := $(subst v,,$(basename $(KUBE_VERSION)))
-MATRIX_CI_CELLS := {kubeadm,gke,kind}/$(KUBE_MINOR)/{webhook,dex-browser}
+MATRIX_CI_CELLS := {kubeadm,gke,kind}/$(KUBE_MINOR)/*
 
 .PHONY: matrix
 matrix: deps ## conformance matrix, every cell or CELLS, report in _output/matrix (clusters on this machine need ALLOW_HOST_CHANGES=true)
@@ -141,7 +141,7 @@ matrix: deps ## conformance matrix, every cell or CELLS, report in _output/matri
 	$(GO) run ./matrix/cmd/matrix --cells '$(CELLS)' --budget $(MATRIX_BUDGET)
 
 .PHONY: matrix-ci
-matrix-ci: ## the matrix's CI subset: kubeadm, gke and kind on KUBE_VERSION's minor, webhook and Dex browser login
+matrix-ci: ## the matrix's CI subset: kubeadm, gke and kind on KUBE_VERSION's minor, every identity path
 	$(MAKE) matrix CELLS='$(MATRIX_CI_CELLS)'
 
 .PHONY: generate
@@ -172,7 +172,7 @@ fuzz: deps ## fuzz the token authentication path for a short time
 test: verify-generate unit integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci)
 
 .PHONY: bench
-bench: kube-binaries ## benchmarks: in-server exchange cost and a load run through the aggregation layer
+bench: kube-binaries ## benchmarks: in-server exchange cost, load runs through the aggregation layer and the Supervisor, the proxy on a cluster
 	$(GO) test -run '^$$' -bench . -benchmem ./core/certauthority/ ./core/credential/
 	$(GO) test -count=1 -run '^TestLoad' -v ./servers/concierge/integration/ -load
 	$(GO) test -count=1 -run '^TestLoad' -v ./servers/supervisor/integration/ -load

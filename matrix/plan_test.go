@@ -119,10 +119,7 @@ func TestPlanRejectsPatternsThatSelectNothing(t *testing.T) {
 
 func TestGroupRuns(t *testing.T) {
 	t.Parallel()
-	c, err := DefaultCatalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := catalogWithUnbuilt(t, "ldap", "ad")
 	o := planOpts("kubeadm/1.33/{ldap,ad},kubeadm/1.34,kubeadm/1.38/webhook", t)
 	// containerd 1.6 cannot run 1.38's kubelet (hostcheck.Rules).
 	o.Versions = kubeversions.Newest([]string{"v1.33.13", "v1.34.4", "v1.38.0"}, 3)
@@ -147,10 +144,7 @@ func TestGroupRuns(t *testing.T) {
 
 func TestGoTest(t *testing.T) {
 	t.Parallel()
-	c, err := DefaultCatalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := catalogWithUnbuilt(t, "ldap")
 	groups, err := c.Plan(planOpts("kubeadm/1.33/{webhook,ldap}", t))
 	if err != nil {
 		t.Fatal(err)

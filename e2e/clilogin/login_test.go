@@ -64,7 +64,7 @@ func TestLoginOIDCWithDex(t *testing.T) {
 	verifier := verifierFor(ctx, t, idp)
 
 	began := time.Now()
-	out, err := steps.RunWithBrowserLogin(ctx, plugin(ctx), b, user.Email, user.Password)
+	out, err := steps.RunWithBrowserLogin(ctx, plugin(ctx), b, browser.Login{Username: user.Email, Password: user.Password})
 	if err != nil {
 		t.Fatalf("browser login: %v\n%s", err, out)
 	}

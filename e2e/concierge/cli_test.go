@@ -83,7 +83,7 @@ func TestCLIBrowserLogin(t *testing.T) {
 		Assess("the first kubectl logs in through the browser, later ones run from the caches", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			user := newOIDCUser(ctx, t, cfg, idp)
 			began := time.Now()
-			if out, err := user.kubectlWithBrowserLogin(ctx, t, chromium, dex.DefaultUser, "get", "pods", "-n", "kube-system"); err != nil {
+			if out, err := user.kubectlWithBrowserLogin(ctx, t, chromium, dexLogin(dex.DefaultUser), "get", "pods", "-n", "kube-system"); err != nil {
 				t.Fatalf("first kubectl: %v\n%s", err, out)
 			}
 			t.Logf("first kubectl, browser login included: %s", time.Since(began).Round(time.Millisecond))
@@ -114,7 +114,7 @@ func TestCLIBrowserLogin(t *testing.T) {
 		}).
 		Assess("a user outside the group logs in but is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			user := newOIDCUser(ctx, t, cfg, idp)
-			out, err := user.kubectlWithBrowserLogin(ctx, t, chromium, outsider, "get", "pods", "-n", "kube-system")
+			out, err := user.kubectlWithBrowserLogin(ctx, t, chromium, dexLogin(outsider), "get", "pods", "-n", "kube-system")
 			if err == nil || !strings.Contains(out, `"walter@example.com" cannot list resource "pods"`) {
 				t.Errorf("kubectl as %s: %v\n%s, want Forbidden", outsider.Email, err, out)
 			}
@@ -138,6 +138,10 @@ func TestCLIBrowserLogin(t *testing.T) {
 type cliUser struct {
 	cli, home, kubeconfig string
 	credentialCache       string
+	// sessionCache is the OIDC session cache, when the login is one; extraEnv is added to the
+	// user's environment.
+	sessionCache string
+	extraEnv     []string
 }
 
 // newCLIUser runs `pinniped get kubeconfig` as the admin with the given flags.
@@ -170,7 +174,7 @@ func newOIDCUser(ctx context.Context, t *testing.T, cfg *envconf.Config, idp *de
 }
 
 func (u cliUser) env() []string {
-	return append(os.Environ(), "HOME="+u.home, "KUBECONFIG="+u.kubeconfig)
+	return append(append(os.Environ(), "HOME="+u.home, "KUBECONFIG="+u.kubeconfig), u.extraEnv...)
 }
 
 // pinniped runs the CLI as this user and returns its combined output.
@@ -203,8 +207,13 @@ func (u cliUser) kubectlOutput(ctx context.Context, args ...string) (stdout, std
 	return o.String(), e.String(), err
 }
 
-// kubectlWithBrowserLogin runs kubectl and logs in as user in the browser when the plugin asks.
-func (u cliUser) kubectlWithBrowserLogin(ctx context.Context, t *testing.T, b *browser.Browser, user dex.User, args ...string) (string, error) {
+// dexLogin is the browser's part of a login as user on Dex's own form.
+func dexLogin(user dex.User) browser.Login {
+	return browser.Login{Username: user.Email, Password: user.Password}
+}
+
+// kubectlWithBrowserLogin runs kubectl and completes the login in the browser when the plugin asks.
+func (u cliUser) kubectlWithBrowserLogin(ctx context.Context, t *testing.T, b *browser.Browser, login browser.Login, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -214,7 +223,7 @@ func (u cliUser) kubectlWithBrowserLogin(ctx context.Context, t *testing.T, b *b
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "kubectl"), append([]string{"--kubeconfig", u.kubeconfig}, args...)...)
 	cmd.Env = u.env()
-	return steps.RunWithBrowserLogin(ctx, cmd, b, user.Email, user.Password)
+	return steps.RunWithBrowserLogin(ctx, cmd, b, login)
 }
 
 // cachedCertificates lists the client certificates in the user's credential cache file.
@@ -245,6 +254,35 @@ func (u cliUser) expireCachedCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(u.credentialCache, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expireSessions moves the expiry of the access and ID tokens in the session cache into the
+// past, as two minutes of waiting would, so that the next login refreshes the session.
+func (u cliUser) expireSessions(t *testing.T) {
+	t.Helper()
+	raw, err := os.ReadFile(u.sessionCache)
+	if err != nil {
+		t.Fatalf("the session cache: %v", err)
+	}
+	var f map[string]any
+	if err := yaml.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("the session cache: %v", err)
+	}
+	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	for _, s := range f["sessions"].([]any) {
+		tokens := s.(map[string]any)["tokens"].(map[string]any)
+		for _, kind := range []string{"access", "id"} {
+			if tok, ok := tokens[kind].(map[string]any); ok {
+				tok["expiryTimestamp"] = past
+			}
+		}
+	}
+	if raw, err = yaml.Marshal(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(u.sessionCache, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

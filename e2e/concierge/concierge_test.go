@@ -68,7 +68,7 @@ func TestTokenCredentialRequestWithLocalUsers(t *testing.T) {
 				// The proxy's signer exists once the proxy is set up.
 				waitForStrategy(ctx, t, cfg, configv1alpha1.StrategyTypeImpersonationProxy)
 			}
-			resp := kubectlExchange(ctx, t, cfg, "pinny:correct horse")
+			resp := kubectlExchange(ctx, t, cfg, "pinny:correct horse", "WebhookAuthenticator", "local-users")
 			if resp.Status.Credential == nil {
 				t.Fatalf("no credential; message %v", resp.Status.Message)
 			}
@@ -92,7 +92,7 @@ func TestTokenCredentialRequestWithLocalUsers(t *testing.T) {
 			return ctx
 		}).
 		Assess("a wrong password is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			resp := kubectlExchange(ctx, t, cfg, "pinny:battery staple")
+			resp := kubectlExchange(ctx, t, cfg, "pinny:battery staple", "WebhookAuthenticator", "local-users")
 			if resp.Status.Credential != nil || resp.Status.Message == nil || *resp.Status.Message != "authentication failed" {
 				t.Errorf("got %+v, want the uniform authentication failure", resp.Status)
 			}
@@ -156,14 +156,16 @@ func expectedSigner(ctx context.Context, t *testing.T, cfg *envconf.Config) *x50
 	return parseCert(t, string(s.Data["ca.crt"]))
 }
 
-func kubectlExchange(ctx context.Context, t *testing.T, cfg *envconf.Config, token string) *loginv1alpha1.TokenCredentialRequest {
+// kubectlExchange creates a TokenCredentialRequest for token with the authenticator of the given
+// kind and name, as the admin.
+func kubectlExchange(ctx context.Context, t *testing.T, cfg *envconf.Config, token, kind, name string) *loginv1alpha1.TokenCredentialRequest {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{
 		"apiVersion": "login.concierge.pinniped.dev/v1alpha1",
 		"kind":       "TokenCredentialRequest",
 		"spec": map[string]any{
 			"token":         token,
-			"authenticator": map[string]any{"apiGroup": authv1alpha1.GroupName, "kind": "WebhookAuthenticator", "name": "local-users"},
+			"authenticator": map[string]any{"apiGroup": authv1alpha1.GroupName, "kind": kind, "name": name},
 		},
 	})
 	if err != nil {

@@ -56,7 +56,7 @@ func TestKubeClusterSigningCertificate(t *testing.T) {
 				_ = kube.RbacV1().ClusterRoleBindings().Delete(context.WithoutCancel(ctx), binding.Name, metav1.DeleteOptions{})
 			}()
 
-			cred := kubectlExchange(ctx, t, cfg, "pinny:correct horse").Status.Credential
+			cred := kubectlExchange(ctx, t, cfg, "pinny:correct horse", "WebhookAuthenticator", "local-users").Status.Credential
 			if cred == nil {
 				t.Fatal("no credential")
 			}

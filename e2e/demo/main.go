@@ -186,7 +186,7 @@ func showKubectl(ctx context.Context, kubeconfig string, b *browser.Browser, use
 	var err error
 	if b != nil {
 		var o string
-		o, err = steps.RunWithBrowserLogin(ctx, cmd, b, user.Email, user.Password)
+		o, err = steps.RunWithBrowserLogin(ctx, cmd, b, browser.Login{Username: user.Email, Password: user.Password})
 		out = []byte(o)
 	} else {
 		out, err = cmd.CombinedOutput()

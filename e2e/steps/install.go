@@ -54,14 +54,30 @@ func InstallConcierge(components ...string) []env.Func {
 			"crd/webhookauthenticators.authentication.concierge.pinniped.dev", "crd/credentialissuers.config.concierge.pinniped.dev"),
 		applyWithComponents(RepoPath("servers/concierge/deploy"), components...),
 		WaitFor(3*time.Minute, "condition=Available", "-n", "pinniped-concierge", "deployment/pinniped-concierge"),
-		waitForAPIServices(2*time.Minute, "v1alpha1.login.concierge.pinniped.dev", "v1alpha1.identity.concierge.pinniped.dev"),
+		waitForAPIServices(2*time.Minute, server{"pinniped-concierge", "concierge", "/apis/login.concierge.pinniped.dev/v1alpha1"},
+			"v1alpha1.login.concierge.pinniped.dev", "v1alpha1.identity.concierge.pinniped.dev"),
 	}
 }
 
-// waitForAPIServices waits until the aggregated APIs are Available. When they are not, the error
-// carries what tells why: the APIServices' status, which pods back the Service, and each
-// Concierge pod's own answer for the group, asked through the API server's pod proxy.
-func waitForAPIServices(timeout time.Duration, names ...string) env.Func {
+// InstallSupervisor installs the Supervisor (CRDs included) from servers/supervisor/deploy and
+// waits until its replicas are ready and its aggregated API is served.
+func InstallSupervisor() []env.Func {
+	return []env.Func{
+		ApplyKustomization(RepoPath("servers/supervisor/deploy")),
+		WaitFor(3*time.Minute, "condition=Available", "-n", "pinniped-supervisor", "deployment/pinniped-supervisor"),
+		waitForAPIServices(2*time.Minute, server{"pinniped-supervisor", "supervisor", "/apis/clientsecret.supervisor.pinniped.dev/v1alpha1"},
+			"v1alpha1.clientsecret.supervisor.pinniped.dev"),
+	}
+}
+
+// server names an aggregated API server's pods, for diagnostics: its namespace, the value of its
+// deployment.pinniped.dev label, and a path of its API.
+type server struct{ namespace, deployment, apiPath string }
+
+// waitForAPIServices waits until the aggregated APIs of srv are Available. When they are not, the
+// error carries what tells why: the APIServices' status, which pods back the Service, and each
+// pod's own answer for the API, asked through the API server's pod proxy.
+func waitForAPIServices(timeout time.Duration, srv server, names ...string) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		args := []string{"wait", "--for=condition=Available", fmt.Sprintf("--timeout=%s", timeout)}
 		for _, n := range names {
@@ -81,12 +97,12 @@ func waitForAPIServices(timeout time.Duration, names ...string) env.Func {
 		}
 		report := "\n--- APIService conditions:\n" + diag(append([]string{"get", "-o",
 			`jsonpath={range .items[*]}{.metadata.name}: {.status.conditions[*].message}{"\n"}{end}`, "apiservice"}, names...)...) +
-			"\n--- Concierge endpoints and pods:\n" + diag("get", "endpointslices,pods", "-n", "pinniped-concierge", "-o", "wide")
-		pods := diag("get", "pods", "-n", "pinniped-concierge", "-l", "deployment.pinniped.dev=concierge", "-o", "name")
+			"\n--- " + srv.deployment + " endpoints and pods:\n" + diag("get", "endpointslices,pods", "-n", srv.namespace, "-o", "wide")
+		pods := diag("get", "pods", "-n", srv.namespace, "-l", "deployment.pinniped.dev="+srv.deployment, "-o", "name")
 		for _, pod := range strings.Fields(pods) {
 			name := strings.TrimPrefix(pod, "pod/")
-			report += "\n--- " + name + " answers for the login group:\n" + diag("get", "--raw",
-				"/api/v1/namespaces/pinniped-concierge/pods/https:"+name+":10250/proxy/apis/login.concierge.pinniped.dev/v1alpha1")
+			report += "\n--- " + name + " answers for " + srv.apiPath + ":\n" + diag("get", "--raw",
+				"/api/v1/namespaces/"+srv.namespace+"/pods/https:"+name+":10250/proxy"+srv.apiPath)
 		}
 		return ctx, fmt.Errorf("%w%s", err, report)
 	}

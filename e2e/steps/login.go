@@ -52,9 +52,10 @@ spec:
 
 // RunWithBrowserLogin runs cmd, a kubectl (or pinniped) whose kubeconfig logs in with
 // `pinniped login oidc --skip-browser`: it waits for the authorization URL the plugin prints on
-// stderr, logs in through Dex's form in b (the browser then redirects to the plugin's localhost
-// listener), and returns the command's stdout and stderr once it ends.
-func RunWithBrowserLogin(ctx context.Context, cmd *exec.Cmd, b *browser.Browser, email, password string) (string, error) {
+// stderr, logs in through the login page in b as login says (the browser then redirects to the
+// plugin's localhost listener), and returns the command's stdout and stderr once it ends.
+// login's AuthorizeURL and RedirectPrefix come from the plugin.
+func RunWithBrowserLogin(ctx context.Context, cmd *exec.Cmd, b *browser.Browser, login browser.Login) (string, error) {
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	// The plugin is kubectl's child and holds stderr open: a failed or timed-out login ends the
@@ -86,10 +87,22 @@ func RunWithBrowserLogin(ctx context.Context, cmd *exec.Cmd, b *browser.Browser,
 	if err != nil {
 		return stop(err)
 	}
-	if _, err := b.Login(ctx, browser.Login{AuthorizeURL: authURL, Username: email, Password: password,
-		RedirectPrefix: redirect.Query().Get("redirect_uri")}); err != nil {
-		SaveLoginScreenshot(err, email)
-		return stop(fmt.Errorf("browser login as %s: %w", email, err))
+	login.AuthorizeURL, login.RedirectPrefix = authURL, redirect.Query().Get("redirect_uri")
+	loginCtx, cancelLogin := context.WithCancel(ctx)
+	defer cancelLogin()
+	loggedIn := make(chan error, 1)
+	go func() { _, err := b.Login(loginCtx, login); loggedIn <- err }()
+	select {
+	case err := <-loggedIn:
+		if err != nil {
+			SaveLoginScreenshot(err, login.Username)
+			return stop(fmt.Errorf("browser login as %q: %w", login.Username, err))
+		}
+	case <-copied:
+		// The command ended, so the browser's part is over, whether or not the browser reported
+		// the request that handed the code over (a fetch of the page's script may end unseen).
+		cancelLogin()
+		<-loggedIn
 	}
 	<-copied // all of stderr, before Wait closes the pipe
 	err = cmd.Wait()

@@ -146,6 +146,7 @@ func (l *login) callbackHandler(responses chan<- authResponse, done <-chan struc
 			params = r.URL.Query()
 		case formPost && r.Method == http.MethodOptions:
 			if r.Header.Get("Origin") != issuerOrigin || r.Header.Get("Access-Control-Request-Method") != http.MethodPost {
+				l.logf("refused a preflight request to the callback from origin %q", r.Header.Get("Origin"))
 				http.Error(w, "forbidden", http.StatusForbidden)
 				return
 			}
@@ -159,6 +160,7 @@ func (l *login) callbackHandler(responses chan<- authResponse, done <-chan struc
 		case formPost && r.Method == http.MethodPost:
 			if origin := r.Header.Get("Origin"); origin != "" {
 				if origin != issuerOrigin {
+					l.logf("refused a response posted to the callback from origin %q", origin)
 					http.Error(w, "forbidden", http.StatusForbidden)
 					return
 				}
