@@ -12,9 +12,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -167,7 +169,11 @@ func (b builder) buildKubernetes() error {
 	for _, c := range kubeCommands {
 		pkgs = append(pkgs, "k8s.io/kubernetes/cmd/"+c)
 	}
-	if err := goCmd(dir, append([]string{"get"}, withVersion(pkgs, b.version)...)...); err != nil {
+	var stderr bytes.Buffer
+	if err := goCmdTee(dir, &stderr, append([]string{"get"}, withVersion(pkgs, b.version)...)...); err != nil {
+		if missing := unservedModule(stderr.String()); missing != "" {
+			return fmt.Errorf("Kubernetes %s cannot be built from this Go module proxy: it does not serve %s, which Kubernetes %s needs", b.version, missing, b.version)
+		}
 		return fmt.Errorf("resolving Kubernetes %s modules: %w", b.version, err)
 	}
 	args := []string{"build", "-tags=selinux,notest,grpcnotrace", "-trimpath", "-ldflags", versionLDFlags(b.version), "-o", b.binDir() + "/"}
@@ -271,11 +277,30 @@ func withVersion(pkgs []string, version string) []string {
 	return out
 }
 
-func goCmd(dir string, args ...string) error {
+func goCmd(dir string, args ...string) error { return goCmdTee(dir, nil, args...) }
+
+// goCmdTee is goCmd that also copies the command's stderr to tee, when not nil.
+func goCmdTee(dir string, tee io.Writer, args ...string) error {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if tee != nil {
+		cmd.Stderr = io.MultiWriter(os.Stderr, tee)
+	}
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
 	fmt.Printf("kubebuild: (cd %s && go %s)\n", dir, strings.Join(args, " "))
 	return cmd.Run()
+}
+
+// unservedRE matches the go command's report of a module version the proxy refuses, e.g.
+// "k8s.io/cri-client@v0.32.13: reading https://proxy.golang.org/...: 403 Forbidden".
+var unservedRE = regexp.MustCompile(`([\w.\-/]+@v[\w.\-+]+): (?:verifying module: [^:]+: )?reading https?://\S+: (?:403|404|410)`)
+
+// unservedModule returns the first module version the go command's stderr says the proxy does
+// not serve, or "".
+func unservedModule(stderr string) string {
+	if m := unservedRE.FindStringSubmatch(stderr); m != nil {
+		return m[1]
+	}
+	return ""
 }
