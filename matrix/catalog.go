@@ -70,6 +70,10 @@ type Artifact struct {
 	Command []string `json:"command"`
 	// Cleanup, when set, undoes Command at the end of the run (stops what it started).
 	Cleanup []string `json:"cleanup,omitempty"`
+	// CannotRunExit, when not 0, is the exit status by which Command says the artifact cannot be
+	// made on this machine at all: the cells needing it cannot run here (the reason is the
+	// command's last line), rather than fail.
+	CannotRunExit int `json:"cannotRunExit,omitempty"`
 }
 
 // DefaultCatalog is the catalog.yaml next to this file.

@@ -155,6 +155,9 @@ func (r *Runner) execute(ctx context.Context, g matrix.Group, p *progress) matri
 	}
 	for _, need := range g.Distribution.Needs {
 		if err := r.build(ctx, need, g, p); err != nil {
+			if cannot := (*cannotRunError)(nil); errors.As(err, &cannot) {
+				return finish(matrix.Unrun(g, matrix.Outcome{Status: matrix.CannotRun, Reason: cannot.reason}))
+			}
 			return fail("%v", err)
 		}
 	}
@@ -229,7 +232,9 @@ func (r *Runner) build(ctx context.Context, name string, g matrix.Group, p *prog
 	cmd.Stderr = cmd.Stdout
 	cmd.Env = append(os.Environ(), "SEALION_CACHE="+r.Cache)
 	err = cmd.Run()
-	if err != nil {
+	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) && a.CannotRunExit != 0 && exit.ExitCode() == a.CannotRunExit {
+		err = &cannotRunError{reason: fmt.Sprintf("%s (log: %s)", tail(tailBuf.lines(), 1), logRel)}
+	} else if err != nil {
 		err = fmt.Errorf("building %s failed: %v: %s (log: %s)", name, err, tail(tailBuf.lines(), 5), logRel)
 	} else {
 		p.printf("built %s in %s", name, r.now().Sub(began).Round(time.Second))
@@ -240,6 +245,11 @@ func (r *Runner) build(ctx context.Context, name string, g matrix.Group, p *prog
 	r.built[key] = err
 	return err
 }
+
+// cannotRunError is an artifact that cannot be made on this machine (Artifact.CannotRunExit).
+type cannotRunError struct{ reason string }
+
+func (e *cannotRunError) Error() string { return e.reason }
 
 func render(command []string, values map[string]string) ([]string, error) {
 	out := make([]string, len(command))

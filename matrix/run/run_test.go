@@ -261,3 +261,21 @@ func TestBuildFailureIsAnError(t *testing.T) {
 		}
 	}
 }
+
+func TestBuildThatCannotBeMadeHere(t *testing.T) {
+	// Not parallel, as TestBuildFailureIsAnError.
+	cat, err := matrix.ParseCatalog([]byte(strings.Replace(testCatalog,
+		`command: [sh, -c, 'echo "build {{.Release}}" >> builds.txt']`,
+		`command: [sh, -c, 'echo resolving; echo "{{.Release}} needs a module the proxy does not serve"; exit 3'], cannotRunExit: 3`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, out := t.TempDir(), t.TempDir()
+	groups := plan(t, cat, "kubeadm/1.33", versions("1.33"))
+	r := &Runner{Catalog: cat, Repo: repo, Out: out, Cache: "/cache", GoCommand: "/nonexistent/go"}
+	res := r.Run(context.Background(), groups, nil)
+	g := res.Groups[0]
+	if g.Status != matrix.CannotRun || g.Reason != "v1.33.1 needs a module the proxy does not serve (log: prepare/binaries-v1.33.1.log)" || g.Status.Failed() {
+		t.Errorf("%s: %+v", g.Name(), g.Outcome)
+	}
+}

@@ -45,9 +45,18 @@ func main() {
 	}
 	if err := b.run(); err != nil {
 		fmt.Fprintf(os.Stderr, "kubebuild: %v\n", err)
+		if errors.Is(err, errCannotBuildHere) {
+			os.Exit(exitCannotBuildHere)
+		}
 		os.Exit(1)
 	}
 }
+
+// exitCannotBuildHere is the exit status when the version cannot be built on this machine at
+// all (not a failure to retry): the matrix reports its cells as unable to run here.
+const exitCannotBuildHere = 3
+
+var errCannotBuildHere = errors.New("cannot be built here")
 
 // defaultCacheDir honours SEALION_CACHE, then the user cache directory.
 func defaultCacheDir() string {
@@ -172,7 +181,7 @@ func (b builder) buildKubernetes() error {
 	var stderr bytes.Buffer
 	if err := goCmdTee(dir, &stderr, append([]string{"get"}, withVersion(pkgs, b.version)...)...); err != nil {
 		if missing := unservedModule(stderr.String()); missing != "" {
-			return fmt.Errorf("Kubernetes %s cannot be built from this Go module proxy: it does not serve %s, which Kubernetes %s needs", b.version, missing, b.version)
+			return fmt.Errorf("%w: Kubernetes %s needs %s, which the Go module proxy does not serve", errCannotBuildHere, b.version, missing)
 		}
 		return fmt.Errorf("resolving Kubernetes %s modules: %w", b.version, err)
 	}
