@@ -98,13 +98,15 @@ func (c *Controller) validateOIDC(ctx context.Context, idp *idpv1alpha1.OIDCIden
 		return nil, conds, nil
 	}
 	return &oidcprovider.Upstream{
-		IssuerURL:     spec.Issuer,
-		ClientID:      clientID,
-		ClientSecret:  clientSecret,
-		Scopes:        slices.DeleteFunc(slices.Clone(spec.AuthorizationConfig.AdditionalScopes), func(s string) bool { return s == oidc.ScopeOpenID }),
-		UsernameClaim: spec.Claims.Username,
-		GroupsClaim:   spec.Claims.Groups,
-		HTTPClient:    client,
+		IssuerURL:           spec.Issuer,
+		ClientID:            clientID,
+		ClientSecret:        clientSecret,
+		Scopes:              slices.DeleteFunc(slices.Clone(spec.AuthorizationConfig.AdditionalScopes), func(s string) bool { return s == oidc.ScopeOpenID }),
+		UsernameClaim:       spec.Claims.Username,
+		GroupsClaim:         spec.Claims.Groups,
+		AuthorizeParameters: authorizeParameters(spec.AuthorizationConfig.AdditionalAuthorizeParameters),
+		AdditionalClaims:    spec.Claims.AdditionalClaimMappings,
+		HTTPClient:          client,
 	}, conds, nil
 }
 
@@ -220,4 +222,16 @@ func authorizeParametersCondition(params []idpv1alpha1.Parameter) metav1.Conditi
 		Type: idpv1alpha1.ConditionAdditionalAuthorizeParametersValid, Status: metav1.ConditionTrue,
 		Reason: idpv1alpha1.ReasonSuccess, Message: "no additional authorize parameter replaces one the Supervisor sets",
 	}
+}
+
+// authorizeParameters are the additional authorize parameters by name, or nil.
+func authorizeParameters(params []idpv1alpha1.Parameter) map[string]string {
+	if len(params) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(params))
+	for _, p := range params {
+		m[p.Name] = p.Value
+	}
+	return m
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/token/jwt"
 	"golang.org/x/oauth2"
@@ -82,7 +81,7 @@ func (p *provider) authorize(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		cfg := res.oidc.oauth2Config(op, p.iss.Endpoint(CallbackPath))
-		http.Redirect(w, r, cfg.AuthCodeURL(state, oidc.Nonce(st.Nonce), oauth2.S256ChallengeOption(st.PKCEVerifier)), http.StatusSeeOther)
+		http.Redirect(w, r, cfg.AuthCodeURL(state, res.oidc.authCodeOptions(st.Nonce, st.PKCEVerifier)...), http.StatusSeeOther)
 	case res.password != nil:
 		login := url.URL{Path: p.iss.Path(LoginPath), RawQuery: url.Values{"state": {state}}.Encode()}
 		http.Redirect(w, r, login.String(), http.StatusSeeOther)
@@ -232,9 +231,10 @@ func (p *provider) oidcCallback(ctx context.Context, res *resolved, code string,
 
 func oidcUser(idp *issuer.IdentityProvider, id *identity, refreshToken string) *upstreamUser {
 	return &upstreamUser{
-		subject:  fmt.Sprintf("%s?idpName=%s&sub=%s", id.Issuer, url.QueryEscape(idp.DisplayName), url.QueryEscape(id.Subject)),
-		identity: idtransform.Identity{Username: id.Username, Groups: id.Groups},
-		oidc:     &OIDCSessionData{UpstreamIssuer: id.Issuer, UpstreamSubject: id.Subject, UpstreamRefreshToken: refreshToken},
+		subject:          fmt.Sprintf("%s?idpName=%s&sub=%s", id.Issuer, url.QueryEscape(idp.DisplayName), url.QueryEscape(id.Subject)),
+		identity:         idtransform.Identity{Username: id.Username, Groups: id.Groups},
+		oidc:             &OIDCSessionData{UpstreamIssuer: id.Issuer, UpstreamSubject: id.Subject, UpstreamRefreshToken: refreshToken},
+		additionalClaims: id.AdditionalClaims,
 	}
 }
 
@@ -247,6 +247,8 @@ type upstreamUser struct {
 	oidc   *OIDCSessionData
 	ldap   *LDAPSessionData
 	github *GitHubSessionData
+	// additionalClaims go into our ID tokens under the additionalClaims claim (OIDC upstreams).
+	additionalClaims map[string]any
 }
 
 // finishLogin transforms the upstream identity and answers the downstream authorize request with
@@ -302,12 +304,16 @@ func (p *provider) newLoginSession(ar fosite.Requester, idp *issuer.IdentityProv
 		UpstreamUsername: user.identity.Username, UpstreamGroups: user.identity.Groups,
 		LoginTime: now,
 		OIDC:      user.oidc, LDAP: user.ldap, GitHub: user.github,
+		AdditionalClaims: user.additionalClaims,
 	}
 	s.Subject = user.subject
 	s.Username = downstream.Username
 	s.Claims = &jwt.IDTokenClaims{Subject: s.Subject, RequestedAt: now, AuthTime: now}
 	s.Headers = &jwt.Headers{Extra: map[string]any{"kid": p.keyID}}
 	setIdentity(s, downstream, ar)
+	if len(user.additionalClaims) > 0 {
+		s.Claims.Extra[AdditionalClaimsClaim] = user.additionalClaims
+	}
 	s.SetExpiresAt(fosite.RefreshToken, now.Add(SessionLifetime))
 	return s
 }

@@ -32,6 +32,8 @@ type fakeUpstream struct {
 	mu sync.Mutex
 	// codes maps an issued code to its authorize request.
 	codes map[string]url.Values
+	// lastAuthorize is the last authorize request's query.
+	lastAuthorize url.Values
 	// refreshTokens are the refresh tokens still valid.
 	refreshTokens map[string]bool
 	email         string
@@ -87,6 +89,7 @@ func (u *fakeUpstream) authorize(w http.ResponseWriter, r *http.Request) {
 	code := rand.Text()
 	u.mu.Lock()
 	u.codes[code] = q
+	u.lastAuthorize = q
 	u.mu.Unlock()
 	back, _ := url.Parse(q.Get("redirect_uri"))
 	back.RawQuery = url.Values{"code": {code}, "state": {q.Get("state")}}.Encode()

@@ -85,7 +85,9 @@ func pinnipedCLI() fosite.Client {
 
 // oidcClient is a client that may ask for every response mode discovery announces: form_post
 // as well as the default query.
-type oidcClient struct{ *fosite.DefaultOpenIDConnectClient }
+type oidcClient struct {
+	*fosite.DefaultOpenIDConnectClient
+}
 
 var _ fosite.ResponseModeClient = oidcClient{}
 

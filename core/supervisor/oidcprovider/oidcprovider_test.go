@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -77,7 +78,8 @@ func newHarnessWith(t *testing.T, ups *fakeUpstreams, idps ...issuer.IdentityPro
 		ups = &fakeUpstreams{}
 	}
 	ups.add(issuer.TypeOIDC, "upstream-idp", &Upstream{IssuerURL: h.upstream.server.URL, ClientID: "upstream-client", ClientSecret: "upstream-secret",
-		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: h.upstream.server.Client()})
+		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: h.upstream.server.Client(),
+		AuthorizeParameters: map[string]string{"acr_values": "phr"}, AdditionalClaims: map[string]string{"upstreamEmail": "email", "absent": "no-such-claim"}})
 	mux := issuer.NewMux(New(NewStorage(h.clientset.CoreV1().Secrets(namespace)), ups).WithClients(&OIDCClients{
 		Clients:       configlisters.NewOIDCClientLister(h.oidcClients).OIDCClients(namespace),
 		Secrets:       corev1listers.NewSecretLister(h.clientSecrets).Secrets(namespace),
@@ -237,6 +239,13 @@ func TestLoginRefreshAndTokenExchange(t *testing.T) {
 		!slices.Equal(toStrings(claims["groups"]), []string{"seals", "walruses"}) {
 		t.Errorf("ID token: sub %q nonce %q claims %v; want sub %q and the upstream identity", idt.Subject, idt.Nonce, claims, wantSub)
 	}
+	// additionalAuthorizeParameters reach the upstream; additionalClaimMappings copy its claims.
+	if got := h.upstream.lastAuthorize.Get("acr_values"); got != "phr" {
+		t.Errorf("the upstream authorize request has acr_values %q, want phr", got)
+	}
+	if got, ok := claims[AdditionalClaimsClaim].(map[string]any); !ok || len(got) != 1 || got["upstreamEmail"] != "pinny@example.com" {
+		t.Errorf("additionalClaims %v, want only upstreamEmail", claims[AdditionalClaimsClaim])
+	}
 	if life := idt.Expiry.Sub(idt.IssuedAt); life != IDTokenLifetime {
 		t.Errorf("ID token lifetime %v, want %v", life, IDTokenLifetime)
 	}
@@ -256,7 +265,8 @@ func TestLoginRefreshAndTokenExchange(t *testing.T) {
 		t.Fatalf("token exchange: %d %v", status, body)
 	}
 	_, exClaims := h.idToken(body["access_token"].(string), "cluster-1")
-	if exClaims["sub"] != wantSub || exClaims["username"] != "pinny@example.com" || exClaims["azp"] != PinnipedCLIClientID {
+	if exClaims["sub"] != wantSub || exClaims["username"] != "pinny@example.com" || exClaims["azp"] != PinnipedCLIClientID ||
+		fmt.Sprint(exClaims[AdditionalClaimsClaim]) != "map[upstreamEmail:pinny@example.com]" {
 		t.Errorf("exchanged token claims %v", exClaims)
 	}
 

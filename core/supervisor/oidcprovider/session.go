@@ -37,7 +37,13 @@ type CustomSessionData struct {
 	OIDC   *OIDCSessionData   `json:"oidc,omitempty"`
 	LDAP   *LDAPSessionData   `json:"ldap,omitempty"`
 	GitHub *GitHubSessionData `json:"github,omitempty"`
+	// AdditionalClaims are the upstream claims copied at login (OIDCIdentityProvider
+	// claims.additionalClaimMappings), kept for the tokens of later exchanges.
+	AdditionalClaims map[string]any `json:"additionalClaims,omitempty"`
 }
+
+// AdditionalClaimsClaim is the claim of our ID tokens holding the additional claims.
+const AdditionalClaimsClaim = "additionalClaims"
 
 // OIDCSessionData identifies the upstream user and holds the upstream refresh token.
 type OIDCSessionData struct {

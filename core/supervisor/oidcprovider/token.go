@@ -254,6 +254,9 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 	if grantedClaim(orig, ScopeGroups) {
 		claims.Extra["groups"] = slices.Clone(s.Custom.Groups)
 	}
+	if len(s.Custom.AdditionalClaims) > 0 {
+		claims.Extra[AdditionalClaimsClaim] = s.Custom.AdditionalClaims
+	}
 	idToken, _, err := t.provider.signer.Generate(ctx, claims.ToMapClaims(), &jwt.Headers{Extra: map[string]any{"kid": t.provider.keyID}})
 	if err != nil {
 		return fosite.ErrServerError.WithWrap(err)

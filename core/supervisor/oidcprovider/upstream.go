@@ -21,6 +21,12 @@ type Upstream struct {
 	UsernameClaim string
 	// GroupsClaim names the claim holding groups; empty means no groups.
 	GroupsClaim string
+	// AuthorizeParameters are added to the upstream authorization request (the controller
+	// refuses names that would replace the Supervisor's own parameters).
+	AuthorizeParameters map[string]string
+	// AdditionalClaims maps claims of our ID tokens, under the additionalClaims claim, to the
+	// upstream ID token's claims they are copied from at login.
+	AdditionalClaims map[string]string
 	// HTTPClient talks to the issuer (its TLS settings); nil means http.DefaultClient.
 	HTTPClient *http.Client
 }
@@ -30,6 +36,8 @@ type identity struct {
 	Issuer, Subject string
 	Username        string
 	Groups          []string
+	// AdditionalClaims are the values of Upstream.AdditionalClaims the token has.
+	AdditionalClaims map[string]any
 }
 
 func (u *Upstream) context(ctx context.Context) context.Context {
@@ -104,7 +112,24 @@ func (u *Upstream) validate(ctx context.Context, p *oidc.Provider, tok *oauth2.T
 	if id.Groups, err = u.groups(claims); err != nil {
 		return nil, err
 	}
+	for ours, theirs := range u.AdditionalClaims {
+		if v, ok := claims[theirs]; ok {
+			if id.AdditionalClaims == nil {
+				id.AdditionalClaims = map[string]any{}
+			}
+			id.AdditionalClaims[ours] = v
+		}
+	}
 	return id, nil
+}
+
+// authCodeOptions are the upstream authorization request's parameters besides the client's.
+func (u *Upstream) authCodeOptions(nonce, pkceVerifier string) []oauth2.AuthCodeOption {
+	opts := []oauth2.AuthCodeOption{oidc.Nonce(nonce), oauth2.S256ChallengeOption(pkceVerifier)}
+	for name, value := range u.AuthorizeParameters {
+		opts = append(opts, oauth2.SetAuthURLParam(name, value))
+	}
+	return opts
 }
 
 func (u *Upstream) username(claims map[string]any, tok *oidc.IDToken) (string, error) {
