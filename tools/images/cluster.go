@@ -1,16 +1,19 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"sealion.dev/tools/internal/debpkg"
 	"sealion.dev/tools/internal/elfdeps"
 	"sealion.dev/tools/internal/imagebuild"
 	"sealion.dev/tools/internal/kubeadmimages"
@@ -26,12 +29,13 @@ var (
 // iptablesCommands are the commands kube-proxy runs in iptables mode.
 var iptablesCommands = []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"}
 
-// kubeProxyHostTools are copied from the build host with their libraries: both iptables backends,
-// and, when installed, conntrack (debugging stale flows) and nft (the nftables proxy mode).
-var (
-	kubeProxyHostTools         = []string{"/usr/sbin/xtables-nft-multi", "/usr/sbin/xtables-legacy-multi"}
-	kubeProxyOptionalHostTools = []string{"/usr/sbin/conntrack", "/usr/sbin/nft"}
-)
+// kubeProxyPackages are the Debian packages whose programs the kube-proxy image carries: both
+// iptables backends, conntrack (debugging stale flows) and nft (the nftables proxy mode). They are
+// taken from Debian, never from the build host, so the image does not depend on what it has.
+var kubeProxyPackages = []string{"iptables", "conntrack", "nftables"}
+
+// kubeProxyTools are the programs of kubeProxyPackages copied with their libraries.
+var kubeProxyTools = []string{"/usr/sbin/xtables-nft-multi", "/usr/sbin/xtables-legacy-multi", "/usr/sbin/conntrack", "/usr/sbin/nft"}
 
 type cluster struct {
 	version  string
@@ -141,40 +145,37 @@ func (c cluster) recipe(want kubeadmimages.Image) (imagebuild.Image, error) {
 	return img, nil
 }
 
-// kubeProxyLayer packs kube-proxy with the host's iptables (both backends, their extensions and
-// shared libraries). The iptables command names lead to iptables-wrapper, which picks the backend
-// the node uses.
+// kubeProxyLayer packs kube-proxy with iptables from Debian's packages (both backends, their
+// extensions and shared libraries). The iptables command names lead to iptables-wrapper, which
+// picks the backend the node uses.
 func (c cluster) kubeProxyLayer() (*imagebuild.Layer, error) {
-	tools := append([]string(nil), kubeProxyHostTools...)
-	for _, t := range tools {
-		if _, err := os.Stat(t); err != nil {
-			return nil, fmt.Errorf("kube-proxy needs the host's iptables (apt-get install iptables): %w", err)
-		}
+	root, err := debpkg.Cache{Dir: filepath.Join(c.cacheDir, "debian")}.Unpack(context.Background(), kubeProxyPackages...)
+	if err != nil {
+		return nil, fmt.Errorf("kube-proxy's iptables: %w", err)
 	}
-	for _, t := range kubeProxyOptionalHostTools {
-		if _, err := os.Stat(t); err == nil {
-			tools = append(tools, t)
-		}
-	}
-	extDir, err := xtablesDir()
+	extDir, err := xtablesDir(root)
 	if err != nil {
 		return nil, err
 	}
-	extensions, err := filepath.Glob(filepath.Join(extDir, "*.so"))
+	extensions, err := filepath.Glob(filepath.Join(root, extDir, "*.so"))
 	if err != nil {
 		return nil, err
 	}
-	libs, err := elfdeps.Needed(append(append([]string(nil), tools...), extensions...), elfdeps.DefaultDirs())
+	elfs := append([]string(nil), kubeProxyTools...)
+	for _, e := range extensions {
+		elfs = append(elfs, path.Join(extDir, filepath.Base(e)))
+	}
+	libs, err := elfdeps.Needed(root, elfs, elfdeps.DefaultDirs())
 	if err != nil {
 		return nil, fmt.Errorf("finding the libraries of the iptables tools: %w", err)
 	}
 	l := imagebuild.NewLayer().
 		CopyFile("/usr/local/bin/kube-proxy", filepath.Join(c.binDir, "kube-proxy")).
 		CopyFile("/usr/sbin/iptables-wrapper", filepath.Join(c.toolsBin, wrapperBinary.Name)).
-		HostPath(extDir).
+		RootPath(root, extDir).
 		Dir("/run", 0o755)
-	for _, p := range append(tools, libs...) {
-		l.HostPath(p)
+	for _, p := range append(append([]string(nil), kubeProxyTools...), libs...) {
+		l.RootPath(root, p)
 	}
 	for _, cmd := range iptablesCommands {
 		l.Symlink("/usr/sbin/"+cmd, "iptables-wrapper")
@@ -195,15 +196,15 @@ func backendCommand(cmd, backend string) string {
 	return cmd
 }
 
-// xtablesDir finds the directory of iptables extensions, next to the libraries.
-func xtablesDir() (string, error) {
+// xtablesDir finds the directory of iptables extensions in root, next to the libraries.
+func xtablesDir(root string) (string, error) {
 	for _, d := range elfdeps.DefaultDirs() {
-		dir := filepath.Join(d, "xtables")
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		dir := path.Join(d, "xtables")
+		if fi, err := os.Stat(filepath.Join(root, dir)); err == nil && fi.IsDir() {
 			return dir, nil
 		}
 	}
-	return "", errors.New("no iptables extension directory (xtables) on the host")
+	return "", fmt.Errorf("no iptables extension directory (xtables) in %s", root)
 }
 
 // buildCoreDNS builds CoreDNS at version from its Go module, through the module proxy, in a helper

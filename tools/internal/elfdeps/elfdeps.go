@@ -1,6 +1,8 @@
-// Package elfdeps finds the shared libraries a dynamically linked ELF program loads, so that host
-// programs (iptables for kube-proxy) can be copied into an image together with what they need.
-// It reads the ELF headers instead of running ldd, so nothing is executed.
+// Package elfdeps finds the shared libraries a dynamically linked ELF program loads, so that
+// programs (iptables for kube-proxy, from unpacked Debian packages) can be copied into an image
+// together with what they need. It reads the ELF headers instead of running ldd, so nothing is
+// executed, and it works on a file system tree other than the host's.
+
 package elfdeps
 
 import (
@@ -10,6 +12,8 @@ import (
 	"os"
 	"path"
 	"runtime"
+
+	securejoin "github.com/cyphar/filepath-securejoin"
 )
 
 // DefaultDirs are the library directories the dynamic loader searches on Debian for the host's
@@ -26,17 +30,18 @@ func DefaultDirs() []string {
 	return append(dirs, "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 }
 
-// Needed returns the host paths of the program interpreter and of every shared library the given
-// ELF files need, directly or through other libraries, each once, in discovery order. A
-// statically linked file needs nothing.
-func Needed(files []string, dirs []string) ([]string, error) {
+// Needed returns the paths of the program interpreter and of every shared library the given ELF
+// files need, directly or through other libraries, each once, in discovery order. Files, dirs and
+// the result are paths inside the tree at root ("/" for the host's); symlinks resolve inside it.
+// A statically linked file needs nothing.
+func Needed(root string, files []string, dirs []string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	queue := append([]string(nil), files...)
 	for len(queue) > 0 {
 		file := queue[0]
 		queue = queue[1:]
-		interp, libs, err := dynamicInfo(file)
+		interp, libs, err := dynamicInfo(root, file)
 		if err != nil {
 			return nil, err
 		}
@@ -45,7 +50,7 @@ func Needed(files []string, dirs []string) ([]string, error) {
 			out = append(out, interp)
 		}
 		for _, lib := range libs {
-			p, err := find(lib, dirs)
+			p, err := find(root, lib, dirs)
 			if err != nil {
 				return nil, fmt.Errorf("%s needs %s: %w", file, lib, err)
 			}
@@ -59,8 +64,12 @@ func Needed(files []string, dirs []string) ([]string, error) {
 	return out, nil
 }
 
-func dynamicInfo(file string) (interp string, libs []string, err error) {
-	f, err := elf.Open(file)
+func dynamicInfo(root, file string) (interp string, libs []string, err error) {
+	real, err := securejoin.SecureJoin(root, file)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := elf.Open(real)
 	if err != nil {
 		return "", nil, fmt.Errorf("reading ELF file %s: %w", file, err)
 	}
@@ -82,13 +91,17 @@ func dynamicInfo(file string) (interp string, libs []string, err error) {
 	return interp, libs, nil
 }
 
-func find(lib string, dirs []string) (string, error) {
+func find(root, lib string, dirs []string) (string, error) {
 	if path.IsAbs(lib) {
 		return lib, nil
 	}
 	for _, d := range dirs {
 		p := path.Join(d, lib)
-		if _, err := os.Stat(p); err == nil {
+		real, err := securejoin.SecureJoin(root, p)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(real); err == nil {
 			return p, nil
 		}
 	}

@@ -21,7 +21,7 @@ func requireHostProgram(t *testing.T) {
 func TestNeededOfHostProgram(t *testing.T) {
 	requireHostProgram(t)
 	prog := hostProgram
-	libs, err := Needed([]string{prog}, DefaultDirs())
+	libs, err := Needed("/", []string{prog}, DefaultDirs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +64,52 @@ func TestNeededErrors(t *testing.T) {
 			if tt.hostProg {
 				requireHostProgram(t)
 			}
-			_, err := Needed(tt.files, tt.dirs)
+			_, err := Needed("/", tt.files, tt.dirs)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Needed error = %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestNeededInsideRoot copies a host program and its libraries into a tree where each library is
+// an absolute symlink into /store. Those links only resolve inside the tree, so Needed finding them
+// all shows it reads the tree and never the host.
+func TestNeededInsideRoot(t *testing.T) {
+	requireHostProgram(t)
+	hostLibs, err := Needed("/", []string{hostProgram}, DefaultDirs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	copyInto := func(dst, src string) {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyInto(filepath.Join(root, "prog"), hostProgram)
+	for _, lib := range hostLibs {
+		store := "/store/" + path.Base(lib)
+		copyInto(filepath.Join(root, store), lib)
+		if err := os.MkdirAll(filepath.Join(root, path.Dir(lib)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(store, filepath.Join(root, lib)); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+	}
+	got, err := Needed(root, []string{"/prog"}, DefaultDirs())
+	if err != nil {
+		t.Fatalf("Needed inside %s: %v", root, err)
+	}
+	if strings.Join(got, " ") != strings.Join(hostLibs, " ") {
+		t.Errorf("Needed inside the tree = %v, want the host's list %v", got, hostLibs)
 	}
 }

@@ -232,3 +232,43 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestRootPath copies from a tree whose absolute symlink (/lib64/ld.so -> /lib/ld.so, as in
+// Debian's libc6) must resolve inside the tree: the host has no /lib/sealion-test-ld.so.
+func TestRootPath(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "lib"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(root, "lib64"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "lib", "sealion-test-ld.so"), []byte("loader"), 0o755))
+	must(t, os.Symlink("/lib/sealion-test-ld.so", filepath.Join(root, "lib64", "ld.so")))
+
+	l := NewLayer().RootPath(root, "/lib64/ld.so")
+	var buf bytes.Buffer
+	must(t, l.WriteTar(&buf))
+	got := map[string]tarEntry{}
+	tr := tar.NewReader(&buf)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		data, err := io.ReadAll(tr)
+		must(t, err)
+		got[h.Name] = tarEntry{typ: h.Typeflag, mode: h.Mode, content: string(data), link: h.Linkname}
+	}
+	want := map[string]tarEntry{
+		"lib/":                   {typ: tar.TypeDir, mode: 0o755},
+		"lib64/":                 {typ: tar.TypeDir, mode: 0o755},
+		"lib64/ld.so":            {typ: tar.TypeSymlink, mode: 0o777, link: "/lib/sealion-test-ld.so"},
+		"lib/sealion-test-ld.so": {typ: tar.TypeReg, mode: 0o755, content: "loader"},
+	}
+	if len(got) != len(want) {
+		t.Errorf("layer has %d entries, want %d: %+v", len(got), len(want), got)
+	}
+	for p, w := range want {
+		if g, ok := got[p]; !ok || g != w {
+			t.Errorf("%s = %+v (present %v), want %+v", p, g, ok, w)
+		}
+	}
+}

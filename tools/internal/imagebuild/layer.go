@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -103,43 +104,51 @@ func (l *Layer) Symlink(p, target string) *Layer {
 // every symlink met on the way (such as Debian's /lib -> usr/lib) is added as a symlink and its
 // target copied too. Directories are copied with their contents.
 func (l *Layer) HostPath(p string) *Layer {
-	if err := l.hostPath(p); err != nil {
-		l.fail(fmt.Errorf("copying host path %s: %w", p, err))
+	return l.RootPath("/", p)
+}
+
+// RootPath is HostPath for a file system tree at root on the host (unpacked Debian packages, say):
+// p and every symlink target are read as paths inside root, and p lands at the same path in the
+// layer.
+func (l *Layer) RootPath(root, p string) *Layer {
+	if err := l.rootPath(root, p); err != nil {
+		l.fail(fmt.Errorf("copying %s of %s: %w", p, root, err))
 	}
 	return l
 }
 
-func (l *Layer) hostPath(p string) error {
-	real, err := l.resolveHost(p, 0)
+func (l *Layer) rootPath(root, p string) error {
+	real, err := l.resolve(root, p, 0)
 	if err != nil {
 		return err
 	}
-	fi, err := os.Lstat(real)
+	src := filepath.Join(root, real)
+	fi, err := os.Lstat(src)
 	if err != nil {
 		return err
 	}
 	switch {
 	case fi.Mode().IsRegular():
-		l.add(real, &entry{kind: kindFile, mode: fi.Mode().Perm(), src: real})
+		l.add(real, &entry{kind: kindFile, mode: fi.Mode().Perm(), src: src})
 	case fi.IsDir():
 		l.add(real, &entry{kind: kindDir, mode: fi.Mode().Perm() | fi.Mode()&fs.ModeSticky})
-		children, err := os.ReadDir(real)
+		children, err := os.ReadDir(src)
 		if err != nil {
 			return err
 		}
 		for _, c := range children {
-			if err := l.hostPath(path.Join(real, c.Name())); err != nil {
+			if err := l.rootPath(root, path.Join(real, c.Name())); err != nil {
 				return err
 			}
 		}
 	default:
-		return fmt.Errorf("%s has unsupported type %s", real, fi.Mode().Type())
+		return fmt.Errorf("%s has unsupported type %s", src, fi.Mode().Type())
 	}
 	return nil
 }
 
-// resolveHost returns p with all symlinks resolved on the host, adding each symlink it passes.
-func (l *Layer) resolveHost(p string, followed int) (string, error) {
+// resolve returns p with all symlinks resolved inside root, adding each symlink it passes.
+func (l *Layer) resolve(root, p string, followed int) (string, error) {
 	if followed > maxSymlinks {
 		return "", fmt.Errorf("too many levels of symbolic links resolving %s", p)
 	}
@@ -147,7 +156,7 @@ func (l *Layer) resolveHost(p string, followed int) (string, error) {
 	cur := "/"
 	for i, part := range parts {
 		next := path.Join(cur, part)
-		fi, err := os.Lstat(next)
+		fi, err := os.Lstat(filepath.Join(root, next))
 		if err != nil {
 			return "", err
 		}
@@ -155,7 +164,7 @@ func (l *Layer) resolveHost(p string, followed int) (string, error) {
 			cur = next
 			continue
 		}
-		target, err := os.Readlink(next)
+		target, err := os.Readlink(filepath.Join(root, next))
 		if err != nil {
 			return "", err
 		}
@@ -163,7 +172,7 @@ func (l *Layer) resolveHost(p string, followed int) (string, error) {
 		if !path.IsAbs(target) {
 			target = path.Join(cur, target)
 		}
-		return l.resolveHost(path.Join(append([]string{target}, parts[i+1:]...)...), followed+1)
+		return l.resolve(root, path.Join(append([]string{target}, parts[i+1:]...)...), followed+1)
 	}
 	return cur, nil
 }
