@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -39,16 +40,30 @@ func main() {
 	down := flag.Bool("down", false, "delete the demo cluster instead")
 	out := flag.String("out", steps.RepoPath("_output/demo"), "folder for the demo user's kubeconfig")
 	flag.Parse()
-	if err := run(*providerName, *down, *out); err != nil {
+	restore := takeTerminal()
+	err := run(*providerName, *down, *out)
+	restore()
+	switch {
+	case errors.Is(err, errStopped):
+		fmt.Println("demo: stopped")
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(providerName string, down bool, out string) error {
+// errStopped is the user's Ctrl-C (or a SIGTERM): a request to stop, not a failure.
+var errStopped = errors.New("stopped by a signal")
+
+func run(providerName string, down bool, out string) (err error) {
 	// Interrupting the demo deletes the cluster: its containerd and kubelet live in this process.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer func() {
+		if ctx.Err() != nil {
+			err = errStopped
+		}
+	}()
 	p, err := all.New(providerName, all.Options{Progress: os.Stderr})
 	if err != nil {
 		return err
