@@ -30,7 +30,8 @@ const (
 	serviceCIDR = "10.0.0.0/24"
 	serviceIP   = "10.0.0.1" // first address of serviceCIDR: the kubernetes Service
 
-	defaultStartTimeout = 60 * time.Second
+	defaultStartTimeout = 5 * time.Minute
+	stallWindow         = 60 * time.Second
 	stopGrace           = 10 * time.Second
 	logTailLines        = 30
 )
@@ -43,7 +44,10 @@ type Options struct {
 	// ExtraAPIServerFlags are appended to the kube-apiserver command line ("--name=value").
 	// A later flag overrides an earlier one, so these can replace the defaults.
 	ExtraAPIServerFlags []string
-	// StartTimeout bounds how long Start waits for /readyz; 60s when zero.
+	// StartTimeout caps how long Start waits for /readyz while the processes still make
+	// progress; 5 minutes when zero. Whatever it is, Start gives up once nothing progressed (no
+	// log output, no CPU time, no change of the /readyz answer) for a minute, and at once when a
+	// process exits.
 	StartTimeout time.Duration
 }
 
@@ -72,8 +76,13 @@ type ControlPlane struct {
 }
 
 // Start runs etcd and kube-apiserver and returns once /readyz answers ok.
-// On failure nothing is left running and the error carries the tail of the process logs.
+// On failure nothing is left running and the error says why the wait ended and carries the
+// state of each process and the tail of its log.
 func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
+	if err := ctx.Err(); err != nil {
+		// Starting processes only to fail on the first probe would leave empty logs in the error.
+		return nil, fmt.Errorf("not starting a control plane: the context given to Start is already done: %w", context.Cause(ctx))
+	}
 	bins, err := findBinaries()
 	if err != nil {
 		return nil, err
@@ -148,14 +157,12 @@ func (cp *ControlPlane) start(ctx context.Context, bins *binaries, opts Options)
 	}
 	cp.processes = append(cp.processes, apiserver)
 
-	timeout := opts.StartTimeout
-	if timeout == 0 {
-		timeout = defaultStartTimeout
+	limit := opts.StartTimeout
+	if limit == 0 {
+		limit = defaultStartTimeout
 	}
-	if err := cp.waitReady(ctx, timeout); err != nil {
-		return fmt.Errorf("%w\n%s", err, cp.logTails())
-	}
-	return nil
+	// The error carries the log tails, read here: Start's Stop removes Dir right after.
+	return cp.waitReady(ctx, limit)
 }
 
 func apiserverFlags(dir string, port int, etcdURL string, certs *pki, opts Options) []string {
@@ -219,34 +226,64 @@ func writeKubeconfig(path string, cfg *rest.Config) error {
 	return nil
 }
 
-// waitReady polls /readyz with the admin credentials until it returns 200, a process exits,
-// or the timeout passes.
-func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration) error {
+// waitReady polls /readyz with the admin credentials until it returns 200, or until the start
+// watch or ctx ends the wait (see startWatch).
+func (cp *ControlPlane) waitReady(ctx context.Context, limit time.Duration) error {
 	client, err := rest.HTTPClientFor(cp.restConfig)
 	if err != nil {
 		return fmt.Errorf("building admin HTTP client: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 
-	lastErr := errors.New("no answer yet")
+	watch := newStartWatch(time.Now(), stallWindow, limit)
 	for {
-		for _, p := range cp.processes {
-			if !p.running() {
-				return fmt.Errorf("%s exited before the control plane was ready: %v", p.name, p.waitErr)
-			}
-		}
-		if lastErr = probeReadyz(ctx, client, cp.URL); lastErr == nil {
+		probeErr := probeReadyz(ctx, client, cp.URL)
+		if probeErr == nil {
 			return nil
+		}
+		o := cp.observe(probeErr)
+		if err := watch.check(o); err != nil {
+			return cp.startFailure(err, o)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s/readyz: %w (last probe: %v)", cp.URL, ctx.Err(), lastErr)
+			why := fmt.Errorf("the context given to Start ended %s after the start: %w", secs(time.Since(watch.begin)), context.Cause(ctx))
+			if deadline, ok := ctx.Deadline(); ok {
+				// A caller that spent its budget before calling Start gets empty logs here.
+				why = fmt.Errorf("%w (its deadline left %s for the start)", why, secs(max(deadline.Sub(watch.begin), 0)))
+			}
+			return cp.startFailure(why, cp.observe(probeErr))
 		case <-tick.C:
 		}
 	}
+}
+
+func (cp *ControlPlane) observe(probeErr error) observation {
+	o := observation{at: time.Now(), probe: probeErr.Error()}
+	for _, p := range cp.processes {
+		o.procs = append(o.procs, p.observe(o.at))
+	}
+	return o
+}
+
+// startFailure is the error of a failed start: why the wait ended, the last /readyz answer, each
+// process's state and the tail of its log, so that a failure on a busy machine can be told
+// apart from a broken process.
+func (cp *ControlPlane) startFailure(why error, o observation) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "last /readyz answer: %s", o.probe)
+	for _, p := range o.procs {
+		fmt.Fprintf(&b, "\n  %s", p)
+	}
+	for i, p := range cp.processes {
+		tail := p.logTail(logTailLines)
+		if tail == "" {
+			tail = fmt.Sprintf("(empty: the process wrote nothing in %s, %s)", secs(o.procs[i].age), cpuSecs(o.procs[i].cpu))
+		}
+		fmt.Fprintf(&b, "\n--- last lines of %s ---\n%s", p.logFile, tail)
+	}
+	return fmt.Errorf("waiting for %s/readyz: %w\n%s", cp.URL, why, b.String())
 }
 
 func probeReadyz(ctx context.Context, client *http.Client, baseURL string) error {
@@ -266,14 +303,6 @@ func probeReadyz(ctx context.Context, client *http.Client, baseURL string) error
 		return fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
 	}
 	return nil
-}
-
-func (cp *ControlPlane) logTails() string {
-	var b strings.Builder
-	for _, p := range cp.processes {
-		fmt.Fprintf(&b, "--- last lines of %s ---\n%s\n", p.logFile, p.logTail(logTailLines))
-	}
-	return b.String()
 }
 
 // RESTConfig returns a new admin (system:masters) client configuration.

@@ -17,6 +17,7 @@ type process struct {
 	name    string
 	logFile string
 	cmd     *exec.Cmd
+	started time.Time
 	exited  chan struct{} // closed once the process has been reaped
 	waitErr error         // valid after exited is closed
 }
@@ -47,6 +48,7 @@ func startProcess(dir, name, path string, args []string) (*process, error) {
 			started <- fmt.Errorf("starting %s (%s): %w", name, path, err)
 			return
 		}
+		p.started = time.Now()
 		started <- nil
 		p.waitErr = p.cmd.Wait()
 	}()
@@ -82,6 +84,28 @@ func (p *process) stop(grace time.Duration) error {
 	}
 	<-p.exited
 	return nil
+}
+
+// observe returns the process's state now, for the start watch and its failure message.
+func (p *process) observe(now time.Time) procState {
+	s := procState{name: p.name, pid: p.cmd.Process.Pid, age: now.Sub(p.started)}
+	if info, err := os.Stat(p.logFile); err == nil {
+		s.logSize = info.Size()
+	}
+	select {
+	case <-p.exited:
+		s.exited, s.exit = true, "exit status 0"
+		if p.waitErr != nil {
+			s.exit = p.waitErr.Error()
+		}
+		if ps := p.cmd.ProcessState; ps != nil {
+			s.cpu = ps.UserTime() + ps.SystemTime()
+		}
+	default:
+		// Unreadable only if the process just ended; the next look sees it exited.
+		s.state, s.cpu, _ = procStat(s.pid)
+	}
+	return s
 }
 
 // logTail returns the last lines of the process's log, for error messages.

@@ -65,9 +65,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	e, err := setUp(ctx)
+	e, err := setUp(context.Background())
 	if e != nil {
 		defer e.tearDown()
 	}
@@ -88,9 +86,13 @@ func setUp(ctx context.Context) (*environment, error) {
 	if err := e.buildBinaries(); err != nil {
 		return e, err
 	}
+	// The build and the control plane's start wait as long as they make progress (a cold cache
+	// on a busy machine takes minutes); what follows gets a fixed budget.
 	if e.cp, err = controlplane.Start(ctx, controlplane.Options{}); err != nil {
 		return e, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	cfg := e.cp.RESTConfig()
 	if e.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return e, err
