@@ -27,10 +27,15 @@ PROVIDER_PKGS := ./providers/...
 PROVIDERS ?= kind
 # The cluster of `make demo`: kubeadm needs no Docker.
 DEMO_PROVIDER ?= kubeadm
-# Debian packages the providers that run a node on this machine need.
-# (chromium: the headless browser of the login tests; slapd: the LDAP server of fixtures/ldap;
-# samba...krb5-user: the Active Directory domain controller of fixtures/activedirectory.)
-HOST_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool ca-certificates chromium slapd samba samba-ad-provision samba-dsdb-modules samba-vfs-modules winbind krb5-user
+# Debian packages of the programs the integration tests run as plain processes: chromium (the
+# headless browser of the login tests), slapd (fixtures/ldap), samba...krb5-user and iproute2 (the
+# Active Directory domain controller of fixtures/activedirectory, in a network namespace).
+# `make test` installs them (as root, with apt) whether or not host changes are allowed: they add
+# programs, they start nothing.
+TEST_PACKAGES := ca-certificates iproute2 chromium slapd samba samba-ad-provision samba-dsdb-modules samba-vfs-modules winbind krb5-user
+# Debian packages a cluster on this machine needs (installed only when host changes are allowed).
+CLUSTER_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool iproute2
+HOST_PACKAGES := $(TEST_PACKAGES) $(CLUSTER_PACKAGES)
 # kind needs a Docker engine (Debian's docker.io), and its node image built here a debootstrap.
 KIND_HOST_PACKAGES := docker.io debootstrap
 DOCKER_ENGINE := bash tools/dockerengine/dockerd.sh
@@ -44,10 +49,18 @@ endif
 .PHONY: all
 all: build
 
+# What every tier needs before make can install anything: a fresh Debian machine has these (the
+# README's prerequisites); each missing one is named with its Debian package.
+DEPS_PROGRAMS := git:git apt-get:apt dpkg-deb:dpkg
+DEPS_FILES := /etc/ssl/certs/ca-certificates.crt:ca-certificates
+
 .PHONY: deps
-deps: ## check the toolchain this project needs
+deps: ## check the toolchain and host programs this project needs, naming the package of each missing one
 	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl (any Go >= 1.22 fetches the pinned toolchain itself)"; exit 1; }
 	@$(GO) version
+	@missing=; for pp in $(DEPS_PROGRAMS); do command -v $${pp%%:*} >/dev/null || missing="$$missing $${pp#*:}"; done; \
+	for fp in $(DEPS_FILES); do [ -e $${fp%%:*} ] || missing="$$missing $${fp#*:}"; done; \
+	if [ -n "$$missing" ]; then echo "missing Debian packages:$$missing (apt-get install$$missing)"; exit 1; fi
 
 .PHONY: build
 build: deps ## build our binaries into ./bin
@@ -61,12 +74,20 @@ kube-binaries: deps ## build etcd and the Kubernetes binaries from source into t
 	cd tools && $(GO) run ./kubebuild --version $(KUBE_VERSION) --cache-dir $(SEALION_CACHE)
 
 .PHONY: host-deps
-host-deps: ## install the Debian packages that host-based clusters need (only the missing ones)
+host-deps: ## install the Debian packages of HOST_PACKAGES (tests' programs and clusters') that are missing
 	@missing=$$(for p in $(HOST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "missing Debian packages:" $$missing "(installing needs root: sudo apt-get install" $$missing")"; exit 1; fi; \
 		echo "installing:" $$missing; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# The tests' programs: installed where make can (root), otherwise named, and the tests that need
+# them skip (they fail under CI=true).
+.PHONY: test-deps
+test-deps:
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(TEST_PACKAGES)"; \
+	else $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(TEST_PACKAGES)" || echo "the tests that need them skip"; fi
 
 .PHONY: images
 images: kube-binaries ## build the cluster images (cached per version) and our server image into _output/images
@@ -109,14 +130,16 @@ kind-node-image: images docker-engine ## build the kind node image localhost/sea
 	cd tools && $(GO) run ./images kind-node --kube-version $(KUBE_VERSION) --cache-dir $(SEALION_CACHE)
 
 .PHONY: host-deps-if-allowed
-host-deps-if-allowed:
-	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) host-deps; fi
+host-deps-if-allowed: test-deps
+	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(CLUSTER_PACKAGES)"; fi
 
 .PHONY: demo
 demo: ## a local cluster (DEMO_PROVIDER, default kubeadm) with the Concierge and a demo user's login; Ctrl-C deletes it (needs ALLOW_HOST_CHANGES=true)
 	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make demo starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed when it ends): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
 	$(MAKE) host-deps images
-	$(GO) run ./e2e/demo --provider $(DEMO_PROVIDER)
+	$(if $(filter kind,$(DEMO_PROVIDER)),$(MAKE) $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
+	rc=0; $(GO) run ./e2e/demo --provider $(DEMO_PROVIDER) || rc=$$?; \
+	$(if $(filter kind,$(DEMO_PROVIDER)),$(DOCKER_ENGINE) stop;) exit $$rc
 
 .PHONY: demo-down
 demo-down: ## delete a demo cluster left behind
@@ -137,7 +160,8 @@ MATRIX_CI_CELLS := {kubeadm,gke,kind}/$(KUBE_MINOR)/*
 
 .PHONY: matrix
 matrix: deps ## conformance matrix, every cell or CELLS, report in _output/matrix (clusters on this machine need ALLOW_HOST_CHANGES=true)
-	$(MAKE) host-deps-if-allowed HOST_PACKAGES="$(HOST_PACKAGES) $(KIND_HOST_PACKAGES)"
+	$(MAKE) test-deps
+	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(CLUSTER_PACKAGES) $(KIND_HOST_PACKAGES)"; fi
 	$(GO) run ./matrix/cmd/matrix --cells '$(CELLS)' --budget $(MATRIX_BUDGET)
 
 .PHONY: matrix-ci
@@ -159,10 +183,11 @@ unit: deps ## unit tests
 	cd fixtures/dex/server && $(GO) test -short -count=1 ./...
 
 .PHONY: integration
-integration: kube-binaries images host-deps-if-allowed ## integration tests against a real etcd and kube-apiserver (they build our servers)
+integration: host-deps-if-allowed kube-binaries images ## integration tests against a real etcd and kube-apiserver (they build our servers)
 	$(GO) test -count=1 -timeout 20m $(INTEGRATION_PKGS)
+	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || echo "the providers' cluster tests ($(PROVIDER_PKGS)) skip: they start clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"
 	$(GO) test -count=1 -timeout 20m -p 1 $(PROVIDER_PKGS)
-	cd tools && $(GO) test -count=1 ./deploycheck/
+	cd tools && $(GO) test -count=1 ./deploycheck/ ./internal/debpkg/
 
 .PHONY: fuzz
 fuzz: deps ## fuzz the token authentication path for a short time
@@ -183,6 +208,17 @@ bench-proxy-if-allowed:
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) host-deps images && \
 		SEALION_E2E_BENCH=true SEALION_E2E_PROVIDER=gke $(GO) test -count=1 -v -run 'TestImpersonationProxyBenchmark' ./e2e/concierge/; \
 	else echo "skipping the impersonation proxy benchmark: it needs a cluster on this machine (ALLOW_HOST_CHANGES=true)"; fi
+
+# The README's set-up on a clean Debian root (debootstrap, with only Go, make, git and
+# ca-certificates added, and a clone of HEAD): make test there, without host changes. Needs root.
+# FRESH_CACHES=shared binds this machine's Go and Kubernetes caches in (proves the install steps,
+# not the cold build time).
+FRESH_CACHES ?= cold
+
+.PHONY: fresh-check
+fresh-check: ## make test on a clean Debian root, as a new machine runs it (FRESH_CACHES=cold|shared; needs root)
+	$(MAKE) host-deps HOST_PACKAGES=debootstrap
+	bash tools/freshcheck/freshcheck.sh --caches $(FRESH_CACHES)
 
 .PHONY: help
 help:
