@@ -17,7 +17,7 @@ FUZZTIME ?= 20s
 
 # Packages whose tests start real processes (etcd, kube-apiserver, our servers).
 # (e2e/clilogin needs no cluster: the built CLI against Dex and Chromium.)
-INTEGRATION_PKGS := ./core/... ./servers/... ./cli/... ./fixtures/... ./e2e/clilogin ./e2e/supervisorlogin
+INTEGRATION_PKGS := ./core/... ./servers/... ./cli/... ./fixtures/... ./e2e/clilogin
 # The providers' own cluster tests skip unless host changes are allowed. They run one package at a
 # time: each compares the host before and after its cluster, and only one cluster fits the host.
 PROVIDER_PKGS := ./providers/...
@@ -107,7 +107,7 @@ e2e: ## end-to-end suites on a real cluster of each of PROVIDERS (needs CI=true 
 	$(MAKE) host-deps images
 	$(if $(filter kind,$(PROVIDERS)),$(MAKE) $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
 	rc=0; for p in $(PROVIDERS); do \
-		SEALION_E2E_PROVIDER=$$p SEALION_E2E_LOGS=$(CURDIR)/_output/e2e-logs/$$p $(GO) test -count=1 -timeout 30m -v ./e2e/concierge/ \
+		SEALION_E2E_PROVIDER=$$p SEALION_E2E_LOGS=$(CURDIR)/_output/e2e-logs/$$p $(GO) test -count=1 -timeout 30m -v ./e2e/conformance/ \
 		|| { echo "e2e on $$p failed: cluster logs in _output/e2e-logs/$$p"; rc=1; break; }; done; \
 	$(if $(filter kind,$(PROVIDERS)),$(DOCKER_ENGINE) stop;) exit $$rc
 
@@ -191,14 +191,14 @@ integration: host-deps-if-allowed kube-binaries images ## integration tests agai
 
 .PHONY: fuzz
 fuzz: deps ## fuzz the token authentication path for a short time
-	$(GO) test -run '^$$' -fuzz '^FuzzTokenCredentialRequest$$' -fuzztime $(FUZZTIME) ./core/credential/
+	$(GO) test -run '^$$' -fuzz '^FuzzTokenCredentialRequest$$' -fuzztime $(FUZZTIME) ./servers/concierge/internal/credential/
 
 .PHONY: test
 test: verify-generate unit integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci)
 
 .PHONY: bench
 bench: kube-binaries ## benchmarks: in-server exchange cost, load runs through the aggregation layer and the Supervisor, the proxy on a cluster
-	$(GO) test -run '^$$' -bench . -benchmem ./core/certauthority/ ./core/credential/
+	$(GO) test -run '^$$' -bench . -benchmem ./core/certauthority/ ./servers/concierge/internal/credential/
 	$(GO) test -count=1 -run '^TestLoad' -v ./servers/concierge/integration/ -load
 	$(GO) test -count=1 -run '^TestLoad' -v ./servers/supervisor/integration/ -load
 	$(MAKE) bench-proxy-if-allowed
@@ -206,7 +206,7 @@ bench: kube-binaries ## benchmarks: in-server exchange cost, load runs through t
 .PHONY: bench-proxy-if-allowed
 bench-proxy-if-allowed:
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) host-deps images && \
-		SEALION_E2E_BENCH=true SEALION_E2E_PROVIDER=gke $(GO) test -count=1 -v -run 'TestImpersonationProxyBenchmark' ./e2e/concierge/; \
+		SEALION_E2E_BENCH=true SEALION_E2E_PROVIDER=gke $(GO) test -count=1 -v -run 'TestImpersonationProxyBenchmark' ./e2e/conformance/; \
 	else echo "skipping the impersonation proxy benchmark: it needs a cluster on this machine (ALLOW_HOST_CHANGES=true)"; fi
 
 # The README's set-up on a clean Debian root (debootstrap, with only Go, make, git and

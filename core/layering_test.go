@@ -1,17 +1,24 @@
 package core_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"os/exec"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
 
+// The import rules of the module. Data flows one way: core is the shared leaf; the servers and
+// the CLI build on it; the harness (providers, fixtures, e2e, matrix) talks to the servers over the
+// wire only. tools/ and fixtures/dex/server are modules of their own and import nothing of ours
+// but what their go.mod allows.
+
 // forbidden lists, per top-level folder, the folders its packages must not import, directly or
-// through others: data flows one way (core -> servers -> CLI and harness), and the CLI and the
-// harness talk to the servers over the wire only.
+// through others.
 var forbidden = map[string][]string{
 	"core":      {"servers", "cli", "providers", "fixtures", "e2e", "matrix"},
 	"servers":   {"cli", "providers", "fixtures", "e2e", "matrix"},
@@ -23,60 +30,213 @@ var forbidden = map[string][]string{
 }
 
 // testsMayUse lists, per top-level folder, what its tests (not its packages) may import besides:
-// the servers' integration tests run real upstreams from fixtures (slapd for the Supervisor's
-// load run).
+// the servers' integration tests run real upstreams from fixtures (slapd, Samba, the GitHub
+// double, Chromium).
 var testsMayUse = map[string][]string{
 	"servers": {"fixtures"},
 }
 
-const module = "sealion.dev/"
+// coreUsers are the programs and the harness that core serves; a core package used by only one
+// of them belongs to that one.
+var coreUsers = []string{"servers/concierge", "servers/supervisor", "servers/local-user-authenticator", "servers/kube-cert-agent", "servers/internal", "cli", "e2e"}
 
-func TestLayering(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list over the whole module; skipped under -short")
+const module = "sealion.dev"
+
+// pkg is one package of the module: its name, what its files import, and what its tests import
+// besides.
+type pkg struct {
+	name                 string
+	imports, testImports []string
+}
+
+// TestImportRules reads the import clauses of every package (go/parser, no build, so it runs in
+// a second under -short) and checks the rules above on the module's own import graph.
+func TestImportRules(t *testing.T) {
+	pkgs := loadPackages(t)
+	if len(pkgs) < 50 {
+		t.Fatalf("found only %d packages; is the test run from core/?", len(pkgs))
 	}
-	cmd := exec.Command("go", "list", "-test", "-deps=false", "-json=ImportPath,Imports,Deps", module+"...")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	checked := 0
-	for dec.More() {
-		var p struct {
-			ImportPath string
-			Deps       []string
-		}
-		if err := dec.Decode(&p); err != nil {
-			t.Fatal(err)
-		}
-		from := topFolder(p.ImportPath)
-		isTest := strings.Contains(p.ImportPath, " [") || strings.HasSuffix(p.ImportPath, ".test")
-		for _, dep := range p.Deps {
-			to := topFolder(dep)
-			for _, bad := range forbidden[from] {
-				if to == bad && !(isTest && slices.Contains(testsMayUse[from], to)) {
-					t.Errorf("%s depends on %s: %s must not import %s", p.ImportPath, dep, from, bad)
+	for _, p := range slices.Sorted(maps.Keys(pkgs)) {
+		from := topFolder(p)
+		check := func(deps []string, isTest bool) {
+			for _, dep := range deps {
+				to := topFolder(dep)
+				for _, bad := range forbidden[from] {
+					if to == bad && !(isTest && slices.Contains(testsMayUse[from], to)) {
+						t.Errorf("%s depends on %s: %s must not import %s", p, dep, from, bad)
+					}
+				}
+				if a, b := server(p), server(dep); a != "" && b != "" && a != b && b != "servers/internal" {
+					t.Errorf("%s depends on %s: one server must not import another's packages", p, dep)
 				}
 			}
 		}
-		checked++
-	}
-	if checked == 0 {
-		t.Fatal("go list returned no packages")
+		check(closure(pkgs, pkgs[p].imports), false)
+		check(closure(pkgs, pkgs[p].testImports), true)
 	}
 }
 
-// topFolder is the first path element under the module, or "" outside it.
-func topFolder(importPath string) string {
-	// Test variants look like "sealion.dev/x/y [sealion.dev/x/y.test]".
-	importPath, _, _ = strings.Cut(importPath, " ")
-	rest, ok := strings.CutPrefix(importPath, module)
-	if !ok {
+// TestCoreIsShared fails for a core package that only one program (or the harness) uses,
+// directly or through other core packages: it belongs under that program.
+func TestCoreIsShared(t *testing.T) {
+	pkgs := loadPackages(t)
+	users := map[string]map[string]bool{}
+	for p, info := range pkgs {
+		user := ""
+		for _, u := range coreUsers {
+			if p == u || strings.HasPrefix(p, u+"/") {
+				user = u
+			}
+		}
+		if user == "" {
+			continue
+		}
+		for _, dep := range closure(pkgs, append(slices.Clone(info.imports), info.testImports...)) {
+			if topFolder(dep) == "core" {
+				if users[dep] == nil {
+					users[dep] = map[string]bool{}
+				}
+				users[dep][user] = true
+			}
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(pkgs)) {
+		// API types and generated clients are core by definition: they are the wire.
+		if topFolder(p) != "core" || p == "core" || strings.HasPrefix(p, "core/apis") || strings.HasPrefix(p, "core/generated") {
+			continue
+		}
+		if n := len(users[p]); n < 2 {
+			t.Errorf("core/%s is used by %d of %v (%v): move it under its only user", strings.TrimPrefix(p, "core/"), n, coreUsers, slices.Sorted(maps.Keys(users[p])))
+		}
+	}
+}
+
+// TestPackageNames fails when two packages with different paths share a name, unless they are
+// the same job in parallel places (each server's own config, server, apiserver...): those share
+// the last folder and sit at the same depth under different servers.
+func TestPackageNames(t *testing.T) {
+	byName := map[string][]string{}
+	for p, info := range loadPackages(t) {
+		if strings.Contains(p, "/generated/") || strings.Contains(p, "/apis/") || info.name == "main" || info.name == "" {
+			continue // commands; generated clients and API versions follow Kubernetes' own layout
+		}
+		byName[info.name] = append(byName[info.name], p)
+	}
+	for name, paths := range byName {
+		if len(paths) < 2 {
+			continue
+		}
+		slices.Sort(paths)
+		if !parallel(paths) {
+			t.Errorf("%d packages are named %s: %v; give each a name that says its job", len(paths), name, paths)
+		}
+	}
+}
+
+// parallel reports whether every path is the same place under a different server:
+// servers/<a>/X and servers/<b>/X.
+func parallel(paths []string) bool {
+	rest := map[string]bool{}
+	for _, p := range paths {
+		s := server(p)
+		if s == "" || s == "servers/internal" {
+			return false
+		}
+		rest[strings.TrimPrefix(p, s)] = true
+	}
+	return len(rest) == 1
+}
+
+// server is "servers/<name>" for a package under a server, "" otherwise.
+func server(p string) string {
+	parts := strings.Split(p, "/")
+	if len(parts) < 2 || parts[0] != "servers" {
 		return ""
 	}
-	top, _, _ := strings.Cut(rest, "/")
+	return parts[0] + "/" + parts[1]
+}
+
+// loadPackages parses the import clauses of every .go file of the module, keyed by the package's
+// path below the module ("servers/concierge/server"). Nested modules, testdata and _output are
+// not part of it.
+func loadPackages(t *testing.T) map[string]*pkg {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := map[string]*pkg{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			name := d.Name()
+			if rel != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil && rel != "." {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		if pkgs[dir] == nil {
+			pkgs[dir] = &pkg{}
+		}
+		// A folder of tests only is named by them.
+		if name := f.Name.Name; !strings.HasSuffix(p, "_test.go") || pkgs[dir].name == "" && !strings.HasSuffix(name, "_test") {
+			pkgs[dir].name = name
+		}
+		for _, imp := range f.Imports {
+			ip := strings.Trim(imp.Path.Value, `"`)
+			rest, ok := strings.CutPrefix(ip, module+"/")
+			if !ok {
+				continue
+			}
+			if strings.HasSuffix(p, "_test.go") {
+				pkgs[dir].testImports = append(pkgs[dir].testImports, rest)
+			} else {
+				pkgs[dir].imports = append(pkgs[dir].imports, rest)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+// closure is every package of the module reachable from direct through non-test imports.
+func closure(pkgs map[string]*pkg, direct []string) []string {
+	seen := map[string]bool{}
+	queue := slices.Clone(direct)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if info := pkgs[p]; info != nil {
+			queue = append(queue, info.imports...)
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// topFolder is the first path element.
+func topFolder(p string) string {
+	top, _, _ := strings.Cut(p, "/")
 	return top
 }

@@ -150,7 +150,7 @@ func TestGoTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	pkgs, run := groups[0].GoTest(c)
-	if !slices.Equal(pkgs, []string{"sealion.dev/e2e/concierge"}) {
+	if !slices.Equal(pkgs, []string{"sealion.dev/e2e/conformance"}) {
 		t.Errorf("packages %v", pkgs)
 	}
 	// The suite, then the webhook path's tests; not the browser test, and nothing for ldap.

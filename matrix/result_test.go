@@ -9,7 +9,7 @@ import (
 	"sealion.dev/matrix/testjson"
 )
 
-const suitePkg = "sealion.dev/e2e/concierge"
+const suitePkg = "sealion.dev/e2e/conformance"
 
 // fake describes a test as go test -json would report it.
 type fake struct {

@@ -124,7 +124,7 @@ func TestInterrupt(t *testing.T) {
 	}
 }
 
-const testCatalog = `package: sealion.dev/e2e/concierge
+const testCatalog = `package: sealion.dev/e2e/conformance
 suite: [TestInstalled, TestKubeClusterSigningCertificate]
 strategies: [{name: KubeClusterSigningCertificate, tests: [TestKubeClusterSigningCertificate]}]
 distributions:
@@ -142,7 +142,7 @@ artifacts:
 func events(staticLogin string) string {
 	var b strings.Builder
 	line := func(action, test, output string) {
-		fmt.Fprintf(&b, `{"Action":%q,"Package":"sealion.dev/e2e/concierge","Test":%q,"Output":%q,"Elapsed":1.5}`+"\n", action, test, output)
+		fmt.Fprintf(&b, `{"Action":%q,"Package":"sealion.dev/e2e/conformance","Test":%q,"Output":%q,"Elapsed":1.5}`+"\n", action, test, output)
 	}
 	for _, t := range []struct{ name, result string }{{"TestInstalled", "pass"}, {"TestKubeClusterSigningCertificate", "pass"}, {"TestCLIStaticLogin", staticLogin}} {
 		line("run", t.name, "")
@@ -201,7 +201,7 @@ fi
 	}
 	args, _ := os.ReadFile(filepath.Join(repo, "args.txt"))
 	if !strings.HasPrefix(string(args), "kubeadm v1.33.1 /cache/kubernetes/v1.33.1/bin true test -json -count=1 -p=1 -timeout=1h0m0s "+
-		"sealion.dev/e2e/concierge -run ^(TestInstalled|TestKubeClusterSigningCertificate|TestCLIStaticLogin)$\n") {
+		"sealion.dev/e2e/conformance -run ^(TestInstalled|TestKubeClusterSigningCertificate|TestCLIStaticLogin)$\n") {
 		t.Errorf("go test invocations:\n%s", args)
 	}
 

@@ -97,15 +97,15 @@ func TestTimeoutLeavesTestRunning(t *testing.T) {
 func TestNonJSONLines(t *testing.T) {
 	t.Parallel()
 	rep, err := Parse(strings.NewReader("go: downloading example.com/x v1.0.0\n" +
-		`{"Action":"build-output","ImportPath":"sealion.dev/e2e/concierge [sealion.dev/e2e/concierge.test]","Output":"x.go:1: undefined: y\n"}` + "\n" +
-		`{"Action":"build-fail","Package":"sealion.dev/e2e/concierge"}` + "\n"))
+		`{"Action":"build-output","ImportPath":"sealion.dev/e2e/conformance [sealion.dev/e2e/conformance.test]","Output":"x.go:1: undefined: y\n"}` + "\n" +
+		`{"Action":"build-fail","Package":"sealion.dev/e2e/conformance"}` + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p := rep.Package(""); p == nil || len(p.Output) != 2 || p.Output[0] != "go: downloading example.com/x v1.0.0" {
 		t.Errorf("package-less output: %+v", p)
 	}
-	if p := rep.Package("sealion.dev/e2e/concierge"); p == nil || !p.BuildFailed || p.Result != Fail {
+	if p := rep.Package("sealion.dev/e2e/conformance"); p == nil || !p.BuildFailed || p.Result != Fail {
 		t.Errorf("build failure not recorded: %+v", p)
 	}
 }

@@ -17,10 +17,10 @@ import (
 	"sealion.dev/providers/internal/cni"
 	"sealion.dev/providers/internal/command"
 	"sealion.dev/providers/internal/containerd"
+	"sealion.dev/providers/internal/daemon"
 	"sealion.dev/providers/internal/hostlock"
 	"sealion.dev/providers/internal/hoststate"
 	"sealion.dev/providers/internal/servicenet"
-	"sealion.dev/providers/internal/supervisor"
 )
 
 // hostPrograms are the host tools a cluster needs, with the Debian package of each.
@@ -333,7 +333,7 @@ func (cr *creation) sinkServices(ctx context.Context) error {
 }
 
 func (cr *creation) startKubelet(context.Context) error {
-	proc, err := supervisor.Start(supervisor.Spec{
+	proc, err := daemon.Start(daemon.Spec{
 		Name: "kubelet", LogFile: filepath.Join(cr.c.logsDir(), "kubelet.log"), Restart: true,
 		Command: kubeletCommand(filepath.Join(cr.c.state.BinDir, "kubelet")),
 	})

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"sealion.dev/providers/internal/supervisor"
+	"sealion.dev/providers/internal/daemon"
 )
 
 // Where kubeadm leaves the kubelet's configuration for the init system's kubelet unit.
@@ -24,11 +24,11 @@ const (
 func kubeletCommand(kubelet string) func() ([]string, error) {
 	return func() ([]string, error) {
 		if _, err := os.Stat(kubeletConfigFile); err != nil {
-			return nil, supervisor.ErrNotReady
+			return nil, daemon.ErrNotReady
 		}
 		data, err := os.ReadFile(kubeletFlagsEnv)
 		if os.IsNotExist(err) {
-			return nil, supervisor.ErrNotReady
+			return nil, daemon.ErrNotReady
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading kubelet flags: %w", err)

@@ -25,8 +25,8 @@ import (
 
 	"sealion.dev/providers"
 	"sealion.dev/providers/internal/containerd"
+	"sealion.dev/providers/internal/daemon"
 	"sealion.dev/providers/internal/hostlock"
-	"sealion.dev/providers/internal/supervisor"
 )
 
 const (
@@ -86,7 +86,7 @@ type cluster struct {
 	state      clusterState
 	lock       *hostlock.Lock
 	containerd *containerd.Daemon
-	kubelet    *supervisor.Process
+	kubelet    *daemon.Process
 }
 
 // clusterState is saved in the cluster's directory so another process can delete it.

@@ -21,7 +21,7 @@ import (
 
 	"sealion.dev/providers/internal/command"
 	"sealion.dev/providers/internal/containerd"
-	"sealion.dev/providers/internal/supervisor"
+	"sealion.dev/providers/internal/daemon"
 	"sealion.dev/providers/managed/loadbalancer"
 )
 
@@ -83,7 +83,7 @@ type cluster struct {
 	profile profile
 
 	// controlPlane and nodeDaemons are the supervised processes, in start order.
-	controlPlane, nodeDaemons []*supervisor.Process
+	controlPlane, nodeDaemons []*daemon.Process
 	containerd                *containerd.Daemon
 	lbCancel                  context.CancelFunc
 	lbDone                    chan struct{}
@@ -202,8 +202,8 @@ func (c *cluster) writeFiles() error {
 
 // daemon starts argv under supervision, restarted when it exits as an init system would, and
 // adds it to group.
-func (c *cluster) daemon(group *[]*supervisor.Process, name string, argv []string) error {
-	p, err := supervisor.Start(supervisor.Spec{
+func (c *cluster) daemon(group *[]*daemon.Process, name string, argv []string) error {
+	p, err := daemon.Start(daemon.Spec{
 		Name:    name,
 		LogFile: c.layout.logFile(name),
 		Command: func() ([]string, error) { return argv, nil },

@@ -1,5 +1,5 @@
 // Command local-user-authenticator serves a TokenReview webhook whose users are Secrets in one
-// namespace (see package sealion.dev/core/localusers). It is a test and demo identity provider
+// namespace (see package sealion.dev/servers/local-user-authenticator/internal/localusers). It is a test and demo identity provider
 // for the Concierge's WebhookAuthenticator.
 package main
 
@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"sealion.dev/core/localusers"
 	"sealion.dev/servers/internal/serverboot"
+	"sealion.dev/servers/local-user-authenticator/internal/localusers"
 )
 
 func main() {

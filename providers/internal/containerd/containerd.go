@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"sealion.dev/providers/internal/command"
-	"sealion.dev/providers/internal/supervisor"
+	"sealion.dev/providers/internal/daemon"
 )
 
 // Namespace is the containerd namespace the CRI plugin, and so the kubelet, uses.
@@ -117,7 +117,7 @@ func tomlString(s string) string {
 // Daemon is a running containerd.
 type Daemon struct {
 	Config
-	proc *supervisor.Process
+	proc *daemon.Process
 }
 
 // Start writes the configuration and runs containerd until its API answers.
@@ -150,7 +150,7 @@ func Restart(ctx context.Context, dir, logFile string, run command.Runner) (*Dae
 }
 
 func launch(ctx context.Context, cfg Config, logFile string, run command.Runner) (*Daemon, error) {
-	proc, err := supervisor.Start(supervisor.Spec{
+	proc, err := daemon.Start(daemon.Spec{
 		Name: "containerd", LogFile: logFile,
 		Command: func() ([]string, error) { return []string{"containerd", "--config", cfg.ConfigFile()}, nil },
 	})

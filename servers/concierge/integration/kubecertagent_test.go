@@ -22,11 +22,11 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	"sealion.dev/core/certauthority"
-	"sealion.dev/core/certauthority/dynamicca"
-	"sealion.dev/core/controllers/kubecertagent"
-	"sealion.dev/core/credentialissuer"
 	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 	conciergeinformers "sealion.dev/core/generated/concierge/informers/externalversions"
+	"sealion.dev/servers/concierge/internal/controllers/kubecertagent"
+	"sealion.dev/servers/concierge/internal/credentialissuer"
+	"sealion.dev/servers/concierge/internal/dynamicca"
 )
 
 // cannedExecutor stands in for the agent pod: without a kubelet there is nothing to exec into.

@@ -21,11 +21,11 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	"sealion.dev/core/certauthority"
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
-	"sealion.dev/core/supervisor/clientsecrets"
-	"sealion.dev/core/supervisor/oidcclient"
 	"sealion.dev/core/testing/controlplane"
 	"sealion.dev/servers/internal/aggregatedapi"
 	"sealion.dev/servers/supervisor/internal/aggregatortest"
+	"sealion.dev/servers/supervisor/internal/clientcheck"
+	"sealion.dev/servers/supervisor/internal/clientsecrets"
 	"sealion.dev/servers/supervisor/registry/oidcclientsecretrequest"
 )
 
@@ -84,7 +84,7 @@ func TestOIDCClientSecretRequestThroughTheAggregator(t *testing.T) {
 	if refs := storage.OwnerReferences; len(refs) != 1 || refs[0].UID != client.UID || refs[0].APIVersion != "config.supervisor.pinniped.dev/v1alpha1" {
 		t.Errorf("owner references %+v", refs)
 	}
-	result := oidcclient.Validate(client, storage, bcrypt.MinCost)
+	result := clientcheck.Validate(client, storage, bcrypt.MinCost)
 	if result.Phase != configv1alpha1.PhaseReady || len(result.Hashes) != 1 ||
 		bcrypt.CompareHashAndPassword([]byte(result.Hashes[0]), []byte(second.Status.GeneratedSecret)) != nil {
 		t.Errorf("the stored secret does not validate: %+v", result)

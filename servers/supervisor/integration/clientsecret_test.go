@@ -14,9 +14,9 @@ import (
 	clientsecretv1alpha1 "sealion.dev/core/apis/supervisor/clientsecret/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	"sealion.dev/core/servingcert"
-	"sealion.dev/core/supervisor/clientsecrets"
-	"sealion.dev/core/supervisor/oidcclient"
 	"sealion.dev/servers/supervisor/internal/aggregatortest"
+	"sealion.dev/servers/supervisor/internal/clientcheck"
+	"sealion.dev/servers/supervisor/internal/clientsecrets"
 )
 
 const apiServiceName = "pinniped-supervisor-api"
@@ -52,7 +52,7 @@ func TestOIDCClientSecretRequestThroughTheAggregator(t *testing.T) {
 	if storage.Labels["app"] != "pinniped-supervisor" {
 		t.Errorf("storage Secret labels %v, want the install's", storage.Labels)
 	}
-	result := oidcclient.Validate(client, storage, bcrypt.DefaultCost)
+	result := clientcheck.Validate(client, storage, bcrypt.DefaultCost)
 	if result.Phase != configv1alpha1.PhaseReady || len(result.Hashes) != 1 ||
 		bcrypt.CompareHashAndPassword([]byte(result.Hashes[0]), []byte(resp.Status.GeneratedSecret)) != nil {
 		t.Errorf("the stored secret does not validate: %+v", result)

@@ -21,7 +21,7 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
-	"sealion.dev/core/supervisor/signingkeys"
+	"sealion.dev/servers/supervisor/internal/signingkeys"
 )
 
 const waitTimeout = 30 * time.Second

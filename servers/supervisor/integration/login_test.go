@@ -16,8 +16,8 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
-	"sealion.dev/core/controllers/upstreamidp"
 	"sealion.dev/core/testing/oidcissuer"
+	"sealion.dev/servers/supervisor/internal/controllers/upstreamidp"
 )
 
 // An OIDCIdentityProvider becomes Ready once the Supervisor has discovered its issuer, and the

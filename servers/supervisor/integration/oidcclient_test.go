@@ -28,9 +28,9 @@ import (
 	clientsecretv1alpha1 "sealion.dev/core/apis/supervisor/clientsecret/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
-	"sealion.dev/core/controllers/upstreamidp"
 	"sealion.dev/core/testing/oidcissuer"
 	"sealion.dev/servers/supervisor/internal/aggregatortest"
+	"sealion.dev/servers/supervisor/internal/controllers/upstreamidp"
 )
 
 var apiServiceOnce sync.Once

@@ -14,10 +14,10 @@ import (
 
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	"sealion.dev/core/servingcert"
-	"sealion.dev/core/supervisor/clientsecrets"
 	"sealion.dev/servers/internal/aggregatedapi"
 	"sealion.dev/servers/supervisor/apiserver"
 	"sealion.dev/servers/supervisor/config"
+	"sealion.dev/servers/supervisor/internal/clientsecrets"
 	"sealion.dev/servers/supervisor/registry/oidcclientsecretrequest"
 )
 

@@ -23,20 +23,20 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // the JSON log format
 	"k8s.io/klog/v2"
 
-	"sealion.dev/core/controllers/federationdomain"
-	oidcclientcontroller "sealion.dev/core/controllers/oidcclient"
-	"sealion.dev/core/controllers/upstreamidp"
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	"sealion.dev/core/groupsuffix"
-	"sealion.dev/core/supervisor/clientsecrets"
-	"sealion.dev/core/supervisor/discovery"
-	"sealion.dev/core/supervisor/issuer"
-	"sealion.dev/core/supervisor/oidcprovider"
-	"sealion.dev/core/supervisor/sni"
-	"sealion.dev/core/supervisor/upstreams"
 	"sealion.dev/servers/internal/serverboot"
 	"sealion.dev/servers/supervisor/config"
+	"sealion.dev/servers/supervisor/internal/clientsecrets"
+	"sealion.dev/servers/supervisor/internal/controllers/federationdomain"
+	oidcclientcontroller "sealion.dev/servers/supervisor/internal/controllers/oidcclient"
+	"sealion.dev/servers/supervisor/internal/controllers/upstreamidp"
+	"sealion.dev/servers/supervisor/internal/discovery"
+	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/oidcprovider"
+	"sealion.dev/servers/supervisor/internal/sni"
+	"sealion.dev/servers/supervisor/internal/upstreams"
 )
 
 // Options are the command-line flags. Everything else is in the configuration file.

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"sealion.dev/cli/internal/clientconfig"
 	"sealion.dev/cli/internal/deps"
-	"sealion.dev/cli/internal/kubeconfig"
 	identityv1alpha1 "sealion.dev/core/apis/concierge/identity/v1alpha1"
 	"sealion.dev/core/groupsuffix"
 )
@@ -56,11 +56,11 @@ func run(ctx context.Context, d deps.Deps, f flags) error {
 	default:
 		return fmt.Errorf("invalid output format %q: must be text, yaml or json", f.output)
 	}
-	loaded, err := kubeconfig.Load(f.kubeconfig, f.kubeconfigContext)
+	loaded, err := clientconfig.Load(f.kubeconfig, f.kubeconfigContext)
 	if err != nil {
 		return err
 	}
-	restCfg, err := kubeconfig.WithAPIGroupSuffix(loaded.REST, f.apiGroupSuffix)
+	restCfg, err := clientconfig.WithAPIGroupSuffix(loaded.REST, f.apiGroupSuffix)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func run(ctx context.Context, d deps.Deps, f flags) error {
 	}
 }
 
-func writeText(w io.Writer, loaded *kubeconfig.Loaded, resp *identityv1alpha1.WhoAmIRequest) error {
+func writeText(w io.Writer, loaded *clientconfig.Loaded, resp *identityv1alpha1.WhoAmIRequest) error {
 	user := resp.Status.KubernetesUserInfo.User
 	_, err := fmt.Fprintf(w, "Current cluster info:\n\nName: %s\nURL: %s\n\nCurrent user info:\n\nUsername: %s\nGroups: %s\n",
 		loaded.Context.Cluster, loaded.Cluster.Server, user.Username, strings.Join(user.Groups, ", "))

@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"sealion.dev/core/apis/concierge/login"
-	"sealion.dev/core/authncache"
-	"sealion.dev/core/credential"
+	"sealion.dev/servers/concierge/internal/authncache"
+	"sealion.dev/servers/concierge/internal/credential"
 )
 
 // Exchanger issues a credential for a token; see credential.Exchanger.

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"sealion.dev/core/apis/concierge/login"
-	"sealion.dev/core/authncache"
-	"sealion.dev/core/credential"
+	"sealion.dev/servers/concierge/internal/authncache"
+	"sealion.dev/servers/concierge/internal/credential"
 )
 
 type fakeExchanger struct {

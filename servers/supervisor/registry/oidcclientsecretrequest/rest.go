@@ -1,7 +1,7 @@
 // Package oidcclientsecretrequest serves OIDCClientSecretRequest: a create-only, namespaced,
 // virtual resource (nothing of it is stored) that generates and revokes the client secrets of the
 // OIDCClient with the same name in the Supervisor's namespace. A new secret is returned once, in
-// plain text; only its bcrypt hash is kept (see core/supervisor/clientsecrets).
+// plain text; only its bcrypt hash is kept (see servers/supervisor/internal/clientsecrets).
 package oidcclientsecretrequest
 
 import (
@@ -26,7 +26,7 @@ import (
 
 	"sealion.dev/core/apis/supervisor/clientsecret"
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
-	"sealion.dev/core/supervisor/clientsecrets"
+	"sealion.dev/servers/supervisor/internal/clientsecrets"
 )
 
 // OIDCClients reads the OIDCClients of the Supervisor's namespace; the generated typed client

@@ -21,7 +21,7 @@ import (
 	"sealion.dev/core/apis/supervisor/clientsecret"
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
-	"sealion.dev/core/supervisor/clientsecrets"
+	"sealion.dev/servers/supervisor/internal/clientsecrets"
 )
 
 const (

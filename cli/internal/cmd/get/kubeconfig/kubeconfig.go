@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"sealion.dev/cli/internal/clientconfig"
 	"sealion.dev/cli/internal/deps"
-	"sealion.dev/cli/internal/kubeconfig"
 	"sealion.dev/cli/pkg/oidclogin"
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	"sealion.dev/core/groupsuffix"
@@ -165,7 +165,7 @@ func run(ctx context.Context, d deps.Deps, f flags) error {
 		f.cliPath = path
 	}
 
-	loaded, err := kubeconfig.Load(f.kubeconfig, f.kubeconfigContext)
+	loaded, err := clientconfig.Load(f.kubeconfig, f.kubeconfigContext)
 	if err != nil {
 		return err
 	}
@@ -221,8 +221,8 @@ type concierge struct {
 	authenticator *authenticator
 }
 
-func (f flags) discover(ctx context.Context, d deps.Deps, loaded *kubeconfig.Loaded, cluster *clientcmdapi.Cluster) (*concierge, error) {
-	restCfg, err := kubeconfig.WithAPIGroupSuffix(loaded.REST, f.apiGroupSuffix)
+func (f flags) discover(ctx context.Context, d deps.Deps, loaded *clientconfig.Loaded, cluster *clientcmdapi.Cluster) (*concierge, error) {
+	restCfg, err := clientconfig.WithAPIGroupSuffix(loaded.REST, f.apiGroupSuffix)
 	if err != nil {
 		return nil, err
 	}
@@ -465,7 +465,7 @@ func inlineCA(in *clientcmdapi.Cluster) (*clientcmdapi.Cluster, error) {
 	return out, nil
 }
 
-func buildKubeconfig(loaded *kubeconfig.Loaded, cluster *clientcmdapi.Cluster, f flags, args []string) *clientcmdapi.Config {
+func buildKubeconfig(loaded *clientconfig.Loaded, cluster *clientcmdapi.Cluster, f flags, args []string) *clientcmdapi.Config {
 	name := loaded.ContextName + f.generatedNameSuffix
 	out := clientcmdapi.NewConfig()
 	out.Clusters[name] = cluster

@@ -1,0 +1,253 @@
+package conformance
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/yaml"
+
+	"sealion.dev/core/certauthority"
+	"sealion.dev/e2e/steps"
+	"sealion.dev/providers"
+)
+
+// The Supervisor is installed once per cluster, by the first test that logs in through it, and
+// reached at a NodePort of the first node: an address both this machine (the CLI, the browser)
+// and the cluster's pods (the Concierge fetching the issuer's keys) reach, on every provider.
+// Its FederationDomains share that IP address as issuer host, so they are served with the
+// Supervisor's default certificate (there is no SNI for an IP address), issued by federationCA.
+const supervisorNamespace = "pinniped-supervisor"
+
+var (
+	federationOnce sync.Once
+	federationHost string // "IP:port"
+	federationCA   *certauthority.CA
+	federationErr  error
+)
+
+// supervisorHost installs and exposes the Supervisor on the test's cluster if that is not done
+// yet, and returns its address. Tests using it need fixtures on this machine that pods reach.
+func supervisorHost(ctx context.Context, t *testing.T, cfg *envconf.Config) string {
+	t.Helper()
+	if !steps.ClusterFrom(ctx).Info.ChangesHost {
+		t.Skip("the upstream identity providers run on this machine, which only the pods of clusters on this machine are sure to reach")
+	}
+	federationOnce.Do(func() { federationErr = installSupervisor(ctx, cfg) })
+	if federationErr != nil {
+		t.Fatalf("installing the Supervisor: %v", federationErr)
+	}
+	return federationHost
+}
+
+func installSupervisor(ctx context.Context, cfg *envconf.Config) error {
+	began := time.Now()
+	for _, step := range steps.InstallSupervisor() {
+		if _, err := step(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	kubeconfig := cfg.KubeconfigFile()
+	nodeIP, err := steps.Kubectl(ctx, kubeconfig, "", "get", "nodes", "-o",
+		`jsonpath={.items[0].status.addresses[?(@.type=="InternalIP")].address}`)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(strings.TrimSpace(nodeIP))
+	if ip == nil {
+		return fmt.Errorf("the first node has no InternalIP address (got %q)", nodeIP)
+	}
+	if federationCA, err = certauthority.New("e2e Supervisor CA", 24*time.Hour); err != nil {
+		return err
+	}
+	cert, key, err := federationCA.IssueServingCert(ip.String(), nil, []net.IP{ip}, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	service := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pinniped-supervisor-nodeport", Namespace: supervisorNamespace},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeNodePort,
+			Selector: map[string]string{"deployment.pinniped.dev": "supervisor"},
+			Ports:    []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)}},
+		},
+	}
+	// The chain holds the CA, which the browser trusts by its key's pin.
+	tlsSecret := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pinniped-supervisor-default-tls-certificate", Namespace: supervisorNamespace},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: append(cert, federationCA.Bundle()...), corev1.TLSPrivateKeyKey: key},
+	}
+	if err := applyObjects(ctx, kubeconfig, service, tlsSecret); err != nil {
+		return err
+	}
+	port, err := steps.Kubectl(ctx, kubeconfig, "", "get", "service", "-n", supervisorNamespace,
+		"pinniped-supervisor-nodeport", "-o", "jsonpath={.spec.ports[0].nodePort}")
+	if err != nil {
+		return err
+	}
+	federationHost = net.JoinHostPort(ip.String(), strings.TrimSpace(port))
+	fmt.Fprintf(os.Stderr, "e2e: Supervisor installed in %s, reached at %s\n", time.Since(began).Round(time.Second), federationHost)
+	return nil
+}
+
+// applyObjects applies API objects (with their TypeMeta set) with kubectl.
+func applyObjects(ctx context.Context, kubeconfig string, objs ...any) error {
+	var docs []string
+	for _, obj := range objs {
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, string(b))
+	}
+	_, err := steps.Kubectl(ctx, kubeconfig, strings.Join(docs, "---\n"), "apply", "--server-side", "--force-conflicts", "-f", "-")
+	return err
+}
+
+// federatedLogin is one test's FederationDomain and the JWTAuthenticator trusting it.
+type federatedLogin struct {
+	issuer    string
+	audience  string
+	authName  string
+	caBundle  []byte
+	kubectlTo *envconf.Config
+}
+
+// hostIP is this machine's address that pods reach: the fixtures listen there.
+func hostIP(t *testing.T) net.IP {
+	t.Helper()
+	s, err := providers.HostIPv4()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.ParseIP(s)
+}
+
+// issuerURL is the issuer of the FederationDomain named name.
+func issuerURL(host, name string) string { return "https://" + host + "/" + name }
+
+// federate creates the FederationDomain name at issuerURL(host, name) with the given identity
+// providers (their objects already created), waits until it is Ready, and makes a
+// JWTAuthenticator of the same name trusting it for the audience "<name>-cluster". Everything is
+// deleted when the test ends.
+func federate(ctx context.Context, t *testing.T, cfg *envconf.Config, host, name string, idps string) *federatedLogin {
+	t.Helper()
+	fl := &federatedLogin{issuer: issuerURL(host, name), audience: name + "-cluster", authName: name,
+		caBundle: federationCA.Bundle(), kubectlTo: cfg}
+	kubeconfig := cfg.KubeconfigFile()
+	fd := fmt.Sprintf(`apiVersion: config.supervisor.pinniped.dev/v1alpha1
+kind: FederationDomain
+metadata: {name: %s, namespace: %s}
+spec:
+  issuer: %s
+  identityProviders:
+%s`, name, supervisorNamespace, fl.issuer, idps)
+	if _, err := steps.Kubectl(ctx, kubeconfig, fd, "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = steps.Kubectl(context.WithoutCancel(ctx), kubeconfig, "", "delete", "--ignore-not-found", "-n", supervisorNamespace, "federationdomain/"+name)
+	})
+	waitForPhase(ctx, t, cfg, "federationdomain/"+name)
+	fl.trustFrom(ctx, t, name, fl.audience)
+	return fl
+}
+
+// trustFrom makes a JWTAuthenticator trusting the FederationDomain's ID tokens for audience.
+func (fl *federatedLogin) trustFrom(ctx context.Context, t *testing.T, authName, audience string) {
+	t.Helper()
+	kubeconfig := fl.kubectlTo.KubeconfigFile()
+	auth := fmt.Sprintf(`apiVersion: authentication.concierge.pinniped.dev/v1alpha1
+kind: JWTAuthenticator
+metadata: {name: %s}
+spec:
+  issuer: %s
+  audience: %s
+  tls: {certificateAuthorityData: %s}
+`, authName, fl.issuer, audience, base64.StdEncoding.EncodeToString(fl.caBundle))
+	if _, err := steps.Kubectl(ctx, kubeconfig, auth, "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = steps.Kubectl(context.WithoutCancel(ctx), kubeconfig, "", "delete", "--ignore-not-found", "jwtauthenticator/"+authName)
+	})
+	// Ready means the Concierge fetched the issuer's discovery document and keys through the NodePort.
+	if _, err := steps.WaitFor(2*time.Minute, "jsonpath={.status.phase}=Ready", "jwtauthenticator/"+authName)(ctx, fl.kubectlTo); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// user hands out a kubeconfig for this login through the upstream identity provider idpName
+// with the given flow (cli_password or browser_authcode); env is added to the user's
+// environment (PINNIPED_USERNAME and PINNIPED_PASSWORD for the CLI password flow). The plugin
+// says what it does (PINNIPED_DEBUG), for the tests to see refreshes and new logins.
+func (fl *federatedLogin) user(ctx context.Context, t *testing.T, idpName, flow string, env ...string) cliUser {
+	t.Helper()
+	sessions := filepath.Join(t.TempDir(), "sessions.yaml")
+	u := newCLIUser(ctx, t, fl.kubectlTo, "--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", fl.authName,
+		"--oidc-skip-browser", "--oidc-session-cache", sessions,
+		"--upstream-identity-provider-name", idpName, "--upstream-identity-provider-flow", flow)
+	u.sessionCache, u.extraEnv = sessions, append(env, "PINNIPED_DEBUG=true")
+	return u
+}
+
+// waitForPhase waits until a Supervisor object's status.phase is Ready, failing with its
+// conditions otherwise.
+func waitForPhase(ctx context.Context, t *testing.T, cfg *envconf.Config, resource string) {
+	t.Helper()
+	if _, err := steps.WaitFor(2*time.Minute, "jsonpath={.status.phase}=Ready", "-n", supervisorNamespace, resource)(ctx, cfg); err != nil {
+		conds, _ := steps.Kubectl(ctx, cfg.KubeconfigFile(), "", "get", "-n", supervisorNamespace, resource, "-o",
+			`jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
+		t.Fatalf("%s is not Ready: %v\n%s", resource, err, conds)
+	}
+}
+
+// secret is a Secret in the Supervisor's namespace.
+func secret(name string, typ corev1.SecretType, data map[string]string) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: supervisorNamespace},
+		Type:       typ,
+		StringData: data,
+	}
+}
+
+// createIDP applies an identity provider and its Secret, waits until it is Ready, and deletes
+// both when the test ends.
+func createIDP(ctx context.Context, t *testing.T, cfg *envconf.Config, resource string, objs ...any) {
+	t.Helper()
+	kubeconfig := cfg.KubeconfigFile()
+	if err := applyObjects(ctx, kubeconfig, objs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, obj := range objs {
+			b, _ := yaml.Marshal(obj)
+			_, _ = steps.Kubectl(context.WithoutCancel(ctx), kubeconfig, string(b), "delete", "--ignore-not-found", "-f", "-")
+		}
+	})
+	waitForPhase(ctx, t, cfg, resource)
+}
+
+// federationIDP is one entry of a FederationDomain's identityProviders, as YAML.
+func federationIDP(displayName, kind, name, transforms string) string {
+	s := fmt.Sprintf("  - displayName: %s\n    objectRef: {apiGroup: idp.supervisor.pinniped.dev, kind: %s, name: %s}\n", displayName, kind, name)
+	if transforms != "" {
+		s += "    transforms:\n" + transforms
+	}
+	return s
+}

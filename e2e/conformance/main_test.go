@@ -1,0 +1,104 @@
+package conformance
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"sealion.dev/core/certauthority"
+	"sealion.dev/e2e/steps"
+	"sealion.dev/providers"
+	"sealion.dev/providers/all"
+	"sealion.dev/providers/existing"
+)
+
+var (
+	testenv env.Environment
+	// signer is the CA the Concierge signs TokenCredentialRequest certificates with in this suite.
+	signer *certauthority.CA
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipping the Concierge end-to-end suite: it creates a real cluster, which -short excludes")
+		os.Exit(0)
+	}
+	providerName := os.Getenv("SEALION_E2E_PROVIDER")
+	if providerName == "" {
+		providerName = "kubeadm"
+	}
+	// The existing provider runs against the cluster of $KUBECONFIG (its images must be pullable).
+	p, err := all.New(providerName, all.Options{Progress: os.Stderr, Existing: existing.Options{
+		KubeconfigPath: os.Getenv("KUBECONFIG"), ImagesPullable: true,
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if signer, err = certauthority.New("e2e token credential request signer", 24*time.Hour); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+
+	testenv = env.NewWithConfig(envconf.New())
+	setup := []env.Func{
+		// SEALION_E2E_KUBE_VERSION ("v1.34.4") picks the cluster's version; empty is the provider's default.
+		steps.CreateCluster(p, "sealion-e2e-"+providerName, providers.CreateOptions{KubernetesVersion: os.Getenv("SEALION_E2E_KUBE_VERSION")}),
+		steps.LoadImages(steps.RepoPath("_output/images/pinniped-server.tar")),
+	}
+	setup = append(setup, steps.InstallLocalUserAuthenticator()...)
+	var components []string
+	if benchmarking() {
+		components = append(components, "bench-resources")
+	}
+	switch {
+	case p.Info().KubeControllerManagerPod:
+		// The kube cert agent fetches the cluster's own signing key.
+		setup = append(setup, steps.InstallConcierge(components...)...)
+	case p.Info().HasExternalLoadBalancer:
+		// No signing key to fetch: the impersonation proxy signs with a CA of its own.
+		setup = append(setup, steps.InstallConcierge(components...)...)
+	default:
+		// Neither a signing key nor a load balancer for the proxy: sign with a CA of the test's.
+		setup = append(setup, steps.ApplyManifest(signerManifest()))
+		setup = append(setup, steps.InstallConcierge(append(components, "signer-secret")...)...)
+	}
+	testenv.Setup(setup...)
+	logs := os.Getenv("SEALION_E2E_LOGS")
+	testenv.Finish(steps.SaveCredentialIssuers(logs), steps.CollectLogs(logs), steps.DeleteCluster())
+	os.Exit(testenv.Run(m))
+}
+
+// signerManifest creates the Concierge's namespace and the Secret its signer-secret overlay mounts.
+func signerManifest() string {
+	ns := &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pinniped-concierge"},
+	}
+	secret := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pinniped-concierge-signer", Namespace: "pinniped-concierge"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: signer.Bundle(), corev1.TLSPrivateKeyKey: signer.PrivateKeyPEM()},
+	}
+	var docs []string
+	for _, obj := range []any{ns, secret} {
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			panic(err) // plain API objects always marshal
+		}
+		docs = append(docs, string(b))
+	}
+	return strings.Join(docs, "---\n")
+}

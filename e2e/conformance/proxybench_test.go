@@ -1,0 +1,488 @@
+package conformance
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	"sealion.dev/e2e/steps"
+)
+
+const (
+	// benchStep bounds each load step (one operation, one path, one concurrency).
+	benchStep = 3 * time.Second
+	// benchObjects is how many ConfigMaps the LIST returns (plus the namespace's kube-root-ca.crt).
+	benchObjects = 50
+	// benchUpdates is how many updates the watch delay is measured over.
+	benchUpdates = 50
+)
+
+var benchConcurrency = []int{1, 16, 64}
+
+// TestImpersonationProxyBenchmark measures what the impersonation proxy costs against talking to
+// the kube-apiserver directly: GET and LIST latency and throughput at several concurrencies, watch
+// event delay, and the Concierge's memory. It is a measurement printed as Markdown, opted into with
+// SEALION_E2E_BENCH=true; it fails only on errors, never on numbers.
+func TestImpersonationProxyBenchmark(t *testing.T) {
+	if !benchmarking() {
+		t.Skip("the impersonation proxy benchmark runs only with SEALION_E2E_BENCH=true")
+	}
+	var direct, viaProxy kubernetes.Interface
+	var ns string
+	f := features.New("ImpersonationProxy benchmark").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			info := steps.ClusterFrom(ctx).Info
+			if info.ControlPlaneVisible || !info.HasExternalLoadBalancer {
+				t.Skip("the impersonation proxy is not enabled on this cluster (mode auto runs it only where the control plane is hidden and a load balancer reaches it)")
+			}
+			setUpLocalUsers(ctx, t, cfg)
+			s := waitForStrategy(ctx, t, cfg, configv1alpha1.StrategyTypeImpersonationProxy)
+			if s.Frontend == nil || s.Frontend.ImpersonationProxyInfo == nil {
+				t.Fatalf("strategy %+v advertises no proxy endpoint", s)
+			}
+			proxy := *s.Frontend.ImpersonationProxyInfo
+			cred := proxyExchange(ctx, t, proxy, "pinny:correct horse").Status.Credential
+			if cred == nil {
+				t.Fatal("no credential from the proxy for pinny")
+			}
+			ns = benchNamespace(ctx, t, cfg)
+
+			// Both paths reach the kube-apiserver as pinny with pinny's groups: through the proxy,
+			// which impersonates the certificate's user; directly, with the admin credentials
+			// impersonating the same user, so RBAC and priority and fairness treat both alike.
+			directConfig := rest.CopyConfig(cfg.Client().RESTConfig())
+			directConfig.Impersonate = rest.ImpersonationConfig{UserName: "pinny", Groups: parseCert(t, cred.ClientCertificateData).Subject.Organization}
+			direct = benchClient(t, directConfig)
+			ca, err := base64.StdEncoding.DecodeString(proxy.CertificateAuthorityData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			viaProxy = benchClient(t, &rest.Config{Host: proxy.Endpoint, TLSClientConfig: rest.TLSClientConfig{
+				CAData: ca, CertData: []byte(cred.ClientCertificateData), KeyData: []byte(cred.ClientKeyData),
+			}})
+			// RBAC, and the proxy's cache of denials, take a moment to see the new binding.
+			for name, c := range map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy} {
+				var lastErr error
+				if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+					_, lastErr = c.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+					return lastErr == nil, nil
+				}); err != nil {
+					t.Fatalf("listing ConfigMaps %s as pinny: %v", name, lastErr)
+				}
+			}
+			return ctx
+		}).
+		Assess("measure direct access against the proxy", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			kube := kubeClient(t, cfg)
+			memBefore := conciergeMemory(ctx, t, kube)
+			ops := []struct {
+				name string
+				call func(c kubernetes.Interface) func(context.Context) error
+			}{
+				{"GET one ConfigMap", func(c kubernetes.Interface) func(context.Context) error {
+					return func(ctx context.Context) error {
+						_, err := c.CoreV1().ConfigMaps(ns).Get(ctx, benchObjectName(0), metav1.GetOptions{})
+						return err
+					}
+				}},
+				{fmt.Sprintf("LIST %d ConfigMaps", benchObjects+1), func(c kubernetes.Interface) func(context.Context) error {
+					return func(ctx context.Context) error {
+						_, err := c.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+						return err
+					}
+				}},
+			}
+			var rows []string
+			for _, op := range ops {
+				for _, clients := range benchConcurrency {
+					d, err := runLoad(ctx, clients, benchStep, op.call(direct))
+					if err != nil {
+						t.Fatalf("%s directly with %d clients: %v", op.name, clients, err)
+					}
+					p, err := runLoad(ctx, clients, benchStep, op.call(viaProxy))
+					if err != nil {
+						t.Fatalf("%s through the proxy with %d clients: %v", op.name, clients, err)
+					}
+					rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f | %s | %s | %s | %s |", op.name, clients,
+						d.rate(), p.rate(), ms(d.percentile(0.50)), ms(p.percentile(0.50)), ms(d.percentile(0.99)), ms(p.percentile(0.99))))
+				}
+			}
+			delays, err := watchDelays(ctx, kube, ns, map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			memAfter := conciergeMemory(ctx, t, kube)
+
+			var out strings.Builder
+			fmt.Fprintf(&out, "\n### Impersonation proxy overhead (%s cluster %q)\n\n", steps.ClusterFrom(ctx).Info.Name, steps.ClusterFrom(ctx).Name)
+			fmt.Fprintln(&out, "Direct: the admin kubeconfig's credentials impersonating pinny (groups and RBAC as through the proxy).")
+			fmt.Fprintln(&out, "Proxy: pinny's certificate from the proxy's signer, valid only at the proxy. pinny holds `view` in the namespace.")
+			fmt.Fprintf(&out, "client-go (JSON, no client rate limit); N clients are goroutines sharing one clientset; %s per step; all on one host.\n\n", benchStep)
+			fmt.Fprintln(&out, "| Operation | Clients | Direct req/s | Proxy req/s | Direct p50 | Proxy p50 | Direct p99 | Proxy p99 |")
+			fmt.Fprintln(&out, "|---|---:|---:|---:|---:|---:|---:|---:|")
+			fmt.Fprintln(&out, strings.Join(rows, "\n"))
+			fmt.Fprintf(&out, "\nWatch event delay over %d updates (from sending the update to receiving its event; both watches open at once;\n"+
+				"the update call's own latency, which both include, for comparison):\n\n", benchUpdates)
+			fmt.Fprintln(&out, "| Path | p50 | p99 | max |")
+			fmt.Fprintln(&out, "|---|---:|---:|---:|")
+			for _, path := range []string{"direct", "proxy", updateCall} {
+				l := latencies(delays[path])
+				fmt.Fprintf(&out, "| %s | %s | %s | %s |\n", path, ms(l.percentile(0.50)), ms(l.percentile(0.99)), ms(l.percentile(1)))
+			}
+			fmt.Fprintf(&out, "\nConcierge container resources (the proxy runs in it): %s\n", conciergeResources(ctx, t, kube))
+			fmt.Fprintf(&out, "\nConcierge memory (%s):\n\n", memAfter.source)
+			fmt.Fprintln(&out, "| Process | RSS before | RSS after | Peak RSS |")
+			fmt.Fprintln(&out, "|---|---:|---:|---:|")
+			for _, name := range memAfter.names() {
+				fmt.Fprintf(&out, "| %s | %s | %s | %s |\n", name, mib(memBefore.rss[name]), mib(memAfter.rss[name]), mib(memAfter.peak[name]))
+			}
+			fmt.Print(out.String())
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if ns != "" {
+				_ = kubeClient(t, cfg).CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), ns, metav1.DeleteOptions{})
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// benchClient builds a clientset without client-side rate limiting, so the server side is measured.
+func benchClient(t *testing.T, config *rest.Config) kubernetes.Interface {
+	t.Helper()
+	config.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	c, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func benchObjectName(i int) string { return fmt.Sprintf("bench-%03d", i) }
+
+// benchNamespace creates a namespace with benchObjects ConfigMaps of about 1 KiB each, in which
+// pinny may view.
+func benchNamespace(ctx context.Context, t *testing.T, cfg *envconf.Config) string {
+	t.Helper()
+	kube := kubeClient(t, cfg)
+	ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-proxy-bench-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "pinny-view"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "pinny"}},
+	}
+	if _, err := kube.RbacV1().RoleBindings(ns.Name).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range benchObjects {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: benchObjectName(i), Labels: map[string]string{"bench": "proxy"}},
+			Data:       map[string]string{"payload": strings.Repeat("x", 1024)},
+		}
+		if _, err := kube.CoreV1().ConfigMaps(ns.Name).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns.Name
+}
+
+// latencies are request durations; percentile sorts them in place.
+type latencies []time.Duration
+
+func (l latencies) percentile(p float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	slices.Sort(l)
+	i := int(math.Ceil(p*float64(len(l)))) - 1
+	return l[max(i, 0)]
+}
+
+type loadResult struct {
+	latencies
+	elapsed time.Duration
+}
+
+func (r loadResult) rate() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
+
+// runLoad calls op from clients goroutines, each one request after another, until d has passed,
+// and returns every request's latency; it stops at the first error.
+func runLoad(ctx context.Context, clients int, d time.Duration, op func(context.Context) error) (loadResult, error) {
+	// A few requests first, so connection setup is not measured.
+	for range 3 {
+		if err := op(ctx); err != nil {
+			return loadResult{}, err
+		}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	per := make([]latencies, clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				reqCtx, done := context.WithTimeout(ctx, 30*time.Second)
+				began := time.Now()
+				err := op(reqCtx)
+				done()
+				if err != nil {
+					cancel(err)
+					return
+				}
+				per[c] = append(per[c], time.Since(began))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := context.Cause(ctx); err != nil {
+		return loadResult{}, err
+	}
+	var all latencies
+	for _, l := range per {
+		all = append(all, l...)
+	}
+	return loadResult{latencies: all, elapsed: elapsed}, nil
+}
+
+// updateCall names, among watchDelays' results, the latency of the update calls themselves.
+const updateCall = "update call (admin, direct)"
+
+// watchDelays opens a watch on one ConfigMap with each client, updates it benchUpdates times with
+// kube (waiting for every watch to deliver each update before the next), and returns each
+// watch's delays from sending an update to receiving its event.
+func watchDelays(ctx context.Context, kube kubernetes.Interface, ns string, watchers map[string]kubernetes.Interface) (map[string][]time.Duration, error) {
+	const name = "bench-watch"
+	cm, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"seq": "-1"}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("creating the watched ConfigMap: %w", err)
+	}
+	type seen struct {
+		path string
+		seq  int
+		at   time.Time
+	}
+	events := make(chan seen, 2*benchUpdates*len(watchers))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for path, c := range watchers {
+		w, err := c.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: cm.ResourceVersion})
+		if err != nil {
+			return nil, fmt.Errorf("watching %s: %w", path, err)
+		}
+		defer w.Stop()
+		go func() {
+			for ev := range w.ResultChan() {
+				if got, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type == watch.Modified {
+					seq, _ := strconv.Atoi(got.Data["seq"])
+					events <- seen{path: path, seq: seq, at: time.Now()}
+				}
+			}
+		}()
+	}
+	delays := map[string][]time.Duration{}
+	for i := range benchUpdates {
+		cm.Data["seq"] = strconv.Itoa(i)
+		sent := time.Now()
+		if cm, err = kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			return nil, fmt.Errorf("update %d of the watched ConfigMap: %w", i, err)
+		}
+		delays[updateCall] = append(delays[updateCall], time.Since(sent))
+		pending := len(watchers)
+		timeout := time.After(10 * time.Second)
+		for pending > 0 {
+			select {
+			case ev := <-events:
+				if ev.seq == i {
+					delays[ev.path] = append(delays[ev.path], ev.at.Sub(sent))
+					pending--
+				}
+			case <-timeout:
+				return nil, fmt.Errorf("update %d: %d of %d watches delivered no event within 10s", i, pending, len(watchers))
+			}
+		}
+	}
+	return delays, nil
+}
+
+// conciergeResources describes the Concierge container's CPU and memory requests and limits, which
+// bound what the proxy can do.
+func conciergeResources(ctx context.Context, t *testing.T, kube kubernetes.Interface) string {
+	t.Helper()
+	d, err := kube.AppsV1().Deployments("pinniped-concierge").Get(ctx, "pinniped-concierge", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the Concierge Deployment: %v", err)
+	}
+	var parts []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		r := c.Resources
+		parts = append(parts, fmt.Sprintf("%s: CPU request %s, limit %s; memory request %s, limit %s; %d replicas behind the load balancer",
+			c.Name, r.Requests.Cpu(), r.Limits.Cpu(), r.Requests.Memory(), r.Limits.Memory(), *d.Spec.Replicas))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// memory is the Concierge's resident set size per process, from one source.
+type memory struct {
+	source string
+	rss    map[string]int64
+	// peak is the high-water mark where the source knows it (/proc), else absent.
+	peak map[string]int64
+}
+
+func (m memory) names() []string {
+	var names []string
+	for n := range m.rss {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// conciergeMemory reads the Concierge pods' RSS from their kubelets' /stats/summary through the
+// API server's node proxy and, where that has no figures for every pod within 30s, from /proc of the pinniped-concierge
+// processes on this host (where the simulated nodes run). It fails only if neither works.
+func conciergeMemory(ctx context.Context, t *testing.T, kube kubernetes.Interface) memory {
+	t.Helper()
+	// The kubelet has no figures (or zeros) for a pod until its stats housekeeping first ran.
+	var m memory
+	var kubeletErr error
+	if wait.PollUntilContextTimeout(ctx, 2*time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		m, kubeletErr = kubeletMemory(ctx, kube)
+		return kubeletErr == nil, nil
+	}) == nil {
+		return m
+	}
+	m, procErr := procMemory()
+	if procErr != nil {
+		t.Fatalf("reading the Concierge's memory: from the kubelet: %v; from /proc: %v", kubeletErr, procErr)
+	}
+	m.source += fmt.Sprintf("; the kubelet had none: %v", kubeletErr)
+	return m
+}
+
+// summary is the part of the kubelet's stats/v1alpha1 Summary read here.
+type summary struct {
+	Pods []struct {
+		PodRef struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"podRef"`
+		Memory *struct {
+			RSSBytes *int64 `json:"rssBytes"`
+		} `json:"memory"`
+	} `json:"pods"`
+}
+
+func kubeletMemory(ctx context.Context, kube kubernetes.Interface) (memory, error) {
+	d, err := kube.AppsV1().Deployments("pinniped-concierge").Get(ctx, "pinniped-concierge", metav1.GetOptions{})
+	if err != nil {
+		return memory{}, err
+	}
+	pods, err := kube.CoreV1().Pods("pinniped-concierge").List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
+	if err != nil {
+		return memory{}, err
+	}
+	m := memory{source: "RSS from the kubelet's /stats/summary through the API server's node proxy", rss: map[string]int64{}}
+	summaries := map[string]summary{}
+	for _, p := range pods.Items {
+		node := p.Spec.NodeName
+		s, ok := summaries[node]
+		if !ok {
+			raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "stats", "summary").DoRaw(ctx)
+			if err != nil {
+				return memory{}, fmt.Errorf("stats summary of node %s: %w", node, err)
+			}
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return memory{}, fmt.Errorf("decoding the stats summary of node %s: %w", node, err)
+			}
+			summaries[node] = s
+		}
+		for _, ps := range s.Pods {
+			if ps.PodRef.Namespace == p.Namespace && ps.PodRef.Name == p.Name && ps.Memory != nil && ps.Memory.RSSBytes != nil && *ps.Memory.RSSBytes > 0 {
+				m.rss["pod "+p.Name] = *ps.Memory.RSSBytes
+			}
+		}
+	}
+	if len(m.rss) == 0 || len(m.rss) < len(pods.Items) {
+		return memory{}, fmt.Errorf("RSS for %d of the %d Concierge pods in the kubelets' summaries", len(m.rss), len(pods.Items))
+	}
+	return m, nil
+}
+
+func procMemory() (memory, error) {
+	m := memory{source: "VmRSS and VmHWM from /proc of the pinniped-concierge processes on this host", rss: map[string]int64{}, peak: map[string]int64{}}
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return memory{}, err
+	}
+	for _, dir := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+		if err != nil || filepath.Base(strings.SplitN(string(cmdline), "\x00", 2)[0]) != "pinniped-concierge" {
+			continue // gone, or not the Concierge
+		}
+		status, err := os.ReadFile(filepath.Join(dir, "status"))
+		if err != nil {
+			continue
+		}
+		name := "pid " + filepath.Base(dir)
+		for _, line := range strings.Split(string(status), "\n") {
+			field, value, _ := strings.Cut(line, ":")
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+			switch {
+			case err != nil:
+			case field == "VmRSS":
+				m.rss[name] = kb * 1024
+			case field == "VmHWM":
+				m.peak[name] = kb * 1024
+			}
+		}
+	}
+	if len(m.rss) == 0 {
+		return memory{}, fmt.Errorf("no pinniped-concierge process in /proc")
+	}
+	return m, nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+func mib(b int64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+// benchmarking is SEALION_E2E_BENCH=true: the benchmark runs, on a Concierge installed with the
+// bench-resources component.
+func benchmarking() bool { return os.Getenv("SEALION_E2E_BENCH") == "true" }

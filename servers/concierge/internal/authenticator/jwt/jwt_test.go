@@ -1,0 +1,220 @@
+package jwt
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/go-jose/go-jose/v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
+	"sealion.dev/core/testing/oidcissuer"
+	"sealion.dev/servers/concierge/internal/authenticator/checks"
+)
+
+const audience = "cluster-a"
+
+var allConditionTypes = []string{
+	authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ConditionIssuerURLValid,
+	authv1alpha1.ConditionDiscoveryURLValid, authv1alpha1.ConditionJWKSURLValid,
+	authv1alpha1.ConditionJWKSFetchValid, authv1alpha1.ConditionAuthenticatorValid,
+}
+
+func newAuthenticator(t *testing.T, cfg Config) *Authenticator {
+	t.Helper()
+	authn, result := New(context.Background(), cfg)
+	if !result.OK() || authn == nil {
+		t.Fatalf("New() failed: %v", result.Err())
+	}
+	t.Cleanup(authn.Close)
+	return authn
+}
+
+func TestAuthenticateToken(t *testing.T) {
+	iss := oidcissuer.New(t)
+	authn := newAuthenticator(t, Config{Issuer: iss.Issuer, Audience: audience, CABundle: iss.CABundle})
+	ctx := context.Background()
+	good := map[string]any{"aud": audience, "sub": "some-subject", "username": "alice", "groups": []string{"devs", "ops"}}
+
+	for _, alg := range oidcissuer.Algorithms {
+		t.Run("valid "+string(alg), func(t *testing.T) {
+			token, err := iss.Issue(good, oidcissuer.WithAlgorithm(alg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, ok, err := authn.AuthenticateToken(ctx, token)
+			if err != nil || !ok {
+				t.Fatalf("AuthenticateToken() = %v, %v; want success", ok, err)
+			}
+			if got := resp.User.GetName(); got != "alice" {
+				t.Errorf("username = %q; want alice (no prefix)", got)
+			}
+			if got := resp.User.GetGroups(); !slices.Equal(got, []string{"devs", "ops"}) {
+				t.Errorf("groups = %q; want [devs ops] (no prefix)", got)
+			}
+		})
+	}
+
+	mint := func(opts ...oidcissuer.IssueOption) func() (string, error) {
+		return func() (string, error) { return iss.Issue(good, opts...) }
+	}
+	bad := []struct {
+		name  string
+		token func() (string, error)
+	}{
+		{name: "wrong audience", token: mint(oidcissuer.WithAudience("cluster-b"))},
+		{name: "wrong issuer", token: mint(oidcissuer.WithIssuerClaim("https://elsewhere.example"))},
+		{name: "expired", token: mint(oidcissuer.Expired())},
+		{name: "not yet valid", token: mint(oidcissuer.NotYetValid())},
+		{name: "wrong signature ES256", token: mint(oidcissuer.WithWrongSignature())},
+		{name: "wrong signature RS256", token: mint(oidcissuer.WithWrongSignature(), oidcissuer.WithAlgorithm(jose.RS256))},
+		{name: "alg none", token: func() (string, error) { return iss.IssueUnsigned(good) }},
+		{name: "missing username claim", token: func() (string, error) { return iss.Issue(map[string]any{"aud": audience, "sub": "x"}) }},
+		{name: "empty", token: func() (string, error) { return "", nil }},
+		{name: "random bytes", token: func() (string, error) { return "\x8f\x00garbage\xff.not-a.jwt", nil }},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			token, err := tt.token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp, ok, err := authn.AuthenticateToken(ctx, token); ok || resp != nil {
+				t.Fatalf("AuthenticateToken() = %+v, %v, %v; want rejection", resp, ok, err)
+			}
+		})
+	}
+}
+
+func TestCustomClaims(t *testing.T) {
+	iss := oidcissuer.New(t)
+	authn := newAuthenticator(t, Config{Issuer: iss.Issuer, Audience: audience, CABundle: iss.CABundle, UsernameClaim: "sub", GroupsClaim: "roles"})
+	token, err := iss.Issue(map[string]any{"aud": audience, "sub": "bob", "roles": []string{"admins"}, "groups": []string{"ignored"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, ok, err := authn.AuthenticateToken(context.Background(), token)
+	if err != nil || !ok {
+		t.Fatalf("AuthenticateToken() = %v, %v", ok, err)
+	}
+	if resp.User.GetName() != "bob" || !slices.Equal(resp.User.GetGroups(), []string{"admins"}) {
+		t.Errorf("user = %q %q; want bob [admins]", resp.User.GetName(), resp.User.GetGroups())
+	}
+}
+
+// TestKeyRotation proves the verifier refetches the JWKS when a token names an unknown key.
+func TestKeyRotation(t *testing.T) {
+	iss := oidcissuer.New(t)
+	authn := newAuthenticator(t, Config{Issuer: iss.Issuer, Audience: audience, CABundle: iss.CABundle})
+	ctx := context.Background()
+	claims := map[string]any{"aud": audience, "username": "alice"}
+
+	oldToken, err := iss.Issue(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := authn.AuthenticateToken(ctx, oldToken); !ok {
+		t.Fatalf("token before rotation rejected: %v", err)
+	}
+	fetchesBefore := iss.JWKSRequests()
+
+	if err := iss.RotateKeys(); err != nil {
+		t.Fatal(err)
+	}
+	newToken, err := iss.Issue(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := authn.AuthenticateToken(ctx, newToken); !ok {
+		t.Fatalf("token signed with the rotated-in key rejected: %v", err)
+	}
+	if iss.JWKSRequests() <= fetchesBefore {
+		t.Errorf("JWKS fetched %d times before and %d after rotation; want a refetch", fetchesBefore, iss.JWKSRequests())
+	}
+	if _, ok, _ := authn.AuthenticateToken(ctx, oldToken); ok {
+		t.Error("token signed with the rotated-out key still accepted")
+	}
+}
+
+func TestNewReportsEachStep(t *testing.T) {
+	iss := oidcissuer.New(t)
+	otherIssuer := oidcissuer.New(t)
+	closedIssuer := oidcissuer.New(t)
+	closedIssuer.Close()
+	httpJWKS := oidcissuer.New(t, oidcissuer.WithDiscoveryOverrides(map[string]any{"jwks_uri": "http://127.0.0.1/jwks.json"}))
+	noJWKS := oidcissuer.New(t, oidcissuer.WithDiscoveryOverrides(map[string]any{"jwks_uri": ""}))
+	deadJWKS := oidcissuer.New(t, oidcissuer.WithDiscoveryOverrides(map[string]any{"jwks_uri": closedIssuer.JWKSURL()}))
+
+	tests := []struct {
+		name       string
+		cfg        Config
+		failedType string // "" means all pass
+		wantReason string
+	}{
+		{name: "valid", cfg: Config{Issuer: iss.Issuer, Audience: audience, CABundle: iss.CABundle}},
+		{name: "CA bundle without certificates", cfg: Config{Issuer: iss.Issuer, Audience: audience, CABundle: []byte("not PEM")},
+			failedType: authv1alpha1.ConditionTLSConfigurationValid, wantReason: authv1alpha1.ReasonInvalidTLSConfig},
+		{name: "http issuer", cfg: Config{Issuer: "http://127.0.0.1/issuer", Audience: audience},
+			failedType: authv1alpha1.ConditionIssuerURLValid, wantReason: authv1alpha1.ReasonInvalidIssuerURLScheme},
+		{name: "issuer with query", cfg: Config{Issuer: iss.Issuer + "?a=b", Audience: audience},
+			failedType: authv1alpha1.ConditionIssuerURLValid, wantReason: authv1alpha1.ReasonInvalidIssuerURLContainsQueryParams},
+		{name: "issuer with fragment", cfg: Config{Issuer: iss.Issuer + "#x", Audience: audience},
+			failedType: authv1alpha1.ConditionIssuerURLValid, wantReason: authv1alpha1.ReasonInvalidIssuerURLContainsFragment},
+		{name: "issuer is the discovery URL", cfg: Config{Issuer: iss.DiscoveryURL(), Audience: audience},
+			failedType: authv1alpha1.ConditionIssuerURLValid, wantReason: authv1alpha1.ReasonInvalidIssuerURLContainsWellKnownEndpoint},
+		{name: "unparsable issuer", cfg: Config{Issuer: "https://[::1", Audience: audience},
+			failedType: authv1alpha1.ConditionIssuerURLValid, wantReason: authv1alpha1.ReasonInvalidIssuerURL},
+		{name: "unreachable issuer", cfg: Config{Issuer: closedIssuer.Issuer, Audience: audience, CABundle: closedIssuer.CABundle},
+			failedType: authv1alpha1.ConditionDiscoveryURLValid, wantReason: authv1alpha1.ReasonInvalidDiscoveryProbe},
+		{name: "CA of another issuer", cfg: Config{Issuer: iss.Issuer, Audience: audience, CABundle: otherIssuer.CABundle},
+			failedType: authv1alpha1.ConditionDiscoveryURLValid, wantReason: authv1alpha1.ReasonInvalidDiscoveryProbe},
+		{name: "system roots do not trust a private issuer", cfg: Config{Issuer: iss.Issuer, Audience: audience},
+			failedType: authv1alpha1.ConditionDiscoveryURLValid, wantReason: authv1alpha1.ReasonInvalidDiscoveryProbe},
+		{name: "http jwks_uri", cfg: Config{Issuer: httpJWKS.Issuer, Audience: audience, CABundle: httpJWKS.CABundle},
+			failedType: authv1alpha1.ConditionJWKSURLValid, wantReason: authv1alpha1.ReasonInvalidProviderJWKSURLScheme},
+		{name: "no jwks_uri", cfg: Config{Issuer: noJWKS.Issuer, Audience: audience, CABundle: noJWKS.CABundle},
+			failedType: authv1alpha1.ConditionJWKSURLValid, wantReason: authv1alpha1.ReasonInvalidProviderJWKSURL},
+		{name: "unreachable jwks_uri", cfg: Config{Issuer: deadJWKS.Issuer, Audience: audience, CABundle: deadJWKS.CABundle},
+			failedType: authv1alpha1.ConditionJWKSFetchValid, wantReason: authv1alpha1.ReasonInvalidCouldNotFetchJWKS},
+		{name: "no audience", cfg: Config{Issuer: iss.Issuer, CABundle: iss.CABundle},
+			failedType: authv1alpha1.ConditionAuthenticatorValid, wantReason: authv1alpha1.ReasonInvalidAuthenticator},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			authn, result := New(context.Background(), tt.cfg)
+			if authn != nil {
+				t.Cleanup(authn.Close)
+			}
+			assertChecks(t, result, tt.failedType, tt.wantReason)
+			if (authn != nil) != (tt.failedType == "") {
+				t.Errorf("authenticator returned = %v; want one only when every check passes", authn != nil)
+			}
+		})
+	}
+}
+
+// assertChecks expects every condition type in order: True before failedType, False with
+// wantReason at it, Unknown after it.
+func assertChecks(t *testing.T, result checks.List, failedType, wantReason string) {
+	t.Helper()
+	if len(result) != len(allConditionTypes) {
+		t.Fatalf("got %d checks %+v; want one per condition type %v", len(result), result, allConditionTypes)
+	}
+	want := metav1.ConditionTrue
+	for i, c := range result {
+		if c.Type != allConditionTypes[i] {
+			t.Fatalf("check %d has type %q; want %q", i, c.Type, allConditionTypes[i])
+		}
+		switch {
+		case c.Type == failedType:
+			t.Logf("%s: %s", c.Reason, c.Message)
+			if c.Status != metav1.ConditionFalse || c.Reason != wantReason {
+				t.Errorf("%s = %s/%s (%s); want False/%s", c.Type, c.Status, c.Reason, c.Message, wantReason)
+			}
+			want = metav1.ConditionUnknown
+		case c.Status != want:
+			t.Errorf("%s = %s/%s (%s); want %s", c.Type, c.Status, c.Reason, c.Message, want)
+		}
+	}
+}

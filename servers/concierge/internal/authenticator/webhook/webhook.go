@@ -1,0 +1,160 @@
+// Package webhook builds a token authenticator that asks a remote HTTPS endpoint to review each
+// token (a TokenReview, as kube-apiserver's webhook token authentication does), on the upstream
+// Kubernetes webhook authenticator, and reports each validation step separately so a
+// controller can publish them as status conditions.
+//
+// The steps, in order: the CA bundle parses (TLSConfigurationValid); the endpoint is an https
+// URL whose proxy can be determined (EndpointURLValid); a TLS connection to it succeeds
+// (WebhookConnectionValid); the upstream authenticator is built (AuthenticatorValid).
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	upstreamwebhook "k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
+	"k8s.io/client-go/rest"
+
+	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
+	"sealion.dev/servers/concierge/internal/authenticator/checks"
+)
+
+const (
+	// DefaultAPIVersion is the TokenReview version posted when Config.APIVersion is empty;
+	// v1beta1 is what existing Pinniped-compatible webhooks expect.
+	DefaultAPIVersion = "v1beta1"
+
+	dialTimeout    = 10 * time.Second
+	requestTimeout = 30 * time.Second
+)
+
+// steps are the condition types New reports, in the order it checks them.
+var steps = []string{
+	authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ConditionEndpointURLValid,
+	authv1alpha1.ConditionWebhookConnectionValid, authv1alpha1.ConditionAuthenticatorValid,
+}
+
+// Config describes one webhook, as a WebhookAuthenticator spec does.
+type Config struct {
+	// Endpoint is the https URL TokenReviews are posted to.
+	Endpoint string
+	// CABundle is PEM CA certificates trusted for the endpoint; nil means the system roots.
+	CABundle []byte
+	// APIVersion is the authentication.k8s.io version of the TokenReview: "v1" or "v1beta1"
+	// (the default).
+	APIVersion string
+}
+
+// Authenticator authenticates tokens by posting them to the webhook.
+type Authenticator struct {
+	token authenticator.Token
+}
+
+var _ authenticator.Token = (*Authenticator)(nil)
+
+// AuthenticateToken posts a TokenReview for the token and returns the user it names.
+func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	return a.token.AuthenticateToken(ctx, token)
+}
+
+// Close exists so both authenticator kinds can sit in one cache; the webhook authenticator
+// holds no background work to release.
+func (a *Authenticator) Close() {}
+
+// New validates cfg step by step and, when every step passes, returns a ready authenticator.
+// ctx bounds the connection probe. The returned checks always cover every condition type; the
+// authenticator is nil unless all of them passed.
+func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
+	var result checks.List
+	fail := func(typ, reason, format string, args ...any) (*Authenticator, checks.List) {
+		result.FailAndSkipRest(steps, typ, reason, format, args...)
+		return nil, result
+	}
+
+	var roots *x509.CertPool
+	if cfg.CABundle != nil {
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(cfg.CABundle) {
+			return fail(authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ReasonInvalidTLSConfig, "the CA bundle holds no PEM certificate")
+		}
+		result.Pass(authv1alpha1.ConditionTLSConfigurationValid, "CA bundle is valid")
+	} else {
+		result.Pass(authv1alpha1.ConditionTLSConfigurationValid, "no CA bundle given; using the system roots")
+	}
+
+	endpoint, err := url.Parse(cfg.Endpoint)
+	if err != nil {
+		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointURL,
+			"endpoint %q is not a valid URL: %v", cfg.Endpoint, err)
+	}
+	if endpoint.Scheme != "https" || endpoint.Host == "" {
+		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointURLScheme,
+			"endpoint %q must be an https URL", cfg.Endpoint)
+	}
+	proxy, err := http.ProxyFromEnvironment(&http.Request{URL: endpoint})
+	if err != nil {
+		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointCannotDetermineProxy,
+			"could not determine the proxy for endpoint %q from HTTPS_PROXY and NO_PROXY: %v", cfg.Endpoint, err)
+	}
+	result.Pass(authv1alpha1.ConditionEndpointURLValid, "endpoint is a valid URL")
+
+	if proxy != nil {
+		// The upstream client connects through the proxy; a direct dial would test the wrong path.
+		result.Pass(authv1alpha1.ConditionWebhookConnectionValid,
+			fmt.Sprintf("skipped the TLS dial probe: connections go through proxy %s", proxy.Redacted()))
+	} else {
+		if err := dialTLS(ctx, endpoint, roots); err != nil {
+			return fail(authv1alpha1.ConditionWebhookConnectionValid, authv1alpha1.ReasonUnableToDialServer,
+				"cannot dial server: %v", err)
+		}
+		result.Pass(authv1alpha1.ConditionWebhookConnectionValid, "successfully dialed webhook server")
+	}
+
+	restConfig := &rest.Config{
+		Host:            cfg.Endpoint,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CABundle},
+		Timeout:         requestTimeout,
+		// client-go otherwise throttles every client to 5 requests a second: that would cap webhook
+		// logins at 5 a second for the whole Concierge. Load is bounded by the callers instead.
+		QPS: -1,
+	}
+	if _, err := rest.HTTPClientFor(restConfig); err != nil {
+		return fail(authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonUnableToCreateClient,
+			"could not create an HTTP client for the webhook: %v", err)
+	}
+	version := cfg.APIVersion
+	if version == "" {
+		version = DefaultAPIVersion
+	}
+	webhook, err := upstreamwebhook.New(restConfig, version, nil, *upstreamwebhook.DefaultRetryBackoff())
+	if err != nil {
+		return fail(authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonUnableToInstantiateWebhook,
+			"could not initialize the webhook authenticator: %v", err)
+	}
+	result.Pass(authv1alpha1.ConditionAuthenticatorValid, "authenticator initialized")
+	return &Authenticator{token: webhook}, result
+}
+
+// dialTLS opens and closes a TLS connection to the endpoint, verifying its certificate.
+func dialTLS(ctx context.Context, endpoint *url.URL, roots *x509.CertPool) error {
+	port := endpoint.Port()
+	if port == "" {
+		port = "443"
+	}
+	dialer := &tls.Dialer{
+		NetDialer: &net.Dialer{Timeout: dialTimeout},
+		Config:    &tls.Config{RootCAs: roots, ServerName: endpoint.Hostname(), MinVersion: tls.VersionTLS12},
+	}
+	conn, err := dialer.DialContext(ctx, "tcp", net.JoinHostPort(endpoint.Hostname(), port))
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}

@@ -1,0 +1,118 @@
+// Package credential exchanges an external token for a short-lived cluster client certificate:
+// the heart of TokenCredentialRequest. Every failure, whatever its cause, is the same
+// ErrAuthenticationFailed, so a caller learns nothing about why a token was refused; the cause goes
+// to the logs at debug level, never the token itself.
+package credential
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/klog/v2"
+
+	"sealion.dev/servers/concierge/internal/authncache"
+)
+
+// ErrAuthenticationFailed is the one answer to any token that does not yield a credential.
+var ErrAuthenticationFailed = errors.New("authentication failed")
+
+// DefaultTTL is the lifetime of issued client certificates.
+const DefaultTTL = 5 * time.Minute
+
+// credentialIDExtraKey is the one user extra a token may carry: client-go sets it to identify the
+// credential in audit logs. Any other extra cannot be expressed in a client certificate.
+const credentialIDExtraKey = "authentication.kubernetes.io/credential-id"
+
+// ClientCertIssuer signs client certificates for a username and groups.
+type ClientCertIssuer interface {
+	IssueClientCert(username string, groups []string, ttl time.Duration) (certPEM, keyPEM []byte, err error)
+}
+
+// TokenAuthenticator authenticates a token with the authenticator named by key.
+type TokenAuthenticator interface {
+	AuthenticateToken(ctx context.Context, key authncache.Key, token string) (*authenticator.Response, bool, error)
+}
+
+// Credential is what a successful exchange returns.
+type Credential struct {
+	ExpirationTimestamp   time.Time
+	ClientCertificateData string
+	ClientKeyData         string
+}
+
+// Exchanger authenticates tokens and issues certificates.
+type Exchanger struct {
+	Authenticators TokenAuthenticator
+	Issuer         ClientCertIssuer
+	TTL            time.Duration // DefaultTTL when zero
+	Now            func() time.Time
+}
+
+// Exchange authenticates token with the authenticator under key and, for a user a client
+// certificate can express, issues one. It records the outcome in the metrics.
+func (e *Exchanger) Exchange(ctx context.Context, key authncache.Key, token string) (*Credential, error) {
+	start := e.now()
+	cred, err := e.exchange(ctx, key, token)
+	observe(key.Kind, err, e.now().Sub(start))
+	return cred, err
+}
+
+func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token string) (*Credential, error) {
+	logger := klog.FromContext(ctx).WithValues("authenticator", key)
+	if token == "" {
+		logger.V(4).Info("token credential request refused", "reason", "empty token")
+		return nil, ErrAuthenticationFailed
+	}
+	resp, ok, err := e.Authenticators.AuthenticateToken(ctx, key, token)
+	if err != nil || !ok {
+		// The error can quote token contents (claims), so it is logged at debug level only.
+		logger.V(4).Info("token credential request refused", "reason", "token not authenticated", "err", err)
+		return nil, ErrAuthenticationFailed
+	}
+	if reason := unsupportedUser(resp.User); reason != "" {
+		logger.V(4).Info("token credential request refused", "reason", reason)
+		return nil, ErrAuthenticationFailed
+	}
+	ttl := e.TTL
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	certPEM, keyPEM, err := e.Issuer.IssueClientCert(resp.User.GetName(), resp.User.GetGroups(), ttl)
+	if err != nil {
+		logger.Error(err, "token credential request could not issue a certificate")
+		return nil, ErrAuthenticationFailed
+	}
+	logger.V(4).Info("token credential request succeeded", "username", resp.User.GetName())
+	return &Credential{
+		ExpirationTimestamp:   e.now().Add(ttl),
+		ClientCertificateData: string(certPEM),
+		ClientKeyData:         string(keyPEM),
+	}, nil
+}
+
+// unsupportedUser says why a certificate cannot represent u, or "" when it can: a certificate holds a
+// username and groups only, so a UID or extras would be silently lost.
+func unsupportedUser(u user.Info) string {
+	switch {
+	case u == nil || u.GetName() == "":
+		return "empty username"
+	case u.GetUID() != "":
+		return "user has a UID"
+	}
+	for k := range u.GetExtra() {
+		if k != credentialIDExtraKey {
+			return "user has extras"
+		}
+	}
+	return ""
+}
+
+func (e *Exchanger) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,258 @@
+// Package federationdomain runs the FederationDomain controller of the Supervisor. On every change
+// to FederationDomains, identity providers or Secrets of its namespace it:
+//
+//   - validates every FederationDomain, against the others too (unique issuers, one TLS Secret per
+//     hostname), resolves its identity providers and compiles and self-tests their CEL transforms;
+//   - makes sure each FederationDomain has its key Secrets (the ES256 JWKS and the symmetric
+//     keys), owned by it, generating any that is missing or unusable;
+//   - publishes the servable FederationDomains, with their keys and usable identity providers, to
+//     the issuer Mux, and the TLS certificates of their hostnames to the SNI certificate store;
+//   - writes every FederationDomain's conditions, phase and key Secret names to its status.
+//
+// Everything is recomputed from the informers' caches on each sync: the checks span all
+// FederationDomains, and there are few of them. An invalid spec shows up in conditions and is
+// never an error of the controller. Every replica runs the controller; Secrets are the source of
+// truth for keys, so a replica that loses a race to create one uses the winner's.
+package federationdomain
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
+	configinformers "sealion.dev/core/generated/supervisor/informers/externalversions/config/v1alpha1"
+	idpinformers "sealion.dev/core/generated/supervisor/informers/externalversions/idp/v1alpha1"
+	configlisters "sealion.dev/core/generated/supervisor/listers/config/v1alpha1"
+	"sealion.dev/core/groupsuffix"
+	"sealion.dev/servers/supervisor/internal/issuer"
+)
+
+// resyncInterval bounds how late a missed event is acted on.
+const resyncInterval = time.Minute
+
+// retryInterval is the wait after a failed sync.
+const retryInterval = 5 * time.Second
+
+// Config says where the controller works.
+type Config struct {
+	// Namespace is the Supervisor's namespace, holding the FederationDomains, identity providers
+	// and Secrets it reads.
+	Namespace string
+	// APIGroupSuffix is the installation's API group suffix.
+	APIGroupSuffix string
+	// DefaultTLSCertificateSecret names the Secret served when no FederationDomain's hostname
+	// matches the TLS client's server name.
+	DefaultTLSCertificateSecret string
+	// Labels go on the Secrets the controller creates.
+	Labels map[string]string
+}
+
+// Informers are what the controller watches, all of the Supervisor's namespace.
+type Informers struct {
+	FederationDomains configinformers.FederationDomainInformer
+	OIDC              idpinformers.OIDCIdentityProviderInformer
+	LDAP              idpinformers.LDAPIdentityProviderInformer
+	ActiveDirectory   idpinformers.ActiveDirectoryIdentityProviderInformer
+	GitHub            idpinformers.GitHubIdentityProviderInformer
+	Secrets           corev1informers.SecretInformer
+}
+
+// Issuers receives the servable FederationDomains; an *issuer.Mux.
+type Issuers interface {
+	Set(issuers []*issuer.Issuer) error
+}
+
+// Certificates receives the serving certificates; an *sni.Certificates.
+type Certificates interface {
+	Set(byHost map[string]*tls.Certificate, def *tls.Certificate)
+}
+
+// Controller is the FederationDomain controller. Make one with New and start it with Run.
+type Controller struct {
+	cfg               Config
+	fdAPIVersion      string // of owner references, with the configured suffix
+	supervisor        supervisorclientset.Interface
+	kube              kubernetes.Interface
+	federationDomains configlisters.FederationDomainNamespaceLister
+	idps              idpListers
+	secrets           corev1listers.SecretNamespaceLister
+	synced            []cache.InformerSynced
+	validator         validator
+	issuers           Issuers
+	certs             Certificates
+	trigger           chan struct{}
+}
+
+// New returns the controller. supervisor must be a client that speaks the configured API group
+// suffix (see groupsuffix.Transport).
+func New(cfg Config, supervisor supervisorclientset.Interface, kube kubernetes.Interface, informers Informers, issuers Issuers, certs Certificates) (*Controller, error) {
+	if err := groupsuffix.Validate(cfg.APIGroupSuffix); err != nil {
+		return nil, err
+	}
+	fdGroup, _ := groupsuffix.Replace(configv1alpha1.GroupName, cfg.APIGroupSuffix) // always one of ours
+	idpGroup, _ := groupsuffix.Replace(idpv1alpha1.GroupName, cfg.APIGroupSuffix)
+	ns := cfg.Namespace
+	c := &Controller{
+		cfg:               cfg,
+		fdAPIVersion:      fdGroup + "/" + configv1alpha1.SchemeGroupVersion.Version,
+		supervisor:        supervisor,
+		kube:              kube,
+		federationDomains: informers.FederationDomains.Lister().FederationDomains(ns),
+		idps: idpListers{
+			oidc:            informers.OIDC.Lister().OIDCIdentityProviders(ns),
+			ldap:            informers.LDAP.Lister().LDAPIdentityProviders(ns),
+			activeDirectory: informers.ActiveDirectory.Lister().ActiveDirectoryIdentityProviders(ns),
+			github:          informers.GitHub.Lister().GitHubIdentityProviders(ns),
+		},
+		secrets: informers.Secrets.Lister().Secrets(ns),
+		// Our clients see the default group, whatever the suffix: the transport maps it back.
+		validator: validator{idpGroup: idpv1alpha1.GroupName, idpGroupShown: idpGroup},
+		issuers:   issuers,
+		certs:     certs,
+		trigger:   make(chan struct{}, 1),
+	}
+	poke := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.poke() },
+		UpdateFunc: func(any, any) { c.poke() },
+		DeleteFunc: func(any) { c.poke() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		informers.FederationDomains.Informer(), informers.OIDC.Informer(), informers.LDAP.Informer(),
+		informers.ActiveDirectory.Informer(), informers.GitHub.Informer(),
+	} {
+		_, _ = inf.AddEventHandler(poke) // fails only on a stopped informer, which then never syncs
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	// Session storage Secrets come and go with every login; they matter to no FederationDomain.
+	_, _ = informers.Secrets.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			s, ok := obj.(*corev1.Secret)
+			return !ok || !strings.HasPrefix(string(s.Type), "storage.pinniped.dev/")
+		},
+		Handler: poke,
+	})
+	c.synced = append(c.synced, informers.Secrets.Informer().HasSynced)
+	return c, nil
+}
+
+func (c *Controller) poke() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs on every change and every resyncInterval until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	log := klog.FromContext(ctx).WithName("federation-domain")
+	ctx = klog.NewContext(ctx, log)
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	log.Info("controller started")
+	for {
+		wait := resyncInterval
+		if err := c.sync(ctx); err != nil {
+			log.Error(err, "FederationDomain sync failed; will retry")
+			wait = retryInterval
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.trigger:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// sync validates every FederationDomain, ensures its keys, publishes the servable ones and
+// writes their statuses. Failures with one FederationDomain do not hold up the others.
+func (c *Controller) sync(ctx context.Context) error {
+	fds, err := c.federationDomains.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(fds, func(a, b *configv1alpha1.FederationDomain) int { return strings.Compare(a.Name, b.Name) })
+	v := c.validator
+	if v.inventory, err = c.idps.list(); err != nil {
+		return err
+	}
+	results := v.validate(ctx, fds)
+
+	var errs []error
+	var issuers []*issuer.Issuer
+	for _, r := range results {
+		k, err := c.ensureKeys(ctx, r.fd)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if r.servable && k != nil {
+			issuers = append(issuers, &issuer.Issuer{
+				URL: r.fd.Spec.Issuer, Namespace: r.fd.Namespace, Name: r.fd.Name, UID: r.fd.UID,
+				JWKS: k.jwks, TokenSigningKey: k.tokenSigningKey, StateSigningKey: k.stateSigningKey, StateEncryptionKey: k.stateEncryptionKey,
+				IdentityProviders: r.idps,
+			})
+		}
+		var secrets configv1alpha1.FederationDomainSecrets
+		if k != nil {
+			secrets = k.secrets
+		} else {
+			secrets = r.fd.Status.Secrets // keep what was recorded until the keys are back
+		}
+		if err := c.writeStatus(ctx, r, secrets); err != nil {
+			errs = append(errs, fmt.Errorf("updating the status of FederationDomain %s/%s: %w", r.fd.Namespace, r.fd.Name, err))
+		}
+	}
+	if err := c.issuers.Set(issuers); err != nil {
+		errs = append(errs, err)
+	}
+	c.certs.Set(c.certificates(ctx, results))
+	return errors.Join(errs...)
+}
+
+// writeStatus updates the status when the conditions, phase or Secrets differ from those stored.
+func (c *Controller) writeStatus(ctx context.Context, r *result, secrets configv1alpha1.FederationDomainSecrets) error {
+	fd := r.fd
+	updated := fd.DeepCopy()
+	changed := false
+	for _, cond := range r.conditions {
+		cond.ObservedGeneration = fd.Generation
+		if meta.SetStatusCondition(&updated.Status.Conditions, cond) {
+			changed = true
+		}
+	}
+	phase := r.conditions.phase()
+	if !changed && fd.Status.Phase == phase && fd.Status.Secrets == secrets {
+		return nil
+	}
+	updated.Status.Phase = phase
+	updated.Status.Secrets = secrets
+	_, err := c.supervisor.ConfigV1alpha1().FederationDomains(fd.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		// Our cache is behind (another replica, or our own last write): the update event that
+		// brings it up to date triggers the next sync.
+		return nil
+	}
+	return err
+}

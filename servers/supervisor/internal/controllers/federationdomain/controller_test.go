@@ -1,0 +1,379 @@
+package federationdomain
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/certauthority"
+	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
+	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/signingkeys"
+)
+
+const (
+	namespace     = "supervisor"
+	defaultSecret = "default-tls"
+)
+
+// recorder keeps what the controller last published.
+type recorder struct {
+	mu      sync.Mutex
+	issuers []*issuer.Issuer
+	byHost  map[string]*tls.Certificate
+	def     *tls.Certificate
+}
+
+func (r *recorder) Set(issuers []*issuer.Issuer) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.issuers = issuers
+	return nil
+}
+
+type certRecorder struct{ *recorder }
+
+func (r certRecorder) Set(byHost map[string]*tls.Certificate, def *tls.Certificate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byHost, r.def = byHost, def
+}
+
+type env struct {
+	t          *testing.T
+	ctx        context.Context
+	kube       *kubefake.Clientset
+	supervisor *supervisorfake.Clientset
+	c          *Controller
+	published  *recorder
+}
+
+// newEnv builds the controller on fake clients holding objects, with started and synced informers.
+func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...runtime.Object) *env {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e := &env{
+		t: t, ctx: ctx,
+		kube:       kubefake.NewClientset(kubeObjects...),
+		supervisor: supervisorfake.NewSimpleClientset(supervisorObjects...),
+		published:  &recorder{},
+	}
+	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(namespace))
+	crFactory := supervisorinformers.NewSharedInformerFactoryWithOptions(e.supervisor, 0, supervisorinformers.WithNamespace(namespace))
+	idps := crFactory.Idp().V1alpha1()
+	c, err := New(Config{
+		Namespace: namespace, APIGroupSuffix: "tuna.io", DefaultTLSCertificateSecret: defaultSecret, Labels: map[string]string{"app": "supervisor"},
+	}, e.supervisor, e.kube, Informers{
+		FederationDomains: crFactory.Config().V1alpha1().FederationDomains(),
+		OIDC:              idps.OIDCIdentityProviders(), LDAP: idps.LDAPIdentityProviders(),
+		ActiveDirectory: idps.ActiveDirectoryIdentityProviders(), GitHub: idps.GitHubIdentityProviders(),
+		Secrets: kubeFactory.Core().V1().Secrets(),
+	}, e.published, certRecorder{e.published})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.c = c
+	kubeFactory.Start(ctx.Done())
+	crFactory.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		kubeFactory.Shutdown()
+		crFactory.Shutdown()
+	})
+	for _, synced := range c.synced {
+		if !waitFor(ctx, synced) {
+			t.Fatal("informers did not sync")
+		}
+	}
+	return e
+}
+
+func waitFor(ctx context.Context, cond func() bool) bool {
+	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	}) == nil
+}
+
+// sync runs one sync and fails the test on error.
+func (e *env) sync() {
+	e.t.Helper()
+	if err := e.c.sync(e.ctx); err != nil {
+		e.t.Fatalf("sync: %v", err)
+	}
+}
+
+// waitForSecret waits until the controller's cache holds the Secret in the state cond accepts.
+func (e *env) waitForSecret(name string, cond func(*corev1.Secret) bool) {
+	e.t.Helper()
+	if !waitFor(e.ctx, func() bool {
+		s, err := e.c.secrets.Get(name)
+		return err == nil && cond(s)
+	}) {
+		e.t.Fatalf("the cache never showed the expected Secret %s", name)
+	}
+}
+
+func (e *env) secret(name string) *corev1.Secret {
+	e.t.Helper()
+	s, err := e.kube.CoreV1().Secrets(namespace).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func (e *env) federationDomain(name string) *configv1alpha1.FederationDomain {
+	e.t.Helper()
+	f, err := e.supervisor.ConfigV1alpha1().FederationDomains(namespace).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return f
+}
+
+func (e *env) issuers() map[string]*issuer.Issuer {
+	e.published.mu.Lock()
+	defer e.published.mu.Unlock()
+	out := map[string]*issuer.Issuer{}
+	for _, iss := range e.published.issuers {
+		out[iss.Name] = iss
+	}
+	return out
+}
+
+func tlsSecret(t *testing.T, name string, hosts ...string) *corev1.Secret {
+	t.Helper()
+	ca, err := certauthority.New("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.IssueServingCert(hosts[0], hosts, nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+	}
+}
+
+func ldapIDP() *idpv1alpha1.LDAPIdentityProvider {
+	return &idpv1alpha1.LDAPIdentityProvider{ObjectMeta: metav1.ObjectMeta{Name: "ldap", Namespace: namespace, UID: "ldap-uid"}}
+}
+
+func leafDNSNames(t *testing.T, c *tls.Certificate) []string {
+	t.Helper()
+	if c == nil {
+		return nil
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf.DNSNames
+}
+
+func TestSyncGeneratesKeysAndPublishes(t *testing.T) {
+	valid := withTLS(fd("valid", "https://Issuer.Example.com/a"), "issuer-tls")
+	invalid := fd("invalid", "https://issuer.example.com/b?query")
+	e := newEnv(t,
+		[]runtime.Object{tlsSecret(t, "issuer-tls", "issuer.example.com"), tlsSecret(t, defaultSecret, "default.example.com")},
+		valid, invalid, ldapIDP())
+	e.sync()
+
+	// Every FederationDomain gets its keys, owned by it, valid or not.
+	for _, f := range []*configv1alpha1.FederationDomain{valid, invalid} {
+		stored := e.federationDomain(f.Name)
+		names := stored.Status.Secrets
+		want := configv1alpha1.FederationDomainSecrets{
+			JWKS:               corev1.LocalObjectReference{Name: f.Name + "-jwks"},
+			TokenSigningKey:    corev1.LocalObjectReference{Name: "pinniped-oidc-provider-hmac-key-" + string(f.UID)},
+			StateSigningKey:    corev1.LocalObjectReference{Name: "pinniped-oidc-provider-upstream-state-signature-key-" + string(f.UID)},
+			StateEncryptionKey: corev1.LocalObjectReference{Name: "pinniped-oidc-provider-upstream-state-encryption-key-" + string(f.UID)},
+		}
+		if diff := cmp.Diff(want, names); diff != "" {
+			t.Errorf("%s: status.secrets (-want +got):\n%s", f.Name, diff)
+		}
+		for _, name := range []string{names.JWKS.Name, names.TokenSigningKey.Name, names.StateSigningKey.Name, names.StateEncryptionKey.Name} {
+			s := e.secret(name)
+			wantRef := metav1.OwnerReference{APIVersion: "config.supervisor.tuna.io/v1alpha1", Kind: "FederationDomain", Name: f.Name, UID: f.UID, Controller: ptr.To(true)}
+			if diff := cmp.Diff([]metav1.OwnerReference{wantRef}, s.OwnerReferences); diff != "" {
+				t.Errorf("%s: owner references (-want +got):\n%s", name, diff)
+			}
+			if s.Labels["app"] != "supervisor" {
+				t.Errorf("%s: labels %v", name, s.Labels)
+			}
+		}
+		if got := e.secret(names.JWKS.Name).Type; got != signingkeys.JWKSSecretType {
+			t.Errorf("JWKS Secret type %q", got)
+		}
+	}
+
+	// Statuses.
+	if got := e.federationDomain("valid").Status; got.Phase != configv1alpha1.PhaseReady {
+		t.Errorf("valid FederationDomain: phase %s, conditions %+v", got.Phase, got.Conditions)
+	}
+	invalidStatus := e.federationDomain("invalid").Status
+	if invalidStatus.Phase != configv1alpha1.PhaseError || conds(invalidStatus.Conditions)[issuerURLValid] != "False/InvalidIssuerURL" {
+		t.Errorf("invalid FederationDomain: phase %s, conditions %v", invalidStatus.Phase, conds(invalidStatus.Conditions))
+	}
+	for _, c := range invalidStatus.Conditions {
+		if c.ObservedGeneration != 1 || c.LastTransitionTime.IsZero() {
+			t.Errorf("condition %s: observedGeneration %d, lastTransitionTime %v", c.Type, c.ObservedGeneration, c.LastTransitionTime)
+		}
+	}
+
+	// Only the valid one is served, with its keys and identity provider.
+	issuers := e.issuers()
+	if len(issuers) != 1 || issuers["valid"] == nil {
+		t.Fatalf("published issuers %v", issuers)
+	}
+	iss := issuers["valid"]
+	stored, err := signingkeys.ParseJWKS(e.secret("valid-jwks").Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(iss.JWKS.Public.Keys[0].Key, stored.Public.Keys[0].Key) || len(iss.TokenSigningKey) != 32 ||
+		len(iss.StateSigningKey) != 32 || len(iss.StateEncryptionKey) != 32 {
+		t.Errorf("published keys differ from the stored ones: %+v", iss)
+	}
+	if diff := cmp.Diff([]string{"ldap"}, displayNamesOf(iss.IdentityProviders)); diff != "" {
+		t.Errorf("identity providers (-want +got):\n%s", diff)
+	}
+
+	// TLS: the issuer's hostname has its certificate, and the default is the default.
+	e.published.mu.Lock()
+	byHost, def := e.published.byHost, e.published.def
+	e.published.mu.Unlock()
+	if len(byHost) != 1 || !cmp.Equal(leafDNSNames(t, byHost["issuer.example.com"]), []string{"issuer.example.com"}) {
+		t.Errorf("certificates by host: %v", byHost)
+	}
+	if !cmp.Equal(leafDNSNames(t, def), []string{"default.example.com"}) {
+		t.Errorf("default certificate for %v", leafDNSNames(t, def))
+	}
+
+	// A second sync with an up-to-date cache changes nothing.
+	e.waitForSecret("valid-jwks", func(*corev1.Secret) bool { return true })
+	if !waitFor(e.ctx, func() bool {
+		f, err := e.c.federationDomains.Get("valid")
+		return err == nil && f.Status.Phase == configv1alpha1.PhaseReady
+	}) {
+		t.Fatal("the cache never showed the status")
+	}
+	before := len(e.kube.Actions()) + len(e.supervisor.Actions())
+	e.sync()
+	if after := len(e.kube.Actions()) + len(e.supervisor.Actions()); after != before {
+		t.Errorf("an idle sync made %d API calls", after-before)
+	}
+}
+
+func TestDeletedOrBrokenKeysAreReplaced(t *testing.T) {
+	f := fd("fd", "https://issuer.example.com")
+	e := newEnv(t, nil, f)
+	e.sync()
+	first := e.issuers()["fd"].JWKS.Public.Keys[0]
+	e.waitForSecret("fd-jwks", func(*corev1.Secret) bool { return true })
+
+	// Deleting the JWKS Secret rotates the key.
+	if err := e.kube.CoreV1().Secrets(namespace).Delete(e.ctx, "fd-jwks", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(e.ctx, func() bool { _, err := e.c.secrets.Get("fd-jwks"); return apierrors.IsNotFound(err) }) {
+		t.Fatal("the cache never lost the deleted Secret")
+	}
+	e.sync()
+	second := e.issuers()["fd"].JWKS.Public.Keys[0]
+	if cmp.Equal(first.Key, second.Key) {
+		t.Error("the key was not rotated")
+	}
+	if _, err := signingkeys.ParseJWKS(e.secret("fd-jwks").Data); err != nil {
+		t.Errorf("the new Secret is unusable: %v", err)
+	}
+
+	// A broken symmetric key is replaced in place.
+	hmacName := signingkeys.TokenSigningKey.SecretName(string(f.UID))
+	broken := e.secret(hmacName)
+	broken.Data = map[string][]byte{"key": []byte("short")}
+	if _, err := e.kube.CoreV1().Secrets(namespace).Update(e.ctx, broken, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitForSecret(hmacName, func(s *corev1.Secret) bool { return string(s.Data["key"]) == "short" })
+	e.sync()
+	if key := e.secret(hmacName).Data["key"]; len(key) != 32 {
+		t.Errorf("the broken key was not replaced: %q", key)
+	}
+
+	// A key Secret owned by a former FederationDomain of the same name is taken over with a new key.
+	e.waitForSecret("fd-jwks", func(*corev1.Secret) bool { return true })
+	stale := e.secret("fd-jwks")
+	stale.OwnerReferences[0].UID = "an-older-federation-domain"
+	if _, err := e.kube.CoreV1().Secrets(namespace).Update(e.ctx, stale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitForSecret("fd-jwks", func(s *corev1.Secret) bool { return s.OwnerReferences[0].UID == "an-older-federation-domain" })
+	e.sync()
+	if refs := e.secret("fd-jwks").OwnerReferences; len(refs) != 1 || refs[0].UID != f.UID {
+		t.Errorf("owner references %+v", refs)
+	}
+	if cmp.Equal(second.Key, e.issuers()["fd"].JWKS.Public.Keys[0].Key) {
+		t.Error("a key of another FederationDomain was reused")
+	}
+}
+
+func TestForeignSecretIsNeverOverwritten(t *testing.T) {
+	foreign := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "fd-jwks", Namespace: namespace},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"mine": []byte("do not touch")},
+	}
+	e := newEnv(t, []runtime.Object{foreign}, fd("fd", "https://issuer.example.com"))
+	err := e.c.sync(e.ctx)
+	if err == nil || !strings.Contains(err.Error(), `the Secret fd-jwks exists with type "Opaque"`) {
+		t.Fatalf("sync error %v", err)
+	}
+	if got := e.secret("fd-jwks"); string(got.Data["mine"]) != "do not touch" {
+		t.Errorf("the user's Secret was changed: %+v", got)
+	}
+	// Without keys, the issuer is not served; its status is still written.
+	if len(e.issuers()) != 0 {
+		t.Errorf("published %v", e.issuers())
+	}
+	if got := conds(e.federationDomain("fd").Status.Conditions); got[issuerURLValid] != "True/Success" || got[idpsFound] != "False/LegacyConfigurationIdentityProviderNotFound" {
+		t.Errorf("conditions %v", got)
+	}
+}
+
+func TestNoDefaultCertificate(t *testing.T) {
+	e := newEnv(t, nil)
+	e.sync()
+	e.published.mu.Lock()
+	defer e.published.mu.Unlock()
+	if e.published.def != nil || len(e.published.byHost) != 0 || len(e.published.issuers) != 0 {
+		t.Errorf("published %+v", e.published)
+	}
+}
+
+func TestNewRejectsAnInvalidSuffix(t *testing.T) {
+	if _, err := New(Config{APIGroupSuffix: "nodot"}, nil, nil, Informers{}, nil, nil); err == nil {
+		t.Error("accepted")
+	}
+}

@@ -1,0 +1,156 @@
+package federationdomain
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+	"sealion.dev/servers/supervisor/internal/signingkeys"
+)
+
+// keys are the keys of one FederationDomain, read from (or just written to) their Secrets.
+type keys struct {
+	jwks                                                 *signingkeys.JWKS
+	tokenSigningKey, stateSigningKey, stateEncryptionKey []byte
+	secrets                                              configv1alpha1.FederationDomainSecrets
+}
+
+// keySecret describes one key Secret: how to make its data and how to check it.
+type keySecret struct {
+	name     string
+	typ      corev1.SecretType
+	generate func() (map[string][]byte, error)
+	parse    func(map[string][]byte) error
+}
+
+// ensureKeys makes sure every key Secret of fd exists, is readable and is owned by fd, and returns
+// the keys. Unusable content is replaced, which is also how a deleted key is rotated.
+func (c *Controller) ensureKeys(ctx context.Context, fd *configv1alpha1.FederationDomain) (*keys, error) {
+	var k keys
+	uid := string(fd.UID)
+	jwksSecret := keySecret{
+		name: signingkeys.JWKSSecretName(fd.Name), typ: signingkeys.JWKSSecretType, generate: signingkeys.NewJWKS,
+		parse: func(data map[string][]byte) (err error) {
+			k.jwks, err = signingkeys.ParseJWKS(data)
+			return err
+		},
+	}
+	symmetric := func(s signingkeys.Symmetric, dest *[]byte) keySecret {
+		return keySecret{
+			name: s.SecretName(uid), typ: s.Type, generate: s.New,
+			parse: func(data map[string][]byte) (err error) {
+				*dest, err = s.Parse(data)
+				return err
+			},
+		}
+	}
+	for _, want := range []keySecret{
+		jwksSecret,
+		symmetric(signingkeys.TokenSigningKey, &k.tokenSigningKey),
+		symmetric(signingkeys.StateSigningKey, &k.stateSigningKey),
+		symmetric(signingkeys.StateEncryptionKey, &k.stateEncryptionKey),
+	} {
+		if err := c.ensureKeySecret(ctx, fd, want); err != nil {
+			return nil, fmt.Errorf("FederationDomain %s/%s: %w", fd.Namespace, fd.Name, err)
+		}
+	}
+	k.secrets = configv1alpha1.FederationDomainSecrets{
+		JWKS:               corev1.LocalObjectReference{Name: jwksSecret.name},
+		TokenSigningKey:    corev1.LocalObjectReference{Name: signingkeys.TokenSigningKey.SecretName(uid)},
+		StateSigningKey:    corev1.LocalObjectReference{Name: signingkeys.StateSigningKey.SecretName(uid)},
+		StateEncryptionKey: corev1.LocalObjectReference{Name: signingkeys.StateEncryptionKey.SecretName(uid)},
+	}
+	return &k, nil
+}
+
+func (c *Controller) ensureKeySecret(ctx context.Context, fd *configv1alpha1.FederationDomain, want keySecret) error {
+	existing, err := c.secrets.Get(want.name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return c.createKeySecret(ctx, fd, want)
+	case err != nil:
+		return err
+	case existing.Type != want.typ:
+		// Not one of ours: a user's Secret is never overwritten.
+		return fmt.Errorf("the Secret %s exists with type %q instead of %q; delete it so that the key can be generated", want.name, existing.Type, want.typ)
+	case ownedBy(existing, fd) && want.parse(existing.Data) == nil:
+		return nil
+	}
+	data, err := want.generate()
+	if err != nil {
+		return err
+	}
+	updated := existing.DeepCopy()
+	updated.Data = data
+	updated.OwnerReferences = []metav1.OwnerReference{c.ownerReference(fd)}
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	maps.Copy(updated.Labels, c.cfg.Labels)
+	if _, err := c.kube.CoreV1().Secrets(c.cfg.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("replacing the unusable key in Secret %s: %w", want.name, err)
+	}
+	klog.FromContext(ctx).Info("replaced an unusable key", "secret", want.name, "federationDomain", fd.Name)
+	return want.parse(data)
+}
+
+func (c *Controller) createKeySecret(ctx context.Context, fd *configv1alpha1.FederationDomain, want keySecret) error {
+	data, err := want.generate()
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            want.name,
+			Namespace:       c.cfg.Namespace,
+			Labels:          maps.Clone(c.cfg.Labels),
+			OwnerReferences: []metav1.OwnerReference{c.ownerReference(fd)},
+		},
+		Type: want.typ,
+		Data: data,
+	}
+	_, err = c.kube.CoreV1().Secrets(c.cfg.Namespace).Create(ctx, secret, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Another replica (or our stale cache) got there first: use what is stored.
+		live, getErr := c.kube.CoreV1().Secrets(c.cfg.Namespace).Get(ctx, want.name, metav1.GetOptions{})
+		if getErr != nil {
+			return getErr
+		}
+		if live.Type == want.typ && ownedBy(live, fd) && want.parse(live.Data) == nil {
+			return nil
+		}
+		return fmt.Errorf("the Secret %s was created meanwhile and is not usable yet; will retry", want.name)
+	}
+	if err != nil {
+		return fmt.Errorf("creating Secret %s: %w", want.name, err)
+	}
+	klog.FromContext(ctx).Info("generated a key", "secret", want.name, "federationDomain", fd.Name)
+	return want.parse(data)
+}
+
+// ownerReference makes fd the controller of a key Secret, so that deleting fd deletes its keys.
+func (c *Controller) ownerReference(fd *configv1alpha1.FederationDomain) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: c.fdAPIVersion,
+		Kind:       "FederationDomain",
+		Name:       fd.Name,
+		UID:        fd.UID,
+		Controller: ptr.To(true),
+	}
+}
+
+func ownedBy(secret *corev1.Secret, fd *configv1alpha1.FederationDomain) bool {
+	for _, ref := range secret.OwnerReferences {
+		if ref.UID == fd.UID && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,156 @@
+package upstreamidp
+
+import (
+	"context"
+	"encoding/base64"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
+	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	"sealion.dev/core/testing/controlplane"
+	"sealion.dev/core/testing/oidcissuer"
+	"sealion.dev/servers/supervisor/internal/oidcprovider"
+	"sealion.dev/servers/supervisor/internal/upstreams"
+)
+
+// TestIntegrationOIDC runs the controller against a real kube-apiserver with the Supervisor's
+// CRDs: an OIDCIdentityProvider of a live issuer becomes Ready and usable from the registry, and
+// one whose issuer does not answer reports why.
+func TestIntegrationOIDC(t *testing.T) {
+	cp := controlplane.StartForTest(t, controlplane.Options{}) // skips under -short
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	crds, err := filepath.Glob(filepath.Join("..", "..", "generated", "crds", "idp.supervisor.pinniped.dev_*.yaml"))
+	if err != nil || len(crds) != 4 {
+		t.Fatalf("finding the identity provider CRDs: %v %v", crds, err)
+	}
+	kubectl := func(args ...string) {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, cp.KubectlPath, append([]string{"--kubeconfig", cp.KubeconfigPath}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+	}
+	for _, crd := range crds {
+		kubectl("apply", "-f", crd)
+	}
+	kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all")
+
+	kube, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	supervisor, err := supervisorclientset.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "pinniped-supervisor"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "client"},
+		Type:       OIDCClientSecretType,
+		StringData: map[string]string{OIDCClientIDKey: "supervisor", OIDCClientSecretKey: "shh"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(ns))
+	crFactory := supervisorinformers.NewSharedInformerFactoryWithOptions(supervisor, 0, supervisorinformers.WithNamespace(ns))
+	idps := crFactory.Idp().V1alpha1()
+	registry := &upstreams.Registry{}
+	c := New(ns, supervisor, Informers{
+		OIDC: idps.OIDCIdentityProviders(), LDAP: idps.LDAPIdentityProviders(),
+		ActiveDirectory: idps.ActiveDirectoryIdentityProviders(), GitHub: idps.GitHubIdentityProviders(),
+		Secrets: kubeFactory.Core().V1().Secrets(), ConfigMaps: kubeFactory.Core().V1().ConfigMaps(),
+	}, registry)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	kubeFactory.Start(runCtx.Done())
+	crFactory.Start(runCtx.Done())
+	go func() {
+		defer close(done)
+		c.Run(runCtx)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		kubeFactory.Shutdown()
+		crFactory.Shutdown()
+	})
+
+	live := oidcissuer.New(t)
+	gone := oidcissuer.New(t)
+	gone.Close()
+	for name, iss := range map[string]*oidcissuer.Issuer{"live": live, "gone": gone} {
+		if _, err := supervisor.IdpV1alpha1().OIDCIdentityProviders(ns).Create(ctx, &idpv1alpha1.OIDCIdentityProvider{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: idpv1alpha1.OIDCIdentityProviderSpec{
+				Issuer: iss.Issuer,
+				TLS:    &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(iss.CABundle)},
+				Client: idpv1alpha1.OIDCClientCredentials{SecretName: "client"},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	waitForPhase := func(name string, phase idpv1alpha1.Phase) *idpv1alpha1.OIDCIdentityProvider {
+		t.Helper()
+		var got *idpv1alpha1.OIDCIdentityProvider
+		if !waitFor(ctx, func() bool {
+			got, err = supervisor.IdpV1alpha1().OIDCIdentityProviders(ns).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && got.Status.Phase == phase
+		}) {
+			t.Fatalf("OIDCIdentityProvider %s never reached phase %s; last seen %+v (err %v)", name, phase, got, err)
+		}
+		return got
+	}
+
+	ready := waitForPhase("live", idpv1alpha1.PhaseReady)
+	for _, ct := range []string{
+		idpv1alpha1.ConditionClientCredentialsSecretValid, idpv1alpha1.ConditionOIDCDiscoverySucceeded,
+		idpv1alpha1.ConditionAdditionalAuthorizeParametersValid, idpv1alpha1.ConditionTLSConfigurationValid,
+	} {
+		if c := meta.FindStatusCondition(ready.Status.Conditions, ct); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != ready.Generation {
+			t.Errorf("live: condition %s = %+v, want True for generation %d", ct, c, ready.Generation)
+		}
+	}
+	// The registry is published when the sync has seen every provider, a moment after this status.
+	var up *oidcprovider.Upstream
+	var ok bool
+	waitFor(ctx, func() bool { up, ok = registry.OIDC(ns, "live"); return ok })
+	if !ok || up.IssuerURL != live.Issuer || up.ClientID != "supervisor" || up.ClientSecret != "shh" {
+		t.Fatalf("registry.OIDC(live) = %+v, %v", up, ok)
+	}
+
+	broken := waitForPhase("gone", idpv1alpha1.PhaseError)
+	if c := meta.FindStatusCondition(broken.Status.Conditions, idpv1alpha1.ConditionOIDCDiscoverySucceeded); c == nil ||
+		c.Status != metav1.ConditionFalse || c.Reason != idpv1alpha1.ReasonUnreachable {
+		t.Errorf("gone: OIDCDiscoverySucceeded = %+v, want False with reason Unreachable", c)
+	}
+	if _, ok := registry.OIDC(ns, "gone"); ok {
+		t.Error("an OIDCIdentityProvider in phase Error is in the registry")
+	}
+
+	// Breaking the live one's Secret takes it out of the registry.
+	if err := kube.CoreV1().Secrets(ns).Delete(ctx, "client", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForPhase("live", idpv1alpha1.PhaseError)
+	if !waitFor(ctx, func() bool { _, ok := registry.OIDC(ns, "live"); return !ok }) {
+		t.Error("the OIDCIdentityProvider without its Secret stayed in the registry")
+	}
+}

@@ -1,0 +1,269 @@
+package oidcprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/token/jwt"
+	"golang.org/x/oauth2"
+	"k8s.io/klog/v2"
+
+	"sealion.dev/servers/supervisor/internal/idtransform"
+	"sealion.dev/servers/supervisor/internal/upstreamldap"
+)
+
+// token serves the token endpoint. Refreshes first re-check the user at the upstream identity
+// provider and re-run identity transformations, so that a user removed upstream loses access
+// at the next refresh.
+func (p *provider) token(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ar, err := p.oauth.NewAccessRequest(ctx, r, newSession())
+	if err != nil {
+		p.oauth.WriteAccessError(ctx, w, ar, err)
+		return
+	}
+	if s, ok := ar.GetSession().(*Session); ok && !ar.GetGrantTypes().ExactOne(GrantTokenExchange) {
+		// Refresh tokens expire with the session, not SessionLifetime after each rotation.
+		s.SetExpiresAt(fosite.RefreshToken, s.Custom.LoginTime.Add(SessionLifetime))
+		if ar.GetGrantTypes().ExactOne(GrantRefreshToken) {
+			if err := p.refreshUpstream(ctx, s, ar); err != nil {
+				p.oauth.WriteAccessError(ctx, w, ar, err)
+				return
+			}
+		}
+	}
+	resp, err := p.oauth.NewAccessResponse(ctx, ar)
+	if err != nil {
+		p.oauth.WriteAccessError(ctx, w, ar, err)
+		return
+	}
+	p.oauth.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// refusedRefresh is the error of a refresh that the upstream check refused.
+func refusedRefresh(format string, args ...any) *fosite.RFC6749Error {
+	return fosite.ErrInvalidGrant.WithHintf("Upstream refresh failed: "+format, args...)
+}
+
+// refreshUpstream re-checks the session's user at the upstream identity provider, re-runs the
+// identity transformations and updates the session's identity for the refresh request ar.
+func (p *provider) refreshUpstream(ctx context.Context, s *Session, ar fosite.Requester) error {
+	res, err := p.identityProvider(s.Custom.ProviderName, "")
+	if err != nil {
+		return refusedRefresh("%v", err)
+	}
+	if string(res.idp.UID) != s.Custom.ProviderUID || string(res.idp.Type) != s.Custom.ProviderType {
+		return refusedRefresh("identity provider %q was replaced since the login", res.idp.DisplayName)
+	}
+	var upstreamGroups []string
+	switch {
+	case res.oidc != nil:
+		upstreamGroups, err = p.refreshOIDC(ctx, res.oidc, s)
+	case res.password != nil:
+		upstreamGroups, err = refreshPassword(ctx, res, s)
+	case res.github != nil:
+		upstreamGroups, err = refreshGitHub(ctx, res, s)
+	}
+	if err != nil {
+		return err
+	}
+	down, err := transform(ctx, res.idp, idtransform.Identity{Username: s.Custom.UpstreamUsername, Groups: upstreamGroups})
+	if err != nil {
+		return refusedRefresh("%v", err)
+	}
+	if down.Username != s.Custom.Username {
+		return refusedRefresh("the username changed since the login")
+	}
+	s.Custom.UpstreamGroups = upstreamGroups
+	setIdentity(s, down, ar)
+	return nil
+}
+
+// refreshOIDC refreshes the upstream OIDC tokens, checks that the upstream user is the same and
+// returns the user's groups: new ones when the refreshed ID token has the claim.
+func (p *provider) refreshOIDC(ctx context.Context, up *Upstream, s *Session) ([]string, error) {
+	if s.Custom.OIDC == nil || s.Custom.OIDC.UpstreamRefreshToken == "" {
+		return nil, refusedRefresh("the session holds no upstream refresh token")
+	}
+	op, err := p.oidcProvider(ctx, up)
+	if err != nil {
+		return nil, fosite.ErrTemporarilyUnavailable.WithWrap(err).WithHint("the upstream identity provider is unreachable")
+	}
+	cfg := up.oauth2Config(op, p.iss.Endpoint(CallbackPath))
+	tok, err := cfg.TokenSource(up.context(ctx), &oauth2.Token{RefreshToken: s.Custom.OIDC.UpstreamRefreshToken}).Token()
+	if err != nil {
+		return nil, refusedRefresh("the upstream identity provider refused the refresh token").WithWrap(err)
+	}
+	if tok.RefreshToken != "" {
+		s.Custom.OIDC.UpstreamRefreshToken = tok.RefreshToken
+	}
+	groups := s.Custom.UpstreamGroups
+	if _, ok := tok.Extra("id_token").(string); ok {
+		id, err := up.validate(ctx, op, tok, "")
+		if err != nil {
+			return nil, refusedRefresh("%v", err)
+		}
+		if id.Issuer != s.Custom.OIDC.UpstreamIssuer || id.Subject != s.Custom.OIDC.UpstreamSubject || id.Username != s.Custom.UpstreamUsername {
+			return nil, refusedRefresh("the upstream identity changed since the login")
+		}
+		if id.Groups != nil {
+			groups = id.Groups
+		}
+	}
+	return groups, nil
+}
+
+// refreshPassword re-reads an LDAP or Active Directory user, which fails when the account was
+// deleted, changed, disabled or locked, and returns the user's groups.
+func refreshPassword(ctx context.Context, res *resolved, s *Session) ([]string, error) {
+	if s.Custom.LDAP == nil || s.Custom.LDAP.UserDN == "" {
+		return nil, refusedRefresh("the session holds no LDAP user")
+	}
+	id, err := res.password.Refresh(ctx, upstreamldap.Identity{
+		Username: s.Custom.UpstreamUsername, UID: s.Custom.LDAP.UID, Groups: s.Custom.UpstreamGroups,
+		DN: s.Custom.LDAP.UserDN, RefreshAttributes: s.Custom.LDAP.ExtraRefreshAttributes,
+	})
+	if err != nil {
+		klog.FromContext(ctx).V(1).Info("Upstream refresh refused", "idp", res.idp.DisplayName, "error", err.Error())
+		return nil, refusedRefresh("the %s server no longer accepts the user", res.idp.Type).WithWrap(err)
+	}
+	return id.Groups, nil
+}
+
+// refreshGitHub reads the GitHub user again with the access token from login; the user must
+// still be allowed and the same.
+func refreshGitHub(ctx context.Context, res *resolved, s *Session) ([]string, error) {
+	if s.Custom.GitHub == nil || s.Custom.GitHub.UpstreamAccessToken == "" {
+		return nil, refusedRefresh("the session holds no GitHub access token")
+	}
+	id, err := res.github.Refresh(ctx, s.Custom.GitHub.UpstreamAccessToken, res.idp.DisplayName, s.Subject)
+	if err != nil {
+		klog.FromContext(ctx).V(1).Info("Upstream refresh refused", "idp", res.idp.DisplayName, "error", err.Error())
+		return nil, refusedRefresh("GitHub no longer accepts the user").WithWrap(err)
+	}
+	if id.Username != s.Custom.UpstreamUsername {
+		return nil, refusedRefresh("the upstream identity changed since the login")
+	}
+	return id.Groups, nil
+}
+
+// Token exchange (RFC 8693) parameter values.
+const (
+	tokenTypeAccessToken = "urn:ietf:params:oauth:token-type:access_token"
+	tokenTypeJWT         = "urn:ietf:params:oauth:token-type:jwt"
+)
+
+// tokenExchange trades a Supervisor access token for an ID token whose audience is a cluster
+// (its JWTAuthenticator audience).
+type tokenExchange struct {
+	provider *provider
+	store    *store
+}
+
+var _ fosite.TokenEndpointHandler = (*tokenExchange)(nil)
+
+func (t *tokenExchange) CanSkipClientAuth(context.Context, fosite.AccessRequester) bool {
+	return false
+}
+
+func (t *tokenExchange) CanHandleTokenEndpointRequest(_ context.Context, r fosite.AccessRequester) bool {
+	return r.GetGrantTypes().ExactOne(GrantTokenExchange)
+}
+
+func (t *tokenExchange) HandleTokenEndpointRequest(ctx context.Context, r fosite.AccessRequester) error {
+	if !t.CanHandleTokenEndpointRequest(ctx, r) {
+		return fosite.ErrUnknownRequest
+	}
+	if !r.GetClient().GetGrantTypes().Has(GrantTokenExchange) {
+		return fosite.ErrUnauthorizedClient.WithHintf("The client is not allowed to use grant %q.", GrantTokenExchange)
+	}
+	form := r.GetRequestForm()
+	if err := validAudience(form.Get("audience")); err != nil {
+		return fosite.ErrInvalidRequest.WithHint(err.Error())
+	}
+	if form.Get("subject_token") == "" {
+		return fosite.ErrInvalidRequest.WithHint("missing subject_token parameter")
+	}
+	if got := form.Get("subject_token_type"); got != tokenTypeAccessToken {
+		return fosite.ErrInvalidRequest.WithHintf("unsupported subject_token_type %q: want %q", got, tokenTypeAccessToken)
+	}
+	if got := form.Get("requested_token_type"); got != tokenTypeJWT {
+		return fosite.ErrInvalidRequest.WithHintf("unsupported requested_token_type %q: want %q", got, tokenTypeJWT)
+	}
+	return nil
+}
+
+// validAudience refuses audiences that would let the exchanged token pass for one of the
+// Supervisor's own clients.
+func validAudience(aud string) error {
+	switch {
+	case aud == "":
+		return errors.New("missing audience parameter")
+	case strings.Contains(aud, ".pinniped.dev"):
+		return errors.New("the audience may not contain .pinniped.dev")
+	case aud == PinnipedCLIClientID:
+		return fmt.Errorf("the audience may not be %s", PinnipedCLIClientID)
+	case strings.HasPrefix(aud, "client.oauth.pinniped.dev-"):
+		return errors.New("the audience may not be the name of an OIDCClient")
+	}
+	return nil
+}
+
+func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fosite.AccessRequester, resp fosite.AccessResponder) error {
+	if !t.CanHandleTokenEndpointRequest(ctx, r) {
+		return fosite.ErrUnknownRequest
+	}
+	form := r.GetRequestForm()
+	subjectToken := form.Get("subject_token")
+	hmac := t.provider.hmac
+	orig, err := t.store.GetAccessTokenSession(ctx, hmac.AccessTokenSignature(ctx, subjectToken), newSession())
+	if err != nil {
+		return fosite.ErrInvalidRequest.WithHint("the subject_token is not a valid access token").WithWrap(err).WithDebug(err.Error())
+	}
+	if err := hmac.ValidateAccessToken(ctx, orig, subjectToken); err != nil {
+		return fosite.ErrInvalidRequest.WithHint("the subject_token is expired or invalid").WithWrap(err)
+	}
+	if orig.GetClient().GetID() != r.GetClient().GetID() {
+		return fosite.ErrInvalidRequest.WithHint("the subject_token was issued to another client")
+	}
+	if !orig.GetGrantedScopes().Has(ScopeOpenID) || !orig.GetGrantedScopes().Has(ScopeRequestAudience) {
+		return fosite.ErrAccessDenied.WithHintf("the subject_token needs the scopes %s and %s", ScopeOpenID, ScopeRequestAudience)
+	}
+	s, ok := orig.GetSession().(*Session)
+	if !ok {
+		return fosite.ErrServerError.WithHint("unexpected session type")
+	}
+	now := t.provider.now().UTC()
+	claims := &jwt.IDTokenClaims{
+		Issuer:    t.provider.iss.URL,
+		Subject:   s.Subject,
+		Audience:  []string{form.Get("audience")},
+		IssuedAt:  now,
+		ExpiresAt: now.Add(IDTokenLifetime),
+		AuthTime:  s.Claims.AuthTime,
+		Extra:     map[string]any{"azp": r.GetClient().GetID()},
+	}
+	if grantedClaim(orig, ScopeUsername) {
+		claims.Extra["username"] = s.Custom.Username
+	}
+	if grantedClaim(orig, ScopeGroups) {
+		claims.Extra["groups"] = slices.Clone(s.Custom.Groups)
+	}
+	if len(s.Custom.AdditionalClaims) > 0 {
+		claims.Extra[AdditionalClaimsClaim] = s.Custom.AdditionalClaims
+	}
+	idToken, _, err := t.provider.signer.Generate(ctx, claims.ToMapClaims(), &jwt.Headers{Extra: map[string]any{"kid": t.provider.keyID}})
+	if err != nil {
+		return fosite.ErrServerError.WithWrap(err)
+	}
+	resp.SetAccessToken(idToken)
+	resp.SetTokenType("N_A")
+	resp.SetExpiresIn(IDTokenLifetime)
+	resp.SetExtra("issued_token_type", tokenTypeJWT)
+	return nil
+}

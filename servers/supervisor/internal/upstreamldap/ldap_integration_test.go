@@ -1,0 +1,299 @@
+// The Supervisor's LDAP authenticator against a real slapd: core may not import fixtures, so
+// these tests live with the fixture.
+package upstreamldap_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/certauthority"
+	"sealion.dev/fixtures/ldap"
+	"sealion.dev/servers/supervisor/internal/upstreamldap"
+)
+
+func startLDAP(t *testing.T) (*ldap.LDAP, context.Context) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs slapd (fixtures/ldap); skipped under -short")
+	}
+	if _, err := ldap.FindSlapd(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	l, err := ldap.Start(ctx, ldap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l, ctx
+}
+
+// fixtureConfig finds users by uid, identifies them by entryUUID and names groups by cn.
+func fixtureConfig(l *ldap.LDAP, host string) upstreamldap.Config {
+	return upstreamldap.Config{
+		Host:         host,
+		CABundle:     l.CABundle,
+		BindUsername: l.BindDN,
+		BindPassword: l.BindPassword,
+		UserSearch:   upstreamldap.UserSearch{Base: ldap.UsersBaseDN, UsernameAttribute: "uid", UIDAttribute: "entryUUID"},
+		GroupSearch:  upstreamldap.GroupSearch{Base: ldap.GroupsBaseDN, GroupNameAttribute: "cn"},
+	}
+}
+
+func newProvider(t *testing.T, c upstreamldap.Config) *upstreamldap.Provider {
+	t.Helper()
+	p, err := upstreamldap.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func uid(t *testing.T, ctx context.Context, l *ldap.LDAP, username string) string {
+	t.Helper()
+	u, err := l.EntryUUID(ctx, username)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(u))
+}
+
+func TestAuthenticate(t *testing.T) {
+	l, ctx := startLDAP(t)
+	pinnyUID := uid(t, ctx, l, "pinny")
+
+	tests := []struct {
+		name         string
+		host         string
+		change       func(*upstreamldap.Config)
+		login        string
+		want         upstreamldap.Identity
+		wantProtocol upstreamldap.Protocol
+	}{
+		{
+			name:         "LDAPS, uid and entryUUID, groups by member DN named by cn",
+			host:         l.LDAPSAddress,
+			login:        "pinny",
+			want:         upstreamldap.Identity{Username: "pinny", UID: pinnyUID, Groups: []string{"seals", "walruses"}, DN: ldap.UserDN("pinny")},
+			wantProtocol: upstreamldap.LDAPS,
+		},
+		{
+			name:         "StartTLS after upstreamldap.LDAPS fails",
+			host:         l.StartTLSAddress,
+			login:        "pinny",
+			want:         upstreamldap.Identity{Username: "pinny", UID: pinnyUID, Groups: []string{"seals", "walruses"}, DN: ldap.UserDN("pinny")},
+			wantProtocol: upstreamldap.StartTLS,
+		},
+		{
+			name: "login by mail, groups by memberUid named by DN",
+			host: l.LDAPSAddress,
+			change: func(c *upstreamldap.Config) {
+				c.UserSearch.Filter = "(&(objectClass=inetOrgPerson)(mail={}))"
+				c.UserSearch.UsernameAttribute = "mail"
+				c.GroupSearch = upstreamldap.GroupSearch{Base: ldap.GroupsBaseDN, Filter: "memberUid={}", UserAttributeForFilter: "uid"}
+			},
+			login:        "wally@example.com",
+			want:         upstreamldap.Identity{Username: "wally@example.com", UID: uid(t, ctx, l, "wally"), Groups: []string{ldap.GroupDN("walruses")}, DN: ldap.UserDN("wally")},
+			wantProtocol: upstreamldap.LDAPS,
+		},
+		{
+			name: "DN as username and UID, no group search",
+			host: l.LDAPSAddress,
+			change: func(c *upstreamldap.Config) {
+				c.UserSearch = upstreamldap.UserSearch{Base: ldap.BaseDN, Filter: "uid={}", UsernameAttribute: "dn", UIDAttribute: "dn"}
+				c.GroupSearch = upstreamldap.GroupSearch{}
+			},
+			login: "pinny",
+			want: upstreamldap.Identity{Username: ldap.UserDN("pinny"), UID: base64.RawURLEncoding.EncodeToString([]byte(ldap.UserDN("pinny"))),
+				Groups: []string{}, DN: ldap.UserDN("pinny")},
+			wantProtocol: upstreamldap.LDAPS,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fixtureConfig(l, tt.host)
+			if tt.change != nil {
+				tt.change(&c)
+			}
+			p := newProvider(t, c)
+			start := time.Now()
+			got, err := p.Authenticate(ctx, tt.login, passwordOf(tt.want.DN))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("first Authenticate took %s", time.Since(start))
+			if got.Username != tt.want.Username || got.UID != tt.want.UID || got.DN != tt.want.DN || !slices.Equal(got.Groups, tt.want.Groups) {
+				t.Errorf("identity = %+v, want %+v", *got, tt.want)
+			}
+			if p.Protocol() != tt.wantProtocol {
+				t.Errorf("protocol = %q, want %q", p.Protocol(), tt.wantProtocol)
+			}
+			start = time.Now()
+			if _, err := p.Authenticate(ctx, tt.login, passwordOf(tt.want.DN)); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("second Authenticate (protocol remembered) took %s", time.Since(start))
+		})
+	}
+}
+
+func passwordOf(dn string) string {
+	for _, u := range ldap.DefaultUsers {
+		if ldap.UserDN(u.Username) == dn {
+			return u.Password
+		}
+	}
+	return ""
+}
+
+func TestAuthenticateRejects(t *testing.T) {
+	l, ctx := startLDAP(t)
+	p := newProvider(t, fixtureConfig(l, l.LDAPSAddress))
+	for _, tt := range []struct{ login, password string }{
+		{"pinny", "wrong-password"},
+		{"nobody", "fixture-password"},
+		// Escaped: without escaping, "*" would match every user.
+		{"*", "fixture-password"},
+		{"pinny)(uid=*", "fixture-password"},
+		{"pinny", ""},
+	} {
+		_, err := p.Authenticate(ctx, tt.login, tt.password)
+		if !errors.Is(err, upstreamldap.ErrInvalidCredentials) || err.Error() != "invalid credentials" {
+			t.Errorf("Authenticate(%q, %q) = %v, want plain invalid credentials", tt.login, tt.password, err)
+		}
+	}
+
+	c := fixtureConfig(l, l.LDAPSAddress)
+	c.UserSearch.Filter = "(|(uid={})(objectClass=inetOrgPerson))"
+	_, err := newProvider(t, c).Authenticate(ctx, "pinny", "fixture-password")
+	if err == nil || !strings.Contains(err.Error(), "more than one entry matches") {
+		t.Errorf("ambiguous user search = %v, want more than one entry", err)
+	}
+
+	c = fixtureConfig(l, l.LDAPSAddress)
+	c.UserSearch.UsernameAttribute = "displayName"
+	c.UserSearch.Filter = "uid={}"
+	_, err = newProvider(t, c).Authenticate(ctx, "pinny", "fixture-password")
+	if err == nil || !strings.Contains(err.Error(), `0 values of attribute "displayName"`) {
+		t.Errorf("missing username attribute = %v, want a clear error", err)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	l, ctx := startLDAP(t)
+	for _, tt := range []struct {
+		host string
+		want upstreamldap.Protocol
+	}{{l.LDAPSAddress, upstreamldap.LDAPS}, {l.StartTLSAddress, upstreamldap.StartTLS}} {
+		got, err := newProvider(t, fixtureConfig(l, tt.host)).Probe(ctx)
+		if err != nil || got != tt.want {
+			t.Errorf("Probe(%s) = %q, %v; want %q", tt.host, got, err, tt.want)
+		}
+	}
+
+	c := fixtureConfig(l, l.LDAPSAddress)
+	c.BindPassword = "wrong"
+	_, err := newProvider(t, c).Probe(ctx)
+	if err == nil || !strings.Contains(err.Error(), "binding as the service account") || errors.Is(err, upstreamldap.ErrInvalidCredentials) {
+		t.Errorf("Probe with a wrong bind password = %v, want a service account bind error", err)
+	}
+	_, err = newProvider(t, c).Authenticate(ctx, "pinny", "fixture-password")
+	if err == nil || errors.Is(err, upstreamldap.ErrInvalidCredentials) {
+		t.Errorf("Authenticate with a wrong bind password = %v, want a configuration error, not invalid credentials", err)
+	}
+
+	other, err := certauthority.New("another CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = fixtureConfig(l, l.LDAPSAddress)
+	c.CABundle = other.Bundle()
+	_, err = newProvider(t, c).Probe(ctx)
+	if err == nil || !strings.Contains(err.Error(), "LDAPS: tls: failed to verify certificate") || !strings.Contains(err.Error(), "StartTLS:") {
+		t.Errorf("Probe trusting another CA = %v, want both protocols to fail verification", err)
+	}
+
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := newProvider(t, fixtureConfig(l, l.LDAPSAddress)).Probe(canceled); !errors.Is(err, context.Canceled) {
+		t.Errorf("Probe with a canceled context = %v, want context.Canceled", err)
+	}
+}
+
+func TestRefresh(t *testing.T) {
+	l, ctx := startLDAP(t)
+	p := newProvider(t, fixtureConfig(l, l.LDAPSAddress))
+	c := fixtureConfig(l, l.LDAPSAddress)
+	c.GroupSearch.SkipGroupRefresh = true
+	frozen := newProvider(t, c)
+
+	login, err := p.Authenticate(ctx, "pinny", "fixture-password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Refresh(ctx, *login)
+	if err != nil || !slices.Equal(got.Groups, login.Groups) {
+		t.Fatalf("unchanged refresh = %+v, %v", got, err)
+	}
+
+	if err := l.SetGroups(ctx, "pinny", []string{"orcas"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got, err = p.Refresh(ctx, *login)
+	if err != nil || !slices.Equal(got.Groups, []string{"orcas"}) {
+		t.Errorf("refresh after a group change = %+v, %v; want groups [orcas]", got, err)
+	}
+	t.Logf("Refresh took %s", time.Since(start))
+	got, err = frozen.Refresh(ctx, *login)
+	if err != nil || !slices.Equal(got.Groups, login.Groups) {
+		t.Errorf("refresh with skipGroupRefresh = %+v, %v; want groups %v", got, err, login.Groups)
+	}
+
+	if err := l.DeleteUser(ctx, "pinny"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Refresh(ctx, *login); !errors.Is(err, upstreamldap.ErrUserNotFound) {
+		t.Errorf("refresh of a deleted user = %v, want ErrUserNotFound", err)
+	}
+	if err := l.AddUser(ctx, ldap.User{Username: "pinny", Password: "fixture-password"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Refresh(ctx, *login); !errors.Is(err, upstreamldap.ErrIdentityChanged) {
+		t.Errorf("refresh of a user re-created under the same DN = %v, want ErrIdentityChanged", err)
+	}
+}
+
+// TestPrepareAndProbe goes from a spec and its bind Secret to a Ready status.
+func TestPrepareAndProbe(t *testing.T) {
+	l, ctx := startLDAP(t)
+	spec := idpv1alpha1.LDAPIdentityProviderSpec{
+		Host: l.StartTLSAddress,
+		Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: "bind"},
+		UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{
+			Base:       ldap.UsersBaseDN,
+			Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"},
+		},
+	}
+	secret := &corev1.Secret{Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{
+		"username": []byte(l.BindDN), "password": []byte(l.BindPassword),
+	}}
+	p, conds := upstreamldap.Prepare(spec, 1, secret, l.CABundle, nil)
+	if p == nil {
+		t.Fatalf("no provider; conditions %+v", conds)
+	}
+	protocol, err := p.Probe(ctx)
+	conds = append(conds, upstreamldap.ConnectionCondition(p, 1, protocol, err))
+	if phase := upstreamldap.PhaseOf(conds); phase != idpv1alpha1.PhaseReady {
+		t.Errorf("phase %s, conditions %+v", phase, conds)
+	}
+}
