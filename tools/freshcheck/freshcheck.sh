@@ -74,6 +74,9 @@ tar -C "$root" -xf "$base"
 
 say "the user's prerequisites: make, git, ca-certificates (apt), Go $(go env GOVERSION) (copied)"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# Every installed machine has these, written by its installer rather than by a package.
+printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
+echo fresh-check >"$root/etc/hostname"
 cp -a "$goroot" "$root/usr/local/go"
 say "clone of $(git -C "$repo" rev-parse --short HEAD) ($(git -C "$repo" log -1 --format=%s | cut -c1-60))"
 git clone -q "$repo" "$root/src"
