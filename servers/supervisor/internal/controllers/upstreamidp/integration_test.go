@@ -31,7 +31,7 @@ func TestIntegrationOIDC(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	crds, err := filepath.Glob(filepath.Join("..", "..", "generated", "crds", "idp.supervisor.pinniped.dev_*.yaml"))
+	crds, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "..", "core", "generated", "crds", "idp.supervisor.pinniped.dev_*.yaml"))
 	if err != nil || len(crds) != 4 {
 		t.Fatalf("finding the identity provider CRDs: %v %v", crds, err)
 	}
