@@ -116,7 +116,7 @@ grep -E '^(ok|FAIL|---) |^(installing|missing Debian packages|images: wrote|kube
 	sed 's/^/    /' | awk '{ if (length($0) > 160) print substr($0, 1, 157) "..."; else print }' || true
 pass=$(grep -c '^ok ' "$work/make.log" || true)
 fail=$(grep -c '^FAIL' "$work/make.log" || true)
-echo "fresh-check: $pass packages passed, $fail failed"
+echo "fresh-check: $pass package runs ok, $fail failed (a package the unit and the integration tier both run counts twice)"
 echo "fresh-check: not run inside the root: the end-to-end suites and the providers' cluster tests (a chroot has no init, cgroups or network of its own for a kubelet and containerd); CI runs them with CI=true"
 if [ $rc != 0 ]; then
 	echo "fresh-check: FAILED; the last lines of $work/make.log:"
