@@ -32,15 +32,14 @@ import (
 	klogv2 "k8s.io/klog/v2"
 
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	"sealion.dev/core/controller"
 	configinformers "sealion.dev/core/generated/concierge/informers/externalversions/config/v1alpha1"
 	configlisters "sealion.dev/core/generated/concierge/listers/config/v1alpha1"
 )
 
-// resyncInterval bounds how late a CA rotation or a missed event is acted on.
+// resyncInterval bounds how late a CA rotation or a missed event is acted on, and how long a
+// failing sync waits at most before its next try.
 const resyncInterval = 30 * time.Second
-
-// retryInterval is the wait after a failed sync.
-const retryInterval = 5 * time.Second
 
 // Config names what the controller manages.
 type Config struct {
@@ -87,7 +86,7 @@ type Controller struct {
 	credentialIssuers configlisters.CredentialIssuerLister
 	services          corev1listers.ServiceNamespaceLister
 	secrets           corev1listers.SecretNamespaceLister
-	synced            []cache.InformerSynced
+	loop              *controller.Controller
 	signer            Signer
 	status            StrategyWriter
 	listener          *listener
@@ -109,55 +108,29 @@ func New(cfg Config, kube kubernetes.Interface, informers Informers, handler htt
 		credentialIssuers: informers.CredentialIssuers.Lister(),
 		services:          informers.Services.Lister().Services(cfg.Namespace),
 		secrets:           informers.Secrets.Lister().Secrets(cfg.Namespace),
-		synced: []cache.InformerSynced{
-			informers.CredentialIssuers.Informer().HasSynced, informers.Services.Informer().HasSynced, informers.Secrets.Informer().HasSynced,
-		},
-		signer:   signer,
-		status:   status,
-		cert:     cert,
-		listener: &listener{address: cfg.Address, handler: handler, cert: cert, listen: net.Listen},
-		now:      time.Now,
-		trigger:  make(chan struct{}, 1),
+		signer:            signer,
+		status:            status,
+		cert:              cert,
+		listener:          &listener{address: cfg.Address, handler: handler, cert: cert, listen: net.Listen},
+		now:               time.Now,
 	}
-	poke := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.poke() },
-		UpdateFunc: func(any, any) { c.poke() },
-		DeleteFunc: func(any) { c.poke() },
-	}
+	// The proxy is one thing reconciled as a whole, so every event asks for the same sync.
+	c.loop = controller.New(controller.Options{
+		Name:       "impersonation-proxy",
+		Sync:       func(ctx context.Context, _ string) error { return c.sync(ctx) },
+		Resync:     resyncInterval,
+		MaxBackoff: resyncInterval,
+	})
 	for _, inf := range []cache.SharedIndexInformer{informers.CredentialIssuers.Informer(), informers.Services.Informer(), informers.Secrets.Informer()} {
-		_, _ = inf.AddEventHandler(poke) // fails only on a stopped informer, which then never syncs
+		c.loop.Watch(inf, controller.AsSingleton)
 	}
 	return c
 }
 
-func (c *Controller) poke() {
-	select {
-	case c.trigger <- struct{}{}:
-	default:
-	}
-}
-
 // Run syncs on every change and every resyncInterval until ctx ends, then stops the listener.
 func (c *Controller) Run(ctx context.Context) {
-	log := klogv2.FromContext(ctx).WithName("impersonation-proxy")
-	ctx = klogv2.NewContext(ctx, log)
 	defer c.listener.stop(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	for {
-		wait := resyncInterval
-		if err := c.sync(ctx); err != nil {
-			log.Error(err, "impersonation proxy sync failed")
-			wait = retryInterval
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.trigger:
-		case <-time.After(wait):
-		}
-	}
+	c.loop.Run(ctx)
 }
 
 // sync brings everything in line with the spec and records the strategy.

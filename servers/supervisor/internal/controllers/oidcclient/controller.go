@@ -7,9 +7,7 @@ package oidcclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,22 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+	"sealion.dev/core/controller"
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	configinformers "sealion.dev/core/generated/supervisor/informers/externalversions/config/v1alpha1"
 	configlisters "sealion.dev/core/generated/supervisor/listers/config/v1alpha1"
 	"sealion.dev/servers/supervisor/internal/clientcheck"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
-)
-
-const (
-	// resyncInterval bounds how late a missed event is acted on.
-	resyncInterval = time.Minute
-	// retryInterval is the wait after a failed sync.
-	retryInterval = 5 * time.Second
 )
 
 // Informers are what the controller watches, all of the Supervisor's namespace.
@@ -44,13 +35,11 @@ type Informers struct {
 
 // Controller writes the status of OIDCClients. Make one with New and start it with Run.
 type Controller struct {
-	namespace     string
+	*controller.Controller
 	supervisor    supervisorclientset.Interface
 	clients       configlisters.OIDCClientNamespaceLister
 	secrets       corev1listers.SecretNamespaceLister
 	minBcryptCost int
-	synced        []cache.InformerSynced
-	trigger       chan struct{}
 }
 
 // New returns the controller of the OIDCClients of namespace. Stored hashes with a bcrypt cost
@@ -58,82 +47,45 @@ type Controller struct {
 // suffix (see groupsuffix.Transport).
 func New(namespace string, supervisor supervisorclientset.Interface, informers Informers, minBcryptCost int) *Controller {
 	c := &Controller{
-		namespace:     namespace,
 		supervisor:    supervisor,
 		clients:       informers.OIDCClients.Lister().OIDCClients(namespace),
 		secrets:       informers.Secrets.Lister().Secrets(namespace),
 		minBcryptCost: minBcryptCost,
-		trigger:       make(chan struct{}, 1),
 	}
-	poke := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.poke() },
-		UpdateFunc: func(any, any) { c.poke() },
-		DeleteFunc: func(any) { c.poke() },
-	}
-	// Event handlers fail only on a stopped informer, which then never syncs.
-	_, _ = informers.OIDCClients.Informer().AddEventHandler(poke)
-	_, _ = informers.Secrets.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: func(obj any) bool {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			s, ok := obj.(*corev1.Secret)
-			return !ok || s.Type == clientsecrets.SecretType
-		},
-		Handler: poke,
-	})
-	c.synced = []cache.InformerSynced{informers.OIDCClients.Informer().HasSynced, informers.Secrets.Informer().HasSynced}
+	c.Controller = controller.New(controller.Options{Name: "oidc-client", Sync: c.sync, Keys: c.names})
+	c.Watch(informers.OIDCClients.Informer(), controller.ObjectName)
+	// A storage Secret is named after its client's UID, not its name; there are few clients.
+	c.Watch(informers.Secrets.Informer(), controller.Only(func(obj any) bool {
+		s, ok := obj.(*corev1.Secret)
+		return ok && s.Type == clientsecrets.SecretType
+	}, c.All))
 	return c
 }
 
-func (c *Controller) poke() {
-	select {
-	case c.trigger <- struct{}{}:
-	default:
-	}
-}
-
-// Run syncs on every change and every resyncInterval until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	log := klog.FromContext(ctx).WithName("oidc-client")
-	ctx = klog.NewContext(ctx, log)
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	log.Info("controller started")
-	for {
-		wait := resyncInterval
-		if err := c.sync(ctx); err != nil {
-			log.Error(err, "sync failed; will retry")
-			wait = retryInterval
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.trigger:
-		case <-time.After(wait):
-		}
-	}
-}
-
-// sync checks every OIDCClient and writes the statuses that changed.
-func (c *Controller) sync(ctx context.Context) error {
+func (c *Controller) names() ([]string, error) {
 	clients, err := c.clients.List(labels.Everything())
-	if err != nil {
+	names := make([]string, 0, len(clients))
+	for _, client := range clients {
+		names = append(names, client.Name)
+	}
+	return names, err
+}
+
+// sync checks one OIDCClient and writes its status when it changed.
+func (c *Controller) sync(ctx context.Context, name string) error {
+	client, err := c.clients.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted: its status went with it
+	} else if err != nil {
 		return err
 	}
-	var errs []error
-	for _, client := range clients {
-		storage, err := c.secrets.Get(clientsecrets.SecretName(client.UID))
-		if apierrors.IsNotFound(err) {
-			storage = nil
-		} else if err != nil {
-			errs = append(errs, fmt.Errorf("reading the client secrets of OIDCClient %s: %w", client.Name, err))
-			continue
-		}
-		errs = append(errs, c.writeStatus(ctx, client, clientcheck.Validate(client, storage, c.minBcryptCost)))
+	storage, err := c.secrets.Get(clientsecrets.SecretName(client.UID))
+	if apierrors.IsNotFound(err) {
+		storage = nil
+	} else if err != nil {
+		return fmt.Errorf("reading the client secrets of OIDCClient %s: %w", client.Name, err)
 	}
-	return errors.Join(errs...)
+	return c.writeStatus(ctx, client, clientcheck.Validate(client, storage, c.minBcryptCost))
 }
 
 // writeStatus updates client's status when res differs from it.
@@ -153,7 +105,7 @@ func (c *Controller) writeStatus(ctx context.Context, client *configv1alpha1.OID
 	}
 	updated := client.DeepCopy()
 	updated.Status = status
-	_, err := c.supervisor.ConfigV1alpha1().OIDCClients(c.namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	_, err := c.supervisor.ConfigV1alpha1().OIDCClients(client.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		// Our cache is behind (another replica, our own last write, a deletion): the event
 		// that brings it up to date triggers the next sync.

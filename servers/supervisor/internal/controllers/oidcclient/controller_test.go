@@ -113,7 +113,7 @@ func TestStatus(t *testing.T) {
 	updates := countStatusUpdates(supervisor)
 
 	// Syncing again without a change writes nothing.
-	c.poke()
+	c.Enqueue(name)
 	time.Sleep(200 * time.Millisecond)
 	if n := countStatusUpdates(supervisor); n != updates {
 		t.Errorf("%d status updates without a change", n-updates)
