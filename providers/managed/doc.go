@@ -17,12 +17,18 @@
 // Create must return while the cluster keeps running, and Delete may come from another process
 // (`make demo` then `make demo-down`). So Create starts a supervisor: the running program
 // itself, executed again with the environment variable SEALION_MANAGED_CLUSTER_SUPERVISOR
-// naming the cluster's state folder, detached in its own session. This package's init function
-// sees the variable and runs the supervisor instead of the program, so every program linking the
-// package (test binaries included) can start one without a separate binary to build or find.
-// The supervisor brings the cluster up step by step, reporting each step to Create over a pipe,
-// then keeps the daemons running (restarting any that exit) together with the load balancer
-// controller. Its daemons die with it (PDEATHSIG).
+// naming the cluster's state folder, detached in its own session. The supervisor brings the
+// cluster up step by step, reporting each step to Create over a pipe, then keeps the daemons
+// running (restarting any that exit) together with the load balancer controller. Its daemons die
+// with it (PDEATHSIG).
+//
+// Re-executing the program spares a separate supervisor binary to build and find, but the
+// program must know to become the supervisor: every program that links this package calls Main
+// first thing in main, and every test package that does calls it first thing in TestMain
+// (programs that link it through sealion.dev/providers/all call all.Main, which calls Main). Main
+// sees the variable, runs the supervisor instead of the program and exits; otherwise it returns.
+// Create fails at once, naming Main, in a program that never called it: a copy of such a
+// program ignores the variable and does the program's own work again.
 //
 // Each cluster keeps its state in /var/lib/sealion/managed/<name>: certificates, the admin
 // kubeconfig, configuration, etcd data, containerd, the kubelet's root, logs, the supervisor's

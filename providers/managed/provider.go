@@ -61,11 +61,16 @@ func (p *provider) Info() providers.Info {
 }
 
 // Create is part of the providers.Provider interface. It starts the cluster's supervisor, a
-// detached copy of the running program, and returns once the supervisor reports the cluster
-// usable; the cluster then runs until Delete, whichever process calls it.
+// detached copy of the running program (which must have called Main), and returns once the
+// supervisor reports the cluster usable; the cluster then runs until Delete, whichever process
+// calls it.
 func (p *provider) Create(ctx context.Context, name string, opts providers.CreateOptions) error {
 	fail := func(step string, err error) error {
 		return &providers.StepError{Cluster: name, Step: step, Err: err}
+	}
+	// A programming error, reported before anything is checked or touched.
+	if !mainCalled.Load() {
+		return fail("check this program can run the cluster supervisor", errNoMain)
 	}
 	l, err := newLayout(p.stateRoot, name)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,9 +26,9 @@ import (
 	"sealion.dev/providers/managed/loadbalancer"
 )
 
-// supervisorEnv, set in the environment of any program that links this package, makes the
-// program the supervisor of the cluster whose state folder it names instead of doing its usual
-// work (see the package documentation). Create sets it when it starts the supervisor.
+// supervisorEnv, set in the environment of a program that calls Main, makes the program the
+// supervisor of the cluster whose state folder it names instead of doing its usual work (see the
+// package documentation). Create sets it when it starts the supervisor.
 const supervisorEnv = "SEALION_MANAGED_CLUSTER_SUPERVISOR"
 
 // statusFD is the descriptor the supervisor reports its progress on, one JSON report a line.
@@ -45,10 +46,26 @@ const (
 	daemonStopGrace       = 10 * time.Second
 )
 
-func init() {
+// mainCalled records that the running program called Main, so that Create knows a copy of it
+// started as the supervisor will run the supervisor.
+var mainCalled atomic.Bool
+
+// errNoMain is Create's answer in a program that never called Main: started as the supervisor,
+// such a program would ignore supervisorEnv and do its own work again (run the demo, the tests).
+var errNoMain = errors.New("this program cannot run a managed cluster's supervisor: call managed.Main " +
+	"(or all.Main of sealion.dev/providers/all, which calls it) first thing in main, or in TestMain of a test package")
+
+// Main is this package's part of main: call it first thing in the main function of every program
+// that links this package, and in TestMain of every test package that does, before flags are
+// parsed. In the copy of the program that Create starts as a cluster's supervisor (supervisorEnv
+// set), Main runs the supervisor and exits once the cluster has stopped or failed to start.
+// Otherwise it returns at once and lets Create start supervisors: Create fails in a program that
+// never called Main.
+func Main() {
 	if dir := os.Getenv(supervisorEnv); dir != "" {
 		os.Exit(runSupervisor(dir))
 	}
+	mainCalled.Store(true)
 }
 
 // runSupervisor brings the cluster up, reports the outcome on statusFD, then keeps it running
