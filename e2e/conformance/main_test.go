@@ -29,6 +29,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	all.Main() // first: a managed cluster's supervisor is this test binary, run again
 	flag.Parse()
 	if testing.Short() {
 		fmt.Println("skipping the Concierge end-to-end suite: it creates a real cluster, which -short excludes")

@@ -36,6 +36,7 @@ import (
 const clusterName = "sealion-demo"
 
 func main() {
+	all.Main() // first: a managed cluster's supervisor is this program, run again
 	providerName := flag.String("provider", "kubeadm", "cluster provider: "+strings.Join(all.Names, ", "))
 	down := flag.Bool("down", false, "delete the demo cluster instead")
 	out := flag.String("out", steps.RepoPath("_output/demo"), "folder for the demo user's kubeconfig")

@@ -1,5 +1,6 @@
 // Package all maps provider names to providers. It is the one place that imports every backend,
-// so the e2e suites and the matrix runner choose a provider by name and nothing else does.
+// so the e2e suites and the matrix runner choose a provider by name and nothing else does. Every
+// program that links it calls Main first thing in main (test packages in TestMain).
 package all
 
 import (
@@ -23,6 +24,14 @@ type Options struct {
 	Progress io.Writer
 	// Existing describes the cluster of the "existing" provider.
 	Existing existing.Options
+}
+
+// Main is the providers' part of main: call it first thing in the main function of every program
+// that links this package, and in TestMain of every test package that does. The managed
+// providers (gke, eks, aks) run their cluster supervisor in a copy of the running program, which
+// becomes the supervisor here and exits; see managed.Main. Otherwise it returns.
+func Main() {
+	managed.Main()
 }
 
 // New returns the named provider.

@@ -34,6 +34,7 @@ import (
 )
 
 func main() {
+	all.Main() // first, as in every program linking the providers, though this one creates no cluster itself
 	code, err := matrixMain(os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "matrix: %v\n", err)

@@ -2,9 +2,19 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
+
+	"sealion.dev/providers/all"
 )
+
+// TestMain calls all.Main as every test package linking the providers must, though none of its
+// tests creates a cluster.
+func TestMain(m *testing.M) {
+	all.Main()
+	os.Exit(m.Run())
+}
 
 // Usage errors are caught before anything is resolved or run.
 func TestUsageErrors(t *testing.T) {
