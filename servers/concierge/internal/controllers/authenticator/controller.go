@@ -22,15 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	"sealion.dev/core/cabundle"
+	"sealion.dev/core/controller"
 	"sealion.dev/servers/concierge/internal/authenticator/checks"
 	"sealion.dev/servers/concierge/internal/authncache"
 )
@@ -67,11 +64,11 @@ type Shared struct {
 	ConfigMaps corev1informers.ConfigMapInformer
 }
 
-// Controller reconciles one kind.
+// Controller reconciles one kind, keyed by authenticator name.
 type Controller[T Object] struct {
+	*controller.Controller
 	shared Shared
 	kind   kind[T]
-	queue  workqueue.TypedRateLimitingInterface[string]
 
 	mu    sync.Mutex
 	built map[string]build // name -> how the cached authenticator was built
@@ -83,85 +80,34 @@ type build struct {
 	steps checks.List
 }
 
-func newController[T Object](s Shared, k kind[T]) *Controller[T] {
-	c := &Controller[T]{
-		shared: s,
-		kind:   k,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 2*time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: k.name}),
-		built: map[string]build{},
-	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	_, _ = k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
-	})
+// timing is the loop's resync and retry backoff. Informer events do the real work; the resync
+// only catches a missed one, and at the backoff's ceiling it retries a failing authenticator no
+// more often than the backoff does, while a healthy one costs a hash comparison.
+var timing = controller.Options{Resync: 2 * time.Minute, MinBackoff: time.Second, MaxBackoff: 2 * time.Minute}
+
+// newController returns the controller of kind k; opts gives the loop's timing (see timing).
+func newController[T Object](s Shared, k kind[T], opts controller.Options) *Controller[T] {
+	c := &Controller[T]{shared: s, kind: k, built: map[string]build{}}
+	opts.Name, opts.Sync, opts.Keys, opts.Workers = k.name, c.sync, c.names, 2
+	c.Controller = controller.New(opts)
+	c.Watch(k.informer, controller.ObjectName)
 	// A changed CA Secret or ConfigMap may matter to any authenticator; there are few of them.
-	all := func(any) { c.enqueueAll() }
-	for _, inf := range []cache.SharedIndexInformer{s.Secrets.Informer(), s.ConfigMaps.Informer()} {
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: all, UpdateFunc: func(_, obj any) { all(obj) }, DeleteFunc: all,
-		})
-	}
+	c.Watch(s.Secrets.Informer(), c.All)
+	c.Watch(s.ConfigMaps.Informer(), c.All)
 	return c
 }
 
-func (c *Controller[T]) enqueueAll() {
+func (c *Controller[T]) names() ([]string, error) {
 	objs, err := c.kind.list()
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
+	names := make([]string, 0, len(objs))
 	for _, o := range objs {
-		c.queue.Add(o.GetName())
+		names = append(names, o.GetName())
 	}
+	return names, err
 }
 
-// Run processes changes until ctx ends.
-func (c *Controller[T]) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithValues("controller", c.kind.name)
-	if !cache.WaitForCacheSync(ctx.Done(), c.kind.informer.HasSynced, c.shared.Secrets.Informer().HasSynced, c.shared.ConfigMaps.Informer().HasSynced) {
-		return
-	}
-	logger.Info("controller started")
-	const workers = 2
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, c.work, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller[T]) work(ctx context.Context) {
-	for {
-		name, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		err := c.sync(ctx, name)
-		switch {
-		case err == nil:
-			c.queue.Forget(name)
-		default:
-			klog.FromContext(ctx).V(2).Info("will retry", "controller", c.kind.name, "name", name, "reason", err.Error())
-			c.queue.AddRateLimited(name)
-		}
-		c.queue.Done(name)
-	}
-}
-
-// errInvalid asks for a retry with backoff after a failed validation, without logging it as a failure.
+// errInvalid asks for a retry with backoff after a failed validation, whose details are in the
+// conditions already.
 var errInvalid = errors.New("authenticator is not valid yet")
 
 func (c *Controller[T]) sync(ctx context.Context, name string) error {

@@ -26,7 +26,6 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/util/workqueue"
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	conciergefake "sealion.dev/core/generated/concierge/clientset/versioned/fake"
@@ -70,8 +69,9 @@ type env struct {
 
 type envOptions struct {
 	group  string        // the cache key's API group; the default group when empty
-	resync time.Duration // informer resync period; none when zero
-	// noRetry makes failed syncs wait an hour before their retry, so that only events re-queue.
+	resync time.Duration // the controllers' resync period; timing's when zero
+	// noRetry makes failed syncs wait an hour before their retry, and the resync an hour, so
+	// that only events re-queue.
 	noRetry bool
 	// setup runs after the clients exist and before anything starts, e.g. to add reactors.
 	setup func(*env)
@@ -98,26 +98,29 @@ func newEnv(t *testing.T, opts envOptions, kubeObjects ...runtime.Object) *env {
 		opts.setup(e)
 	}
 
-	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, opts.resync, kubeinformers.WithNamespace(namespace))
-	crFactory := conciergeinformers.NewSharedInformerFactory(e.concierge, opts.resync)
+	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(namespace))
+	crFactory := conciergeinformers.NewSharedInformerFactory(e.concierge, 0)
 	shared := Shared{
 		APIGroup: opts.group, Namespace: namespace, Cache: e.cache,
 		Secrets: kubeFactory.Core().V1().Secrets(), ConfigMaps: kubeFactory.Core().V1().ConfigMaps(),
 	}
 	authInformers := crFactory.Authentication().V1alpha1()
 	e.jwtLister = authInformers.JWTAuthenticators().Lister()
-	e.jwt = NewJWT(shared, e.concierge, authInformers.JWTAuthenticators())
-	e.webhook = NewWebhook(shared, e.concierge, authInformers.WebhookAuthenticators())
-
-	get := e.jwt.kind.get
-	e.jwt.kind.get = func(name string) (*authv1alpha1.JWTAuthenticator, error) {
+	loop := timing
+	if opts.resync != 0 {
+		loop.Resync = opts.resync
+	}
+	if opts.noRetry {
+		loop.Resync, loop.MinBackoff, loop.MaxBackoff = time.Hour, time.Hour, time.Hour
+	}
+	jwts := jwtKind(e.concierge, authInformers.JWTAuthenticators())
+	get := jwts.get
+	jwts.get = func(name string) (*authv1alpha1.JWTAuthenticator, error) {
 		e.jwtSyncs.Add(1)
 		return get(name)
 	}
-	if opts.noRetry {
-		e.jwt.queue = slowRetryQueue()
-		e.webhook.queue = slowRetryQueue()
-	}
+	e.jwt = newController(shared, jwts, loop)
+	e.webhook = newController(shared, webhookKind(e.concierge, authInformers.WebhookAuthenticators()), loop)
 
 	kubeFactory.Start(ctx.Done())
 	crFactory.Start(ctx.Done())
@@ -172,10 +175,6 @@ func signalWatches(f *k8stesting.Fake, tracker k8stesting.ObjectTracker, started
 		}
 		return true, w, nil
 	})
-}
-
-func slowRetryQueue() workqueue.TypedRateLimitingInterface[string] {
-	return workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Hour, time.Hour))
 }
 
 func (e *env) key(kind, name string) authncache.Key {
@@ -578,7 +577,7 @@ func TestJWTAuthenticatorSpecChangeAndDelete(t *testing.T) {
 func TestHealthyJWTAuthenticatorIsLeftAloneOnResync(t *testing.T) {
 	const name = "issuer-a"
 	iss := oidcissuer.New(t)
-	e := newEnv(t, envOptions{resync: time.Second}) // the shortest resync informers allow
+	e := newEnv(t, envOptions{resync: 50 * time.Millisecond})
 	key := e.key("JWTAuthenticator", name)
 	e.createJWT(jwtAuthenticator(name, iss.Issuer, "cluster-a", inlineCA(iss.CABundle)))
 
@@ -595,8 +594,8 @@ func TestHealthyJWTAuthenticatorIsLeftAloneOnResync(t *testing.T) {
 		t.Errorf("status written %d times to become Ready; want once", n)
 	}
 
-	// A worker handles one key at a time, so once the third sync after now has started, two whole
-	// syncs (at least one of them a resync) have run on the unchanged object.
+	// A key is synced by one worker at a time, so once the third sync after now has started, two
+	// whole syncs (at least one of them a resync) have run on the unchanged object.
 	start := e.jwtSyncs.Load()
 	eventually(t, "resyncs", func() (bool, string) {
 		n := e.jwtSyncs.Load() - start

@@ -16,8 +16,17 @@ import (
 
 // NewJWT returns the JWTAuthenticator controller.
 func NewJWT(s Shared, client conciergeclientset.Interface, informer authinformers.JWTAuthenticatorInformer) *Controller[*authv1alpha1.JWTAuthenticator] {
+	return newController(s, jwtKind(client, informer), timing)
+}
+
+// NewWebhook returns the WebhookAuthenticator controller.
+func NewWebhook(s Shared, client conciergeclientset.Interface, informer authinformers.WebhookAuthenticatorInformer) *Controller[*authv1alpha1.WebhookAuthenticator] {
+	return newController(s, webhookKind(client, informer), timing)
+}
+
+func jwtKind(client conciergeclientset.Interface, informer authinformers.JWTAuthenticatorInformer) kind[*authv1alpha1.JWTAuthenticator] {
 	lister := informer.Lister()
-	return newController(s, kind[*authv1alpha1.JWTAuthenticator]{
+	return kind[*authv1alpha1.JWTAuthenticator]{
 		name: "JWTAuthenticator",
 		conditionTypes: []string{
 			authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ConditionIssuerURLValid,
@@ -48,13 +57,12 @@ func NewJWT(s Shared, client conciergeclientset.Interface, informer authinformer
 			_, err := client.AuthenticationV1alpha1().JWTAuthenticators().UpdateStatus(ctx, o, metav1.UpdateOptions{})
 			return err
 		},
-	})
+	}
 }
 
-// NewWebhook returns the WebhookAuthenticator controller.
-func NewWebhook(s Shared, client conciergeclientset.Interface, informer authinformers.WebhookAuthenticatorInformer) *Controller[*authv1alpha1.WebhookAuthenticator] {
+func webhookKind(client conciergeclientset.Interface, informer authinformers.WebhookAuthenticatorInformer) kind[*authv1alpha1.WebhookAuthenticator] {
 	lister := informer.Lister()
-	return newController(s, kind[*authv1alpha1.WebhookAuthenticator]{
+	return kind[*authv1alpha1.WebhookAuthenticator]{
 		name: "WebhookAuthenticator",
 		conditionTypes: []string{
 			authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ConditionEndpointURLValid,
@@ -80,5 +88,5 @@ func NewWebhook(s Shared, client conciergeclientset.Interface, informer authinfo
 			_, err := client.AuthenticationV1alpha1().WebhookAuthenticators().UpdateStatus(ctx, o, metav1.UpdateOptions{})
 			return err
 		},
-	})
+	}
 }
