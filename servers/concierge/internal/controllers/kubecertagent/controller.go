@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,17 +27,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
-	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1informers "k8s.io/client-go/informers/apps/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	"sealion.dev/core/controller"
 	configinformers "sealion.dev/core/generated/concierge/informers/externalversions/config/v1alpha1"
 )
 
@@ -100,9 +98,10 @@ type Informers struct {
 	CredentialIssuers configinformers.CredentialIssuerInformer
 }
 
-// Controller runs the agent and loads the signing pair. Its single work item is the whole
-// strategy: every event leads to one reconciliation.
+// Controller runs the agent and loads the signing pair. It reconciles the strategy as a whole:
+// every event leads to one sync of its single key.
 type Controller struct {
+	*controller.Controller
 	cfg       Config
 	client    kubernetes.Interface
 	informers Informers
@@ -112,84 +111,38 @@ type Controller struct {
 
 	// loaded holds the UIDs of the agent pods whose pair is in the signer.
 	loaded *utilcache.Expiring
-	queue  workqueue.TypedRateLimitingInterface[string]
 }
-
-const workKey = "strategy"
 
 // New returns a controller; start the informers and call Run.
 func New(cfg Config, client kubernetes.Interface, informers Informers, exec Executor, signer Signer, status StrategyWriter) *Controller {
 	return newController(cfg, client, informers, exec, signer, status, clock.RealClock{})
 }
 
+// newController is New with the clock of the key cache, the resync and the backoff.
 func newController(cfg Config, client kubernetes.Interface, informers Informers, exec Executor, signer Signer, status StrategyWriter, clk clock.WithTicker) *Controller {
 	c := &Controller{
 		cfg: cfg, client: client, informers: informers, exec: exec, signer: signer, status: status,
 		loaded: utilcache.NewExpiringWithClock(clk),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kube-cert-agent", Clock: clk}),
 	}
-	enqueue := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.queue.Add(workKey) },
-		UpdateFunc: func(any, any) { c.queue.Add(workKey) },
-		DeleteFunc: func(any) { c.queue.Add(workKey) },
-	}
-	// Nodes are only consulted, not watched for events: their status updates are frequent and
-	// rarely matter here. Asking for their informer registers it with its factory.
+	c.Controller = controller.New(controller.Options{
+		Name:   "kube-cert-agent",
+		Sync:   func(ctx context.Context, _ string) error { return c.sync(ctx) },
+		Resync: resyncInterval,
+		// The resync syncs a failing strategy too, so the backoff spaces retries only up to it.
+		MinBackoff: time.Second,
+		MaxBackoff: 5 * time.Minute,
+		Clock:      clk,
+	})
 	for _, inf := range []cache.SharedIndexInformer{
 		informers.ControllerManagerPods.Informer(), informers.Pods.Informer(),
 		informers.Deployments.Informer(), informers.CredentialIssuers.Informer(),
 	} {
-		_, _ = inf.AddEventHandler(enqueue)
+		c.Watch(inf, controller.AsSingleton)
 	}
-	_ = informers.Nodes.Informer()
+	// Nodes are only consulted, not watched for events: their status updates are frequent and
+	// rarely matter here.
+	c.WaitFor(informers.Nodes.Informer())
 	return c
-}
-
-// Run reconciles until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithValues("controller", "kube-cert-agent")
-	ctx = klog.NewContext(ctx, logger)
-	if !cache.WaitForCacheSync(ctx.Done(),
-		c.informers.ControllerManagerPods.Informer().HasSynced, c.informers.Nodes.Informer().HasSynced,
-		c.informers.Pods.Informer().HasSynced, c.informers.Deployments.Informer().HasSynced,
-		c.informers.CredentialIssuers.Informer().HasSynced) {
-		return
-	}
-	logger.Info("controller started")
-	c.queue.Add(workKey)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		wait.UntilWithContext(ctx, c.work, time.Second)
-	}()
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) work(ctx context.Context) {
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		err := c.sync(ctx)
-		switch {
-		case ctx.Err() != nil:
-			// Shutting down: the failure is the cancellation.
-		case err != nil:
-			klog.FromContext(ctx).Info("will retry", "reason", err.Error())
-			c.queue.AddRateLimited(key)
-		default:
-			c.queue.Forget(key)
-			c.queue.AddAfter(key, resyncInterval)
-		}
-		c.queue.Done(key)
-	}
 }
 
 // sync runs one reconciliation and records its outcome. An error asks for a retry with backoff;

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,16 +41,32 @@ var (
 	issuerName = "pinniped-concierge-config"
 )
 
-// fakeExecutor returns canned output and records its calls.
+// fakeExecutor returns canned output and records its calls. Tests that call sync themselves use
+// its fields; those that Run the controller use its methods, which lock.
 type fakeExecutor struct {
+	mu    sync.Mutex
 	out   []byte
 	err   error
 	calls []string
 }
 
 func (f *fakeExecutor) Exec(_ context.Context, namespace, pod, container string, command ...string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls = append(f.calls, fmt.Sprintf("%s/%s/%s: %s", namespace, pod, container, strings.Join(command, " ")))
 	return f.out, f.err
+}
+
+func (f *fakeExecutor) set(out []byte, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.out, f.err = out, err
+}
+
+func (f *fakeExecutor) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
 }
 
 func printed(certPEM, keyPEM []byte) []byte {
@@ -664,10 +681,8 @@ func TestClusterInfoReadError(t *testing.T) {
 	assert.False(t, errors.As(err, new(unusableError)), "a read failure must be retried")
 }
 
-// The Run loop reconciles on start and after events.
-func TestRun(t *testing.T) {
-	kcm := kubeadmControllerManager("kube-controller-manager-cp", "cp", older)
-	w := newWorld(t, testConfig, []runtime.Object{node("cp", false)})
+// run runs the controller until the test ends.
+func (w *world) run(t *testing.T) context.Context {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -676,6 +691,14 @@ func TestRun(t *testing.T) {
 		w.controller.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+	return ctx
+}
+
+// The Run loop reconciles on start and after events.
+func TestRun(t *testing.T) {
+	kcm := kubeadmControllerManager("kube-controller-manager-cp", "cp", older)
+	w := newWorld(t, testConfig, []runtime.Object{node("cp", false)})
+	ctx := w.run(t)
 
 	require.Eventually(t, func() bool {
 		ci, err := w.concierge.ConfigV1alpha1().CredentialIssuers().Get(ctx, issuerName, metav1.GetOptions{})
@@ -688,4 +711,46 @@ func TestRun(t *testing.T) {
 		_, err := w.kube.AppsV1().Deployments(testConfig.Namespace).Get(ctx, testConfig.DeploymentName, metav1.GetOptions{})
 		return err == nil
 	}, 5*time.Second, 10*time.Millisecond, "no Deployment after the kube-controller-manager pod appeared")
+}
+
+// On the controller's clock, a failed sync is retried after its backoff, well before the resync,
+// and the resync alone reads the key again once the key cache has expired.
+func TestRunRetriesAndResyncs(t *testing.T) {
+	ca, err := certauthority.New("cluster CA", time.Hour)
+	require.NoError(t, err)
+	kcm := kubeadmControllerManager("kube-controller-manager-cp", "cp", older)
+	w := newWorld(t, testConfig, []runtime.Object{kcm, newDeployment(testConfig, testConfig.Image, kcm), agentPod("agent-1", "cp", older, corev1.PodRunning), clusterInfo(kubeadmClusterInfo)})
+	w.exec.set(nil, errors.New("exec refused"))
+	w.run(t)
+	// The first sync and the informers' initial events may sync once or twice.
+	failed := settled(t, w.exec)
+
+	// The retry is scheduled on the fake clock when the failed sync ends, which the test cannot
+	// see: step a second at a time until it runs.
+	w.exec.set(printed(ca.Bundle(), ca.PrivateKeyPEM()), nil)
+	var waited time.Duration
+	for w.exec.count() == failed {
+		require.Less(t, waited, resyncInterval/2, "the failed sync was not retried after its backoff")
+		w.clock.Step(time.Second)
+		waited += time.Second
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Eventually(t, func() bool { return w.signer.CABundle() != nil }, 5*time.Second, 5*time.Millisecond, "the retry loaded no key")
+
+	loaded := settled(t, w.exec)
+	w.clock.Step(keyCacheTTL)
+	require.Eventually(t, func() bool { return w.exec.count() > loaded }, 5*time.Second, 5*time.Millisecond,
+		"the resync did not read the key again after the cache expired")
+}
+
+// settled waits for a first exec and then until no more come for a while, and returns their count.
+func settled(t *testing.T, f *fakeExecutor) int {
+	t.Helper()
+	require.Eventually(t, func() bool { return f.count() > 0 }, 5*time.Second, 5*time.Millisecond, "no exec after start")
+	for n := f.count(); ; n = f.count() {
+		time.Sleep(200 * time.Millisecond)
+		if f.count() == n {
+			return n
+		}
+	}
 }
