@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"sealion.dev/core/certauthority"
+	"sealion.dev/core/controller"
 )
 
 // ClientCertIssuer issues client certificates, such as those returned by a
@@ -112,48 +113,53 @@ func (s *Signer) current() *certauthority.CA {
 // checking every interval (DefaultPollInterval if zero), until ctx is done. Files that are
 // missing or do not hold a valid CA are logged and leave the current CA in place. It logs
 // through klog.FromContext(ctx).
+//
+// It is a core/controller singleton without informers whose resync is the poll. A load never
+// fails the sync: the next poll tries again anyway, so a retry would only add reads and logs.
 func (s *Signer) WatchFiles(ctx context.Context, certPath, keyPath string, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultPollInterval
 	}
-	logger := klog.FromContext(ctx).WithValues("signer", s.name, "certPath", certPath, "keyPath", keyPath)
-	// What was last tried, good or bad, so an unchanged file is neither re-parsed nor re-logged.
-	var lastCert, lastKey []byte
-	var lastErr string
-	load := func() {
-		certPEM, certErr := os.ReadFile(certPath)
-		keyPEM, keyErr := os.ReadFile(keyPath)
-		if err := errors.Join(certErr, keyErr); err != nil {
-			if err.Error() != lastErr {
-				logger.Error(err, "Cannot read CA files; keeping the current CA")
-				lastErr = err.Error()
-			}
-			lastCert, lastKey = nil, nil
-			return
-		}
-		if bytes.Equal(certPEM, lastCert) && bytes.Equal(keyPEM, lastKey) {
-			return
-		}
-		lastCert, lastKey, lastErr = certPEM, keyPEM, ""
-		ca, err := s.set(certPEM, keyPEM)
-		if err != nil {
-			// Files swapped between the two reads look like a mismatched pair; the next poll sees
-			// a consistent pair, which differs from this one and is therefore loaded.
-			logger.Error(err, "Invalid CA files; keeping the current CA")
-			return
-		}
-		logger.Info("Loaded CA", "subject", ca.Certificate().Subject.String(), "notAfter", ca.Certificate().NotAfter)
-	}
+	f := &files{signer: s, certPath: certPath, keyPath: keyPath}
+	controller.New(controller.Options{
+		Name:   "ca-files",
+		Sync:   func(ctx context.Context, _ string) error { f.load(ctx); return nil },
+		Resync: interval,
+	}).Run(ctx)
+}
 
-	load()
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-			load()
+// files loads a Signer's CA from its files. The controller syncs its single key on one worker
+// at a time, so the fields need no lock.
+type files struct {
+	signer            *Signer
+	certPath, keyPath string
+	// What was last tried, good or bad, so an unchanged file is neither re-parsed nor re-logged.
+	lastCert, lastKey []byte
+	lastErr           string
+}
+
+func (f *files) load(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithValues("signer", f.signer.name, "certPath", f.certPath, "keyPath", f.keyPath)
+	certPEM, certErr := os.ReadFile(f.certPath)
+	keyPEM, keyErr := os.ReadFile(f.keyPath)
+	if err := errors.Join(certErr, keyErr); err != nil {
+		if err.Error() != f.lastErr {
+			logger.Error(err, "Cannot read CA files; keeping the current CA")
+			f.lastErr = err.Error()
 		}
+		f.lastCert, f.lastKey = nil, nil
+		return
 	}
+	if bytes.Equal(certPEM, f.lastCert) && bytes.Equal(keyPEM, f.lastKey) {
+		return
+	}
+	f.lastCert, f.lastKey, f.lastErr = certPEM, keyPEM, ""
+	ca, err := f.signer.set(certPEM, keyPEM)
+	if err != nil {
+		// Files swapped between the two reads look like a mismatched pair; the next poll sees
+		// a consistent pair, which differs from this one and is therefore loaded.
+		logger.Error(err, "Invalid CA files; keeping the current CA")
+		return
+	}
+	logger.Info("Loaded CA", "subject", ca.Certificate().Subject.String(), "notAfter", ca.Certificate().NotAfter)
 }
