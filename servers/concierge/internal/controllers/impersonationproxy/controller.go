@@ -92,7 +92,6 @@ type Controller struct {
 	listener          *listener
 	cert              *servingCert
 	now               func() time.Time
-	trigger           chan struct{}
 
 	// controlPlane caches the one live look at the nodes that mode auto needs.
 	controlPlaneOnce sync.Mutex
