@@ -4,19 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
-	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	"sealion.dev/core/servingcert"
-	"sealion.dev/servers/internal/aggregatedapi"
 	"sealion.dev/servers/supervisor/apiserver"
-	"sealion.dev/servers/supervisor/config"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
 	"sealion.dev/servers/supervisor/registry/oidcclientsecretrequest"
 )
@@ -28,51 +20,14 @@ type aggregatedAPI struct {
 	serving *servingcert.Controller
 }
 
-func newAggregatedAPI(o *Options, cfg *config.Config, restConfig *rest.Config, kubeClient kubernetes.Interface,
-	supervisorClient supervisorclientset.Interface,
-) (*aggregatedAPI, error) {
-	aggregator, err := aggregatorclient.NewForConfig(restConfig)
-	if err != nil {
-		return nil, err
-	}
-	scheme, err := apiserver.NewScheme(*cfg.APIGroupSuffix)
-	if err != nil {
-		return nil, err
-	}
-	serving, err := servingcert.New(servingcert.Config{
-		Namespace:       o.Namespace,
-		SecretName:      cfg.Names.ServingCertificateSecret(),
-		ServiceName:     cfg.Names.APIService,
-		SecretLabels:    cfg.Labels,
-		APIServiceNames: []string{scheme.ClientSecretGV.Version + "." + scheme.ClientSecretGV.Group},
-	}, kubeClient, aggregator)
-	if err != nil {
-		return nil, err
-	}
-	bind := net.ParseIP(o.BindAddress)
-	if bind == nil {
-		return nil, fmt.Errorf("--bind-address: %q is not an IP address", o.BindAddress)
-	}
-	generic, err := aggregatedapi.RecommendedConfig(aggregatedapi.Options{
-		BindAddress:             bind,
-		Port:                    int(*cfg.AggregatedAPIServerPort),
-		Kubeconfig:              o.Kubeconfig,
-		DisableAdmissionPlugins: cfg.AggregatedAPIServerDisableAdmissionPlugins,
-		Title:                   "Pinniped Supervisor",
-		Scheme:                  scheme.Scheme,
-		Codecs:                  scheme.Codecs,
-		Versions:                []schema.GroupVersion{scheme.ClientSecretGV},
-		Cert:                    serving.Provider(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	completed, err := (&apiserver.Config{GenericConfig: generic, ExtraConfig: apiserver.ExtraConfig{
-		Scheme: scheme,
+// newAggregatedAPI constructs the OIDCClientSecretRequest API server; it starts nothing.
+func (c completedConfig) newAggregatedAPI() (*aggregatedAPI, error) {
+	completed, err := (&apiserver.Config{GenericConfig: c.APIServer, ExtraConfig: apiserver.ExtraConfig{
+		Scheme: c.Scheme,
 		ClientSecrets: oidcclientsecretrequest.Config{
-			Namespace:   o.Namespace,
-			OIDCClients: supervisorClient.ConfigV1alpha1().OIDCClients(o.Namespace),
-			Store:       &clientsecrets.Store{Secrets: kubeClient.CoreV1().Secrets(o.Namespace), Labels: cfg.Labels},
+			Namespace:   c.Namespace,
+			OIDCClients: c.SupervisorClient.ConfigV1alpha1().OIDCClients(c.Namespace),
+			Store:       &clientsecrets.Store{Secrets: c.KubeClient.CoreV1().Secrets(c.Namespace), Labels: c.File.Labels},
 		},
 	}}).Complete()
 	if err != nil {
@@ -82,7 +37,7 @@ func newAggregatedAPI(o *Options, cfg *config.Config, restConfig *rest.Config, k
 	if err != nil {
 		return nil, err
 	}
-	return &aggregatedAPI{server: server, serving: serving}, nil
+	return &aggregatedAPI{server: server, serving: c.Serving}, nil
 }
 
 // start runs the certificate controller and, once it has a certificate (the generic server

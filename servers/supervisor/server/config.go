@@ -1,0 +1,72 @@
+package server
+
+import (
+	"time"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
+	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	"sealion.dev/core/servingcert"
+	"sealion.dev/servers/supervisor/apiserver"
+	"sealion.dev/servers/supervisor/config"
+)
+
+// The listeners' HTTP server timeouts, by default.
+const (
+	defaultShutdownTimeout   = 10 * time.Second
+	defaultReadHeaderTimeout = 10 * time.Second
+	defaultIdleTimeout       = 90 * time.Second
+)
+
+// Config is what Options.Config reads and builds; nothing in it runs yet.
+type Config struct {
+	// File is the configuration file, defaulted and validated.
+	File *config.Config
+	// Namespace is the Supervisor's own.
+	Namespace string
+
+	KubeClient       kubernetes.Interface
+	SupervisorClient supervisorclientset.Interface
+	// KubeInformers and CRInformers watch the Supervisor's namespace.
+	KubeInformers kubeinformers.SharedInformerFactory
+	CRInformers   supervisorinformers.SharedInformerFactory
+
+	// The aggregated API: its types under the configured suffix, the controller of its serving
+	// certificate, and the generic server configuration that serves with that certificate.
+	Scheme    *apiserver.Scheme
+	Serving   *servingcert.Controller
+	APIServer *genericapiserver.RecommendedConfig
+
+	// ShutdownTimeout bounds how long the listeners' in-flight requests may take once the
+	// Supervisor stops; 10s by default.
+	ShutdownTimeout time.Duration
+	// ReadHeaderTimeout and IdleTimeout are the listeners' HTTP server timeouts; 10s and 90s by
+	// default.
+	ReadHeaderTimeout, IdleTimeout time.Duration
+}
+
+type completedConfig struct {
+	*Config
+}
+
+// CompletedConfig can only be made by Complete, so New always sees the defaults filled in.
+type CompletedConfig struct {
+	*completedConfig
+}
+
+// Complete fills in the settings left empty.
+func (c *Config) Complete() CompletedConfig {
+	for field, def := range map[*time.Duration]time.Duration{
+		&c.ShutdownTimeout:   defaultShutdownTimeout,
+		&c.ReadHeaderTimeout: defaultReadHeaderTimeout,
+		&c.IdleTimeout:       defaultIdleTimeout,
+	} {
+		if *field == 0 {
+			*field = def
+		}
+	}
+	return CompletedConfig{&completedConfig{c}}
+}

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"sealion.dev/servers/supervisor/config"
+)
+
+// listener is one configured endpoint, where the FederationDomains' endpoints are served, and
+// the HTTP server that serves them there.
+type listener struct {
+	// name (https or http) and network are for messages.
+	name, network   string
+	ln              net.Listener
+	server          *http.Server
+	shutdownTimeout time.Duration
+}
+
+// listen opens the configured listeners for handler, HTTPS with the certificate getCertificate
+// chooses. Listening here, before Run, reports a port in use when the server is constructed.
+func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) ([]*listener, error) {
+	var listeners []*listener
+	for _, e := range []struct {
+		name      string
+		config    *config.Endpoint
+		tlsConfig *tls.Config
+	}{
+		{"https", c.File.Endpoints.HTTPS, &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: getCertificate,
+			NextProtos:     []string{"h2", "http/1.1"},
+		}},
+		{"http", c.File.Endpoints.HTTP, nil},
+	} {
+		if !e.config.Enabled() {
+			continue
+		}
+		ln, err := net.Listen(e.config.Network, e.config.Address)
+		if err != nil {
+			for _, opened := range listeners {
+				_ = opened.ln.Close()
+			}
+			return nil, fmt.Errorf("%s listener: %w", e.name, err)
+		}
+		listeners = append(listeners, &listener{
+			name: e.name, network: e.config.Network, ln: ln, shutdownTimeout: c.ShutdownTimeout,
+			server: &http.Server{
+				Handler:           handler,
+				TLSConfig:         e.tlsConfig,
+				ReadHeaderTimeout: c.ReadHeaderTimeout,
+				IdleTimeout:       c.IdleTimeout,
+			},
+		})
+	}
+	return listeners, nil
+}
+
+// serve serves until ctx ends, then sends the outcome to errc: nil after a clean shutdown.
+func (l *listener) serve(ctx context.Context, errc chan<- error) {
+	l.server.BaseContext = func(net.Listener) context.Context { return ctx }
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if l.server.TLSConfig != nil {
+			err = l.server.ServeTLS(l.ln, "", "")
+		} else {
+			err = l.server.Serve(l.ln)
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		done <- err
+	}()
+	go func() {
+		select {
+		case err := <-done:
+			errc <- fmt.Errorf("%s listener stopped: %w", l.name, err)
+		case <-ctx.Done():
+			shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.shutdownTimeout)
+			defer cancel()
+			_ = l.server.Shutdown(shutdownCtx)
+			errc <- <-done
+		}
+	}()
+	klog.FromContext(ctx).Info("listening", "listener", l.name, "network", l.network, "address", l.ln.Addr().String())
+}
+
+// withHealthz answers /healthz on any host, for probes, and passes everything else to next.
+func withHealthz(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("ok"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

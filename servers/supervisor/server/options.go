@@ -1,0 +1,141 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+
+	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
+	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	"sealion.dev/core/groupsuffix"
+	"sealion.dev/core/servingcert"
+	"sealion.dev/servers/internal/aggregatedapi"
+	"sealion.dev/servers/internal/serverboot"
+	"sealion.dev/servers/supervisor/apiserver"
+	"sealion.dev/servers/supervisor/config"
+)
+
+// Options are the command-line flags. Everything else is in the configuration file.
+type Options struct {
+	ConfigFile string
+	Kubeconfig string
+	Namespace  string
+	// BindAddress is where the aggregated API listens.
+	BindAddress string
+}
+
+// NewOptions returns the flags' defaults: the pod's namespace comes from the environment the
+// Deployment sets, so that the install needs no flags besides --config.
+func NewOptions() *Options {
+	return &Options{ConfigFile: "/etc/config/pinniped.yaml", Namespace: os.Getenv("POD_NAMESPACE"), BindAddress: "0.0.0.0"}
+}
+
+// AddFlags adds the flags to fs, with the current values as their defaults.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "path to the configuration file")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig for running outside a cluster (in-cluster config otherwise)")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace the Supervisor runs in, where its FederationDomains, identity providers and Secrets are (default $POD_NAMESPACE)")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the aggregated API (OIDCClientSecretRequest) listens on")
+}
+
+// Validate reports every invalid flag at once, before anything is read.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("the Supervisor's namespace is unknown: set --namespace or POD_NAMESPACE"))
+	}
+	if net.ParseIP(o.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address: %q is not an IP address", o.BindAddress))
+	}
+	return errors.Join(errs...)
+}
+
+// Config reads the configuration file, switches logging to its level, and builds the clients,
+// informer factories and aggregated API configuration the Supervisor needs. It starts nothing.
+func (o *Options) Config() (*Config, error) {
+	file, err := config.Load(o.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := serverboot.SetUpLogging(file.Log.Level); err != nil {
+		return nil, err
+	}
+	restConfig, err := serverboot.KubeRESTConfig(o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	// Every login stores its session in Secrets (about 13 requests from authorize to token), so a
+	// client-side limit caps logins per second (25 requests/s allowed 1.9 logins/s in make bench).
+	// The API server's priority and fairness already bounds what this client may take.
+	restConfig.QPS = -1
+	kubeClient, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	supervisorConfig := rest.CopyConfig(restConfig)
+	supervisorConfig.Wrap(groupsuffix.Transport(*file.APIGroupSuffix))
+	supervisorClient, err := supervisorclientset.NewForConfig(supervisorConfig)
+	if err != nil {
+		return nil, err
+	}
+	aggregator, err := aggregatorclient.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := apiserver.NewScheme(*file.APIGroupSuffix)
+	if err != nil {
+		return nil, err
+	}
+	serving, err := servingCertificate(o.Namespace, file, scheme, kubeClient, aggregator)
+	if err != nil {
+		return nil, err
+	}
+	generic, err := aggregatedapi.RecommendedConfig(aggregatedapi.Options{
+		BindAddress:             net.ParseIP(o.BindAddress),
+		Port:                    int(*file.AggregatedAPIServerPort),
+		Kubeconfig:              o.Kubeconfig,
+		DisableAdmissionPlugins: file.AggregatedAPIServerDisableAdmissionPlugins,
+		Title:                   "Pinniped Supervisor",
+		Scheme:                  scheme.Scheme,
+		Codecs:                  scheme.Codecs,
+		Versions:                []schema.GroupVersion{scheme.ClientSecretGV},
+		Cert:                    serving.Provider(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Config{
+		File:             file,
+		Namespace:        o.Namespace,
+		KubeClient:       kubeClient,
+		SupervisorClient: supervisorClient,
+		// Everything the Supervisor reads lives in its own namespace.
+		KubeInformers: kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithNamespace(o.Namespace)),
+		CRInformers:   supervisorinformers.NewSharedInformerFactoryWithOptions(supervisorClient, 0, supervisorinformers.WithNamespace(o.Namespace)),
+		Scheme:        scheme,
+		Serving:       serving,
+		APIServer:     generic,
+	}, nil
+}
+
+// servingCertificate builds the controller of the aggregated API's serving certificate, which
+// also keeps the APIService's caBundle current.
+func servingCertificate(namespace string, file *config.Config, scheme *apiserver.Scheme, kubeClient kubernetes.Interface,
+	aggregator aggregatorclient.Interface,
+) (*servingcert.Controller, error) {
+	return servingcert.New(servingcert.Config{
+		Namespace:       namespace,
+		SecretName:      file.Names.ServingCertificateSecret(),
+		ServiceName:     file.Names.APIService,
+		SecretLabels:    file.Labels,
+		APIServiceNames: []string{scheme.ClientSecretGV.Version + "." + scheme.ClientSecretGV.Group},
+	}, kubeClient, aggregator)
+}
