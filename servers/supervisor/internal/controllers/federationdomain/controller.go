@@ -9,10 +9,12 @@
 //     the issuer Mux, and the TLS certificates of their hostnames to the SNI certificate store;
 //   - writes every FederationDomain's conditions, phase and key Secret names to its status.
 //
-// Everything is recomputed from the informers' caches on each sync: the checks span all
-// FederationDomains, and there are few of them. An invalid spec shows up in conditions and is
-// never an error of the controller. Every replica runs the controller; Secrets are the source of
-// truth for keys, so a replica that loses a race to create one uses the winner's.
+// It is a singleton controller (core/controller): every event asks for one sync of the whole set,
+// recomputed from the informers' caches, because the checks span all FederationDomains (unique
+// issuers, TLS Secrets per hostname), the issuer Mux and the certificate store are replaced as a
+// whole, and there are few FederationDomains. An invalid spec shows up in conditions and is never
+// an error of the controller. Every replica runs the controller; Secrets are the source of truth
+// for keys, so a replica that loses a race to create one uses the winner's.
 package federationdomain
 
 import (
@@ -33,10 +35,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/controller"
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	configinformers "sealion.dev/core/generated/supervisor/informers/externalversions/config/v1alpha1"
 	idpinformers "sealion.dev/core/generated/supervisor/informers/externalversions/idp/v1alpha1"
@@ -48,7 +50,9 @@ import (
 // resyncInterval bounds how late a missed event is acted on.
 const resyncInterval = time.Minute
 
-// retryInterval is the wait after a failed sync.
+// retryInterval is the wait after a failed sync. It does not grow: one sync covers every
+// FederationDomain, so one that fails for good (a foreign Secret in the way of its keys) would
+// otherwise slow the retries of a passing failure with any other.
 const retryInterval = 5 * time.Second
 
 // Config says where the controller works.
@@ -87,6 +91,7 @@ type Certificates interface {
 
 // Controller is the FederationDomain controller. Make one with New and start it with Run.
 type Controller struct {
+	*controller.Controller
 	cfg               Config
 	fdAPIVersion      string // of owner references, with the configured suffix
 	supervisor        supervisorclientset.Interface
@@ -94,11 +99,9 @@ type Controller struct {
 	federationDomains configlisters.FederationDomainNamespaceLister
 	idps              idpListers
 	secrets           corev1listers.SecretNamespaceLister
-	synced            []cache.InformerSynced
 	validator         validator
 	issuers           Issuers
 	certs             Certificates
-	trigger           chan struct{}
 }
 
 // New returns the controller. supervisor must be a client that speaks the configured API group
@@ -127,63 +130,24 @@ func New(cfg Config, supervisor supervisorclientset.Interface, kube kubernetes.I
 		validator: validator{idpGroup: idpv1alpha1.GroupName, idpGroupShown: idpGroup},
 		issuers:   issuers,
 		certs:     certs,
-		trigger:   make(chan struct{}, 1),
 	}
-	poke := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.poke() },
-		UpdateFunc: func(any, any) { c.poke() },
-		DeleteFunc: func(any) { c.poke() },
-	}
+	c.Controller = controller.New(controller.Options{
+		Name:   "federation-domain",
+		Sync:   func(ctx context.Context, _ string) error { return c.sync(ctx) },
+		Resync: resyncInterval, MinBackoff: retryInterval, MaxBackoff: retryInterval,
+	})
 	for _, inf := range []cache.SharedIndexInformer{
 		informers.FederationDomains.Informer(), informers.OIDC.Informer(), informers.LDAP.Informer(),
 		informers.ActiveDirectory.Informer(), informers.GitHub.Informer(),
 	} {
-		_, _ = inf.AddEventHandler(poke) // fails only on a stopped informer, which then never syncs
-		c.synced = append(c.synced, inf.HasSynced)
+		c.Watch(inf, controller.AsSingleton)
 	}
 	// Session storage Secrets come and go with every login; they matter to no FederationDomain.
-	_, _ = informers.Secrets.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: func(obj any) bool {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			s, ok := obj.(*corev1.Secret)
-			return !ok || !strings.HasPrefix(string(s.Type), "storage.pinniped.dev/")
-		},
-		Handler: poke,
-	})
-	c.synced = append(c.synced, informers.Secrets.Informer().HasSynced)
+	c.Watch(informers.Secrets.Informer(), controller.Only(func(obj any) bool {
+		s, ok := obj.(*corev1.Secret)
+		return !ok || !strings.HasPrefix(string(s.Type), "storage.pinniped.dev/")
+	}, controller.AsSingleton))
 	return c, nil
-}
-
-func (c *Controller) poke() {
-	select {
-	case c.trigger <- struct{}{}:
-	default:
-	}
-}
-
-// Run syncs on every change and every resyncInterval until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	log := klog.FromContext(ctx).WithName("federation-domain")
-	ctx = klog.NewContext(ctx, log)
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	log.Info("controller started")
-	for {
-		wait := resyncInterval
-		if err := c.sync(ctx); err != nil {
-			log.Error(err, "FederationDomain sync failed; will retry")
-			wait = retryInterval
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.trigger:
-		case <-time.After(wait):
-		}
-	}
 }
 
 // sync validates every FederationDomain, ensures its keys, publishes the servable ones and

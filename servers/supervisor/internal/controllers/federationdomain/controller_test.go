@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -98,9 +99,11 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 		kubeFactory.Shutdown()
 		crFactory.Shutdown()
 	})
-	for _, synced := range c.synced {
-		if !waitFor(ctx, synced) {
-			t.Fatal("informers did not sync")
+	for _, synced := range []map[reflect.Type]bool{kubeFactory.WaitForCacheSync(ctx.Done()), crFactory.WaitForCacheSync(ctx.Done())} {
+		for typ, ok := range synced {
+			if !ok {
+				t.Fatalf("the %v informer did not sync", typ)
+			}
 		}
 	}
 	return e
@@ -369,6 +372,37 @@ func TestNoDefaultCertificate(t *testing.T) {
 	defer e.published.mu.Unlock()
 	if e.published.def != nil || len(e.published.byHost) != 0 || len(e.published.issuers) != 0 {
 		t.Errorf("published %+v", e.published)
+	}
+}
+
+func TestRunSyncsOnEvents(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.c.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	// Each informer's event leads to a sync of the whole set: a new FederationDomain is served,
+	// and so is its identity provider, added after it.
+	if _, err := e.supervisor.ConfigV1alpha1().FederationDomains(namespace).Create(e.ctx, fd("fd", "https://issuer.example.com"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(e.ctx, func() bool { return e.issuers()["fd"] != nil }) {
+		t.Fatal("the new FederationDomain was never served")
+	}
+	if _, err := e.supervisor.IdpV1alpha1().LDAPIdentityProviders(namespace).Create(e.ctx, ldapIDP(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(e.ctx, func() bool {
+		iss := e.issuers()["fd"]
+		return iss != nil && len(iss.IdentityProviders) == 1
+	}) {
+		t.Fatal("the new identity provider was never served")
 	}
 }
 
