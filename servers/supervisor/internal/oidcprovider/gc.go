@@ -9,8 +9,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	"sealion.dev/core/controller"
 )
 
 // GarbageCollectInterval is how often RunGarbageCollector sweeps.
@@ -49,13 +50,23 @@ func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
 	return deleted, errors.Join(errs...)
 }
 
-// RunGarbageCollector sweeps every GarbageCollectInterval until ctx ends.
+// RunGarbageCollector sweeps at once and then every GarbageCollectInterval until ctx ends, as a
+// singleton controller without informers: nothing but time makes Secrets expire.
 func (s *Storage) RunGarbageCollector(ctx context.Context) {
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if n, err := s.GarbageCollect(ctx); err != nil {
-			klog.FromContext(ctx).Error(err, "Garbage collecting OAuth sessions", "deleted", n)
-		} else if n > 0 {
-			klog.FromContext(ctx).V(2).Info("Session Garbage Collected", "deleted", n)
-		}
-	}, GarbageCollectInterval)
+	controller.New(controller.Options{
+		Name:   "oauth-storage-gc",
+		Sync:   func(ctx context.Context, _ string) error { s.sweep(ctx); return nil },
+		Resync: GarbageCollectInterval,
+	}).Run(ctx)
+}
+
+// sweep runs GarbageCollect and logs the outcome. A failure waits for the next sweep rather than
+// the controller's quicker retry: each sweep also retries the failed revocations, whose attempts
+// are counted per sweep.
+func (s *Storage) sweep(ctx context.Context) {
+	if n, err := s.GarbageCollect(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Garbage collecting OAuth sessions", "deleted", n)
+	} else if n > 0 {
+		klog.FromContext(ctx).V(2).Info("Session Garbage Collected", "deleted", n)
+	}
 }

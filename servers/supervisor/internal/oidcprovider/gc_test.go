@@ -7,7 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -48,5 +50,33 @@ func TestGarbageCollect(t *testing.T) {
 	slices.Sort(left)
 	if want := []string{"bad-annotation", "live", "no-annotation", "other-type", "unlabeled"}; !slices.Equal(left, want) {
 		t.Errorf("left %v, want %v", left, want)
+	}
+}
+
+func TestRunGarbageCollectorSweepsAtOnce(t *testing.T) {
+	expired := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "expired", Namespace: namespace, Labels: map[string]string{TypeLabel: typeAccessToken},
+			Annotations: map[string]string{GarbageCollectAfterAnnotation: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)},
+		},
+		Type: SecretType(typeAccessToken),
+	}
+	clientset := fake.NewClientset(expired)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		NewStorage(clientset.CoreV1().Secrets(namespace)).RunGarbageCollector(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := clientset.CoreV1().Secrets(namespace).Get(ctx, "expired", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the expired Secret was not collected well before the first interval: %v", err)
 	}
 }
