@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	aggregatorinformers "k8s.io/kube-aggregator/pkg/client/informers/externalversions"
@@ -37,6 +36,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"sealion.dev/core/certauthority"
+	"sealion.dev/core/controller"
 )
 
 // Keys of the Secret's data.
@@ -111,16 +111,14 @@ func (c Config) withDefaults() (Config, error) {
 // hostname is the DNS name of the Service, which the certificate must be valid for.
 func (c Config) hostname() string { return c.ServiceName + "." + c.Namespace + ".svc" }
 
-// queueKey is the only item in the queue: every event leads to the same full check.
-const queueKey = "serving-certificate"
-
 // Controller maintains the serving certificate. Make one with New and start it with Run.
 type Controller struct {
 	cfg        Config
 	kube       kubernetes.Interface
 	aggregator aggregatorclient.Interface
 	provider   *Provider
-	queue      workqueue.TypedRateLimitingInterface[string]
+	// loop is a singleton controller: every event leads to the same full check.
+	loop *controller.Controller
 
 	secretInformers     informers.SharedInformerFactory
 	secrets             corelisters.SecretNamespaceLister
@@ -142,26 +140,21 @@ func New(cfg Config, kube kubernetes.Interface, aggregator aggregatorclient.Inte
 		kube:       kube,
 		aggregator: aggregator,
 		provider:   newProvider("servingcert/" + cfg.Namespace + "/" + cfg.SecretName),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "servingcert", Clock: cfg.Clock}),
 	}
-	enqueue := func(wanted func(name string) bool) cache.ResourceEventHandler {
+	c.loop = controller.New(controller.Options{
+		Name:       "servingcert",
+		Sync:       c.reconcile,
+		Resync:     cfg.ResyncPeriod,
+		MinBackoff: 200 * time.Millisecond,
+		MaxBackoff: time.Minute,
+		Clock:      cfg.Clock,
+	})
+	named := func(wanted func(name string) bool) controller.Trigger {
 		// Fake clientsets ignore field selectors, so filter here as well.
-		return cache.FilteringResourceEventHandler{
-			FilterFunc: func(obj any) bool {
-				if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = tombstone.Obj
-				}
-				m, err := meta.Accessor(obj)
-				return err == nil && wanted(m.GetName())
-			},
-			Handler: cache.ResourceEventHandlerFuncs{
-				AddFunc:    func(any) { c.queue.Add(queueKey) },
-				UpdateFunc: func(any, any) { c.queue.Add(queueKey) },
-				DeleteFunc: func(any) { c.queue.Add(queueKey) },
-			},
-		}
+		return controller.Only(func(obj any) bool {
+			m, err := meta.Accessor(obj)
+			return err == nil && wanted(m.GetName())
+		}, controller.AsSingleton)
 	}
 
 	c.secretInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0,
@@ -170,9 +163,7 @@ func New(cfg Config, kube kubernetes.Interface, aggregator aggregatorclient.Inte
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.SecretName).String()
 		}))
 	secretInformer := c.secretInformers.Core().V1().Secrets()
-	if _, err := secretInformer.Informer().AddEventHandler(enqueue(func(n string) bool { return n == cfg.SecretName })); err != nil {
-		return nil, fmt.Errorf("servingcert: watch Secret: %w", err)
-	}
+	c.loop.Watch(secretInformer.Informer(), named(func(n string) bool { return n == cfg.SecretName }))
 	c.secrets = secretInformer.Lister().Secrets(cfg.Namespace)
 
 	if len(cfg.APIServiceNames) > 0 {
@@ -182,9 +173,7 @@ func New(cfg Config, kube kubernetes.Interface, aggregator aggregatorclient.Inte
 		}
 		c.apiServiceInformers = aggregatorinformers.NewSharedInformerFactory(aggregator, 0)
 		apiServiceInformer := c.apiServiceInformers.Apiregistration().V1().APIServices()
-		if _, err := apiServiceInformer.Informer().AddEventHandler(enqueue(func(n string) bool { return wanted[n] })); err != nil {
-			return nil, fmt.Errorf("servingcert: watch APIServices: %w", err)
-		}
+		c.loop.Watch(apiServiceInformer.Informer(), named(func(n string) bool { return wanted[n] }))
 		c.apiServices = apiServiceInformer.Lister()
 	}
 	return c, nil
@@ -194,12 +183,9 @@ func New(cfg Config, kube kubernetes.Interface, aggregator aggregatorclient.Inte
 func (c *Controller) Provider() *Provider { return c.provider }
 
 // Run maintains the certificate until ctx is done; call it once. It logs through
-// klog.FromContext(ctx).
+// klog.FromContext(ctx). It fails only when ctx ends before the informers have synced.
 func (c *Controller) Run(ctx context.Context) error {
-	logger := klog.FromContext(ctx).WithValues("controller", "servingcert", "secret", klog.KRef(c.cfg.Namespace, c.cfg.SecretName))
-	ctx = klog.NewContext(ctx, logger)
-	defer c.queue.ShutDown()
-
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("secret", klog.KRef(c.cfg.Namespace, c.cfg.SecretName)))
 	c.secretInformers.Start(ctx.Done())
 	defer c.secretInformers.Shutdown()
 	synced := []cache.InformerSynced{c.secretInformers.Core().V1().Secrets().Informer().HasSynced}
@@ -208,36 +194,29 @@ func (c *Controller) Run(ctx context.Context) error {
 		defer c.apiServiceInformers.Shutdown()
 		synced = append(synced, c.apiServiceInformers.Apiregistration().V1().APIServices().Informer().HasSynced)
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("servingcert: informer caches did not sync: %w", ctx.Err())
-	}
-
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	c.queue.Add(queueKey)
-	for c.processNext(ctx) {
+	c.loop.Run(ctx)
+	for _, hasSynced := range synced {
+		if !hasSynced() {
+			return fmt.Errorf("servingcert: informer caches did not sync: %w", ctx.Err())
+		}
 	}
 	return nil
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-
+// reconcile is the controller's sync. The resync checks every ResyncPeriod; a renewal due
+// before the next resync gets a check of its own at its time.
+func (c *Controller) reconcile(ctx context.Context, _ string) error {
 	next, err := c.sync(ctx)
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Serving certificate not fully reconciled; will retry")
-		c.queue.AddRateLimited(key)
-		return true
+	if err == nil && next < c.cfg.ResyncPeriod {
+		go func() {
+			select {
+			case <-c.cfg.Clock.After(next):
+				c.loop.Enqueue(controller.Singleton)
+			case <-ctx.Done():
+			}
+		}()
 	}
-	c.queue.Forget(key)
-	c.queue.AddAfter(key, next)
-	return true
+	return err
 }
 
 // sync makes sure the Secret holds a usable certificate, serves it, and updates the
