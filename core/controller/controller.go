@@ -162,6 +162,10 @@ func Only(keep func(obj any) bool, trigger Trigger) Trigger {
 // Enqueue asks for a sync of key, as an event would.
 func (c *Controller) Enqueue(key string) { c.queue.Add(key) }
 
+// EnqueueAfter asks for a sync of key once d has passed on the controller's clock, for a
+// deadline (a certificate's renewal) that comes before the next resync.
+func (c *Controller) EnqueueAfter(key string, d time.Duration) { c.queue.AddAfter(key, d) }
+
 // Run waits for the watched informers, syncs every key, then works until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	defer c.queue.ShutDown()

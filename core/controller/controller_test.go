@@ -241,3 +241,15 @@ func waitForRequeues(t *testing.T, c *Controller, key string, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestEnqueueAfterWaitsOnTheClock(t *testing.T) {
+	w := start(t)
+	w.c.EnqueueAfter("later", 10*time.Second)
+	w.rec.none(t)
+	w.clock.Step(9 * time.Second)
+	w.rec.none(t)
+	w.clock.Step(time.Second)
+	if key := w.rec.next(t); key != "later" {
+		t.Fatalf("synced %q, want later", key)
+	}
+}

@@ -208,13 +208,7 @@ func (c *Controller) Run(ctx context.Context) error {
 func (c *Controller) reconcile(ctx context.Context, _ string) error {
 	next, err := c.sync(ctx)
 	if err == nil && next < c.cfg.ResyncPeriod {
-		go func() {
-			select {
-			case <-c.cfg.Clock.After(next):
-				c.loop.Enqueue(controller.Singleton)
-			case <-ctx.Done():
-			}
-		}()
+		c.loop.EnqueueAfter(controller.Singleton, next)
 	}
 	return err
 }
