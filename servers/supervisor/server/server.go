@@ -19,6 +19,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/connectors/kinds"
 	"sealion.dev/servers/supervisor/internal/controllers/federationdomain"
 	oidcclientcontroller "sealion.dev/servers/supervisor/internal/controllers/oidcclient"
 	"sealion.dev/servers/supervisor/internal/controllers/upstreamidp"
@@ -26,7 +28,6 @@ import (
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oidcprovider"
 	"sealion.dev/servers/supervisor/internal/sni"
-	"sealion.dev/servers/supervisor/internal/upstreams"
 )
 
 // NewCommand returns the pinniped-supervisor command.
@@ -91,7 +92,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	// OAuth state lives in Secrets of the namespace; the endpoints find the upstreams the
 	// upstreamidp controller made Ready in the registry, at each request.
 	storage := oidcprovider.NewStorage(c.KubeClient.CoreV1().Secrets(c.Namespace))
-	registry := &upstreams.Registry{}
+	registry := &connectors.Registry{}
 	// OIDCClients are looked up in the informer caches at each request.
 	oidcClients := c.CRInformers.Config().V1alpha1().OIDCClients()
 	endpoints := oidcprovider.New(storage, registry).WithClients(&oidcprovider.OIDCClients{
@@ -116,13 +117,10 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	upstreamIDPs := upstreamidp.New(c.Namespace, c.SupervisorClient, upstreamidp.Informers{
-		OIDC:            idps.OIDCIdentityProviders(),
-		LDAP:            idps.LDAPIdentityProviders(),
-		ActiveDirectory: idps.ActiveDirectoryIdentityProviders(),
-		GitHub:          idps.GitHubIdentityProviders(),
-		Secrets:         secrets,
-		ConfigMaps:      c.KubeInformers.Core().V1().ConfigMaps(),
+	upstreamIDPs := upstreamidp.New(c.Namespace, c.SupervisorClient, kinds.All, upstreamidp.Informers{
+		IDPs:       idps,
+		Secrets:    secrets,
+		ConfigMaps: c.KubeInformers.Core().V1().ConfigMaps(),
 	}, registry)
 	clients := oidcclientcontroller.New(c.Namespace, c.SupervisorClient, oidcclientcontroller.Informers{
 		OIDCClients: oidcClients,

@@ -12,8 +12,9 @@ import (
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/token/jwt"
-	"golang.org/x/oauth2"
+	"k8s.io/klog/v2"
 
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
@@ -73,21 +74,19 @@ func (p *provider) authorize(w http.ResponseWriter, r *http.Request) {
 		p.oauth.WriteAuthorizeError(ctx, w, ar, fosite.ErrServerError.WithWrap(err))
 		return
 	}
-	switch {
-	case res.oidc != nil:
-		op, err := p.oidcProvider(ctx, res.oidc)
+	if browser, ok := res.conn.(connectors.BrowserConnector); ok {
+		to, err := browser.AuthorizeURL(ctx, p.connectorLogin(res), state, connectors.BrowserSecrets{Nonce: st.Nonce, PKCEVerifier: st.PKCEVerifier})
 		if err != nil {
-			p.oauth.WriteAuthorizeError(ctx, w, ar, fosite.ErrTemporarilyUnavailable.WithHint("the upstream identity provider is unreachable").WithWrap(err))
+			p.oauth.WriteAuthorizeError(ctx, w, ar, loginError(ctx, res, err))
 			return
 		}
-		cfg := res.oidc.oauth2Config(op, p.iss.Endpoint(CallbackPath))
-		http.Redirect(w, r, cfg.AuthCodeURL(state, res.oidc.authCodeOptions(st.Nonce, st.PKCEVerifier)...), http.StatusSeeOther)
-	case res.password != nil:
-		login := url.URL{Path: p.iss.Path(LoginPath), RawQuery: url.Values{"state": {state}}.Encode()}
-		http.Redirect(w, r, login.String(), http.StatusSeeOther)
-	case res.github != nil:
-		http.Redirect(w, r, res.github.AuthorizeURL(p.iss.Endpoint(CallbackPath), state), http.StatusSeeOther)
+		http.Redirect(w, r, to, http.StatusSeeOther)
+		return
 	}
+	// Without a browser flow of its own, the upstream checks the password of the Supervisor's
+	// login form.
+	login := url.URL{Path: p.iss.Path(LoginPath), RawQuery: url.Values{"state": {state}}.Encode()}
+	http.Redirect(w, r, login.String(), http.StatusSeeOther)
 }
 
 // validateAuthorize runs every check of the final authorize response, with storage that keeps
@@ -195,67 +194,46 @@ func (p *provider) callback(w http.ResponseWriter, r *http.Request) {
 		p.oauth.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()))
 		return
 	}
-	var user *upstreamUser
-	switch {
-	case res.oidc != nil:
-		user, err = p.oidcCallback(ctx, res, q.Get("code"), st)
-	case res.github != nil:
-		user, err = p.githubCallback(ctx, res, q.Get("code"))
-	default:
-		err = fosite.ErrInvalidRequest.WithHintf("identity provider %q does not log in through the callback", res.idp.DisplayName)
+	browser, ok := res.conn.(connectors.BrowserConnector)
+	if !ok {
+		p.oauth.WriteAuthorizeError(ctx, w, ar, fosite.ErrInvalidRequest.WithHintf("identity provider %q does not log in through the callback", res.idp.DisplayName))
+		return
 	}
+	user, err := browser.Exchange(ctx, p.connectorLogin(res), q.Get("code"), connectors.BrowserSecrets{Nonce: st.Nonce, PKCEVerifier: st.PKCEVerifier})
 	if err != nil {
-		p.oauth.WriteAuthorizeError(ctx, w, ar, err)
+		p.oauth.WriteAuthorizeError(ctx, w, ar, loginError(ctx, res, err))
 		return
 	}
 	p.finishLogin(w, r, ar, res.idp, user, false)
 }
 
-// oidcCallback redeems an upstream OIDC provider's code and maps its ID token.
-func (p *provider) oidcCallback(ctx context.Context, res *resolved, code string, st *upstreamState) (*upstreamUser, error) {
-	up := res.oidc
-	op, err := p.oidcProvider(ctx, up)
-	if err != nil {
-		return nil, fosite.ErrTemporarilyUnavailable.WithWrap(err)
+// loginError answers a login that the connector failed: with the connector's hint when the
+// upstream refused the user or could not be reached; any other failure is logged and answered as
+// an upstream failure, so that its details do not reach the user.
+func loginError(ctx context.Context, res *resolved, err error) error {
+	var e *connectors.Error
+	if !errors.As(err, &e) {
+		klog.FromContext(ctx).Error(err, "Upstream authentication failed", "idp", res.idp.DisplayName, "type", res.idp.Type)
+		return errUpstreamFailed.WithWrap(err)
 	}
-	tok, err := up.oauth2Config(op, p.iss.Endpoint(CallbackPath)).Exchange(up.context(ctx), code, oauth2.VerifierOption(st.PKCEVerifier))
-	if err != nil {
-		return nil, fosite.ErrAccessDenied.WithHint("the upstream identity provider refused the authorization code").WithWrap(err)
+	answer := fosite.ErrAccessDenied
+	if e.Unavailable {
+		answer = fosite.ErrTemporarilyUnavailable
 	}
-	id, err := up.validate(ctx, op, tok, st.Nonce)
-	if err != nil {
-		return nil, fosite.ErrAccessDenied.WithHint(err.Error())
+	if e.Hint != "" {
+		answer = answer.WithHint(e.Hint)
 	}
-	return oidcUser(res.idp, id, tok.RefreshToken), nil
-}
-
-func oidcUser(idp *issuer.IdentityProvider, id *identity, refreshToken string) *upstreamUser {
-	return &upstreamUser{
-		subject:          fmt.Sprintf("%s?idpName=%s&sub=%s", id.Issuer, url.QueryEscape(idp.DisplayName), url.QueryEscape(id.Subject)),
-		identity:         idtransform.Identity{Username: id.Username, Groups: id.Groups},
-		oidc:             &OIDCSessionData{UpstreamIssuer: id.Issuer, UpstreamSubject: id.Subject, UpstreamRefreshToken: refreshToken},
-		additionalClaims: id.AdditionalClaims,
+	if e.Err != nil {
+		answer = answer.WithWrap(e.Err)
 	}
-}
-
-// upstreamUser is a user as an upstream identity provider authenticated them.
-type upstreamUser struct {
-	// subject is the downstream sub claim.
-	subject  string
-	identity idtransform.Identity
-	// What refreshes need, per type of identity provider.
-	oidc   *OIDCSessionData
-	ldap   *LDAPSessionData
-	github *GitHubSessionData
-	// additionalClaims go into our ID tokens under the additionalClaims claim (OIDC upstreams).
-	additionalClaims map[string]any
+	return answer
 }
 
 // finishLogin transforms the upstream identity and answers the downstream authorize request with
 // our own authorization code.
-func (p *provider) finishLogin(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, idp *issuer.IdentityProvider, user *upstreamUser, browserless bool) {
+func (p *provider) finishLogin(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, idp *issuer.IdentityProvider, user *connectors.Identity, browserless bool) {
 	ctx := r.Context()
-	downstream, err := transform(ctx, idp, user.identity)
+	downstream, err := transform(ctx, idp, idtransform.Identity{Username: user.Username, Groups: user.Groups})
 	if err != nil {
 		p.authorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()), browserless)
 		return
@@ -296,23 +274,23 @@ func transform(ctx context.Context, idp *issuer.IdentityProvider, id idtransform
 }
 
 // newLoginSession is the session of a fresh login for the authorize request ar.
-func (p *provider) newLoginSession(ar fosite.Requester, idp *issuer.IdentityProvider, user *upstreamUser, downstream idtransform.Identity) *Session {
+func (p *provider) newLoginSession(ar fosite.Requester, idp *issuer.IdentityProvider, user *connectors.Identity, downstream idtransform.Identity) *Session {
 	s := newSession()
 	now := p.now().UTC()
 	s.Custom = CustomSessionData{
 		ProviderName: idp.DisplayName, ProviderResource: idp.Name, ProviderUID: string(idp.UID), ProviderType: string(idp.Type),
-		UpstreamUsername: user.identity.Username, UpstreamGroups: user.identity.Groups,
-		LoginTime: now,
-		OIDC:      user.oidc, LDAP: user.ldap, GitHub: user.github,
-		AdditionalClaims: user.additionalClaims,
+		UpstreamUsername: user.Username, UpstreamGroups: user.Groups,
+		LoginTime:        now,
+		Session:          user.Session,
+		AdditionalClaims: user.AdditionalClaims,
 	}
-	s.Subject = user.subject
+	s.Subject = user.Subject
 	s.Username = downstream.Username
 	s.Claims = &jwt.IDTokenClaims{Subject: s.Subject, RequestedAt: now, AuthTime: now}
 	s.Headers = &jwt.Headers{Extra: map[string]any{"kid": p.keyID}}
 	setIdentity(s, downstream, ar)
-	if len(user.additionalClaims) > 0 {
-		s.Claims.Extra[AdditionalClaimsClaim] = user.additionalClaims
+	if len(user.AdditionalClaims) > 0 {
+		s.Claims.Extra[AdditionalClaimsClaim] = user.AdditionalClaims
 	}
 	s.SetExpiresAt(fosite.RefreshToken, now.Add(SessionLifetime))
 	return s

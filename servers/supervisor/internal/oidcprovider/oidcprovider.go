@@ -13,10 +13,8 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"net/http"
-	"sync"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/compose"
 	"github.com/ory/fosite/handler/oauth2"
@@ -97,22 +95,19 @@ func (oidcClient) GetResponseModes() []fosite.ResponseModeType {
 
 // Endpoints mounts the authorize, callback and token endpoints on every issuer.
 type Endpoints struct {
-	storage   *Storage
-	upstreams Upstreams
-	clients   *OIDCClients
-	now       func() time.Time
-	logins    *loginLimiter
-
-	mu        sync.Mutex
-	discovery map[discoveryKey]*oidc.Provider
+	storage    *Storage
+	connectors Connectors
+	clients    *OIDCClients
+	now        func() time.Time
+	logins     *loginLimiter
 }
 
 var _ issuer.Endpoints = (*Endpoints)(nil)
 
-// New returns Endpoints that keep OAuth state in storage and find upstream identity providers
-// with upstreams.
-func New(storage *Storage, upstreams Upstreams) *Endpoints {
-	e := &Endpoints{storage: storage, upstreams: upstreams, now: time.Now, discovery: map[discoveryKey]*oidc.Provider{}}
+// New returns Endpoints that keep OAuth state in storage and find the connectors of upstream
+// identity providers in connectors.
+func New(storage *Storage, connectors Connectors) *Endpoints {
+	e := &Endpoints{storage: storage, connectors: connectors, now: time.Now}
 	e.logins = newLoginLimiter(func() time.Time { return e.now() })
 	storage.revoker = e
 	return e

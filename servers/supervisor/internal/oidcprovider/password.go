@@ -8,18 +8,15 @@ import (
 	"net/url"
 
 	"github.com/ory/fosite"
-	"k8s.io/klog/v2"
 
-	"sealion.dev/servers/supervisor/internal/idtransform"
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
-	"sealion.dev/servers/supervisor/internal/upstreamldap"
 )
 
 // Answers of the password flows, worded as Pinniped words them: clients show them to users.
 var (
 	errHeadersNotAllowed = fosite.ErrAccessDenied.WithHint("This client is not allowed to submit username or password headers to this endpoint.")
 	errMissingPassword   = fosite.ErrAccessDenied.WithHint("Missing or blank username or password.")
-	errPasswordRefused   = fosite.ErrAccessDenied.WithHint("Username/password not accepted by LDAP provider.")
 	errNoPasswordFlow    = fosite.ErrAccessDenied.WithHint("Resource owner password credentials grant is not allowed for this upstream provider according to its configuration.")
 	errUpstreamFailed    = fosite.ErrTemporarilyUnavailable.WithHint("Unexpected error during upstream authentication.")
 	errTooManyAttempts   = fosite.ErrAccessDenied.WithHint("Too many login attempts for this user, try again later.")
@@ -46,16 +43,7 @@ func (p *provider) authorizeWithoutBrowser(w http.ResponseWriter, r *http.Reques
 		p.authorizeError(ctx, w, ar, errTooManyAttempts, true)
 		return
 	}
-	var user *upstreamUser
-	var err error
-	switch {
-	case res.password != nil:
-		user, err = p.passwordLogin(ctx, res, username, password)
-	case res.oidc != nil:
-		user, err = p.oidcPasswordGrant(ctx, res, username, password)
-	default:
-		err = errNoPasswordFlow
-	}
+	user, err := p.passwordLogin(ctx, res, username, password)
 	if err != nil {
 		p.authorizeError(ctx, w, ar, err, true)
 		return
@@ -69,49 +57,17 @@ func (p *provider) allowAttempt(res *resolved, username string) bool {
 	return p.logins.allow(string(res.idp.Type)+"/"+p.iss.Namespace+"/"+res.idp.Name, username)
 }
 
-// passwordLogin checks a username and password at an LDAP or Active Directory server. Only a
-// wrong username or password is the user's doing; other failures are logged, not shown.
-func (p *provider) passwordLogin(ctx context.Context, res *resolved, username, password string) (*upstreamUser, error) {
-	id, err := res.password.Authenticate(ctx, username, password)
-	if errors.Is(err, upstreamldap.ErrInvalidCredentials) {
-		return nil, errPasswordRefused
+// passwordLogin checks a username and password with the identity provider's connector.
+func (p *provider) passwordLogin(ctx context.Context, res *resolved, username, password string) (*connectors.Identity, error) {
+	conn, ok := res.conn.(connectors.PasswordConnector)
+	if !ok {
+		return nil, errNoPasswordFlow
 	}
+	user, err := conn.Authenticate(ctx, p.connectorLogin(res), username, password)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Upstream authentication failed", "idp", res.idp.DisplayName, "type", res.idp.Type)
-		return nil, errUpstreamFailed.WithWrap(err)
+		return nil, loginError(ctx, res, err)
 	}
-	cfg := res.password.Config()
-	return &upstreamUser{
-		subject:  ldapSubject(cfg.Host, cfg.UserSearch.Base, res.idp.DisplayName, id.UID),
-		identity: idtransform.Identity{Username: id.Username, Groups: id.Groups},
-		ldap:     &LDAPSessionData{UserDN: id.DN, UID: id.UID, ExtraRefreshAttributes: id.RefreshAttributes},
-	}, nil
-}
-
-// ldapSubject is the downstream sub of an LDAP or Active Directory user:
-// ldaps://<host>?base=<user search base>&idpName=<display name>&sub=<uid>.
-func ldapSubject(host, base, idpName, uid string) string {
-	u := url.URL{Scheme: "ldaps", Host: host, RawQuery: url.Values{"base": {base}, "idpName": {idpName}, "sub": {uid}}.Encode()}
-	return u.String()
-}
-
-// oidcPasswordGrant logs in at an upstream OIDC provider with the resource owner password
-// credentials grant, for identity providers that allow it.
-func (p *provider) oidcPasswordGrant(ctx context.Context, res *resolved, username, password string) (*upstreamUser, error) {
-	up := res.oidc
-	op, err := p.oidcProvider(ctx, up)
-	if err != nil {
-		return nil, fosite.ErrTemporarilyUnavailable.WithHint("the upstream identity provider is unreachable").WithWrap(err)
-	}
-	tok, err := up.oauth2Config(op, p.iss.Endpoint(CallbackPath)).PasswordCredentialsToken(up.context(ctx), username, password)
-	if err != nil {
-		return nil, fosite.ErrAccessDenied.WithHint("Username/password not accepted by the upstream OIDC provider.").WithWrap(err)
-	}
-	id, err := up.validate(ctx, op, tok, "")
-	if err != nil {
-		return nil, fosite.ErrAccessDenied.WithHint(err.Error())
-	}
-	return oidcUser(res.idp, id, tok.RefreshToken), nil
+	return user, nil
 }
 
 // Errors the login form shows, by the err parameter of its URL; nothing else is shown, so that a
@@ -155,7 +111,9 @@ func (p *provider) login(w http.ResponseWriter, r *http.Request) {
 		p.oauth.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()))
 		return
 	}
-	if res.password == nil {
+	// A connector with a browser flow of its own (OIDC's password grant) is not offered the form.
+	_, password := res.conn.(connectors.PasswordConnector)
+	if _, browser := res.conn.(connectors.BrowserConnector); !password || browser {
 		http.Error(w, "this identity provider does not log in with a password form", http.StatusBadRequest)
 		return
 	}
@@ -174,8 +132,9 @@ func (p *provider) login(w http.ResponseWriter, r *http.Request) {
 	}
 	user, err := p.passwordLogin(ctx, res, username, r.PostForm.Get("password"))
 	if err != nil {
+		// A refusal is the user's doing; other failures are the server's.
 		code := loginErrorInternal
-		if errors.Is(err, errPasswordRefused) {
+		if errors.Is(err, fosite.ErrAccessDenied) {
 			code = loginErrorCredentials
 		}
 		again(code)

@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,23 +15,21 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
 
 // When a login ends, because its Secrets expired or because fosite revoked it (a replayed
-// authorization code), the upstream refresh token it holds is revoked at the upstream OIDC
-// provider (RFC 7009), so that it does not stay usable there until the upstream expires it.
-// GitHub's tokens are not revoked: GitHub has no RFC 7009 endpoint.
+// authorization code), the upstream tokens it holds are revoked by its connector (an OIDC
+// provider's refresh token, RFC 7009), so that they do not stay usable there until the upstream
+// expires them.
 
 // RevocationAttemptsAnnotation counts the failed attempts to revoke the upstream tokens of an
 // expired Secret. The garbage collector retries at each pass and deletes the Secret anyway after
 // maxRevocationAttempts: an upstream that never answers must not keep garbage forever.
 const RevocationAttemptsAnnotation = "storage.sealion.dev/upstream-revocation-attempts"
 
-const (
-	maxRevocationAttempts = 3
-	revocationTimeout     = 10 * time.Second
-)
+const maxRevocationAttempts = 3
 
 // upstreamRevoker revokes the upstream tokens that a session of an identity provider in
 // namespace holds; Endpoints implements it.
@@ -131,81 +125,21 @@ func (s *store) revokeRequest(ctx context.Context, kind, requestID string) error
 	return errors.Join(errs...)
 }
 
-// revokeUpstream revokes the upstream refresh token of a session of an OIDC identity provider.
-// It sends the token only to the issuer that issued it: when the OIDCIdentityProvider now
-// points elsewhere, the token is left to expire.
+// revokeUpstream revokes the upstream tokens of a session of an identity provider in namespace,
+// with the connector of that identity provider. A connector that is not ready now may be later:
+// the failure makes the caller retry.
 func (e *Endpoints) revokeUpstream(ctx context.Context, namespace string, s *Session) error {
-	if s.Custom.ProviderType != string(issuer.TypeOIDC) || s.Custom.OIDC == nil || s.Custom.OIDC.UpstreamRefreshToken == "" {
+	if !s.Custom.Revocable() {
 		return nil
 	}
-	up, ok := e.upstreams.OIDC(namespace, s.Custom.ProviderResource)
+	typ := issuer.IdentityProviderType(s.Custom.ProviderType)
+	conn, ok := e.connectors.Get(typ, namespace, s.Custom.ProviderResource)
 	if !ok {
-		return fmt.Errorf("OIDCIdentityProvider %s/%s is not ready", namespace, s.Custom.ProviderResource)
+		return fmt.Errorf("identity provider %s/%s of type %s is not ready", namespace, s.Custom.ProviderResource, typ)
 	}
-	if up.IssuerURL != s.Custom.OIDC.UpstreamIssuer {
-		klog.FromContext(ctx).V(1).Info("Not revoking an upstream token: its identity provider now has another issuer",
-			"idp", s.Custom.ProviderResource, "issuer", up.IssuerURL, "tokenIssuer", s.Custom.OIDC.UpstreamIssuer)
+	revoker, ok := conn.(connectors.RevokeConnector)
+	if !ok {
 		return nil
 	}
-	return e.revokeToken(ctx, up, s.Custom.OIDC.UpstreamRefreshToken, "refresh_token")
-}
-
-// revokeToken revokes token at the upstream's revocation_endpoint, authenticated as the
-// upstream client. An upstream that advertises no revocation endpoint has nothing to do.
-func (e *Endpoints) revokeToken(ctx context.Context, up *Upstream, token, hint string) error {
-	// Bounded, discovery included: the garbage collector revokes one Secret after the other.
-	ctx, cancel := context.WithTimeout(ctx, revocationTimeout)
-	defer cancel()
-	op, err := e.oidcProvider(ctx, up)
-	if err != nil {
-		return err
-	}
-	var meta struct {
-		Endpoint    string   `json:"revocation_endpoint"`
-		AuthMethods []string `json:"revocation_endpoint_auth_methods_supported"`
-	}
-	if err := op.Claims(&meta); err != nil {
-		return fmt.Errorf("reading the discovery document of %s: %w", up.IssuerURL, err)
-	}
-	if meta.Endpoint == "" {
-		return nil
-	}
-	form := url.Values{"token": {token}, "token_type_hint": {hint}}
-	// client_secret_basic is the default of RFC 7009 (and RFC 8414); client_secret_post only
-	// when the upstream supports nothing else, or the client has no secret.
-	basic := up.ClientSecret != "" && (len(meta.AuthMethods) == 0 || slices.Contains(meta.AuthMethods, "client_secret_basic") ||
-		!slices.Contains(meta.AuthMethods, "client_secret_post"))
-	if !basic {
-		form.Set("client_id", up.ClientID)
-		if up.ClientSecret != "" {
-			form.Set("client_secret", up.ClientSecret)
-		}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, meta.Endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return fmt.Errorf("revoking an upstream %s: %w", hint, err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if basic {
-		req.SetBasicAuth(url.QueryEscape(up.ClientID), url.QueryEscape(up.ClientSecret))
-	}
-	client := up.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("revoking an upstream %s: %w", hint, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	// RFC 7009: 200 when the token was revoked or was not valid anyway.
-	if resp.StatusCode != http.StatusOK {
-		var answer struct {
-			Error string `json:"error"`
-		}
-		_ = json.Unmarshal(body, &answer)
-		return fmt.Errorf("revoking an upstream %s at %s: %s %s", hint, meta.Endpoint, resp.Status, answer.Error)
-	}
-	return nil
+	return revoker.Revoke(ctx, s.Custom.Session)
 }

@@ -1,12 +1,13 @@
 package oidcprovider
 
 import (
-	"maps"
 	"slices"
 	"time"
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/handler/openid"
+
+	"sealion.dev/servers/supervisor/internal/connectors"
 )
 
 // Session is what the Supervisor remembers about a login: fosite's OpenID Connect session (the
@@ -32,11 +33,9 @@ type CustomSessionData struct {
 	ProviderType     string `json:"providerType"`
 	// LoginTime is when the user logged in upstream; the session ends SessionLifetime later.
 	LoginTime time.Time `json:"loginTime"`
-	// OIDC, LDAP and GitHub are what refreshes need, per type of identity provider; LDAP serves
-	// Active Directory too.
-	OIDC   *OIDCSessionData   `json:"oidc,omitempty"`
-	LDAP   *LDAPSessionData   `json:"ldap,omitempty"`
-	GitHub *GitHubSessionData `json:"github,omitempty"`
+	// Session is what refreshes and revocation need (its fields oidc, ldap and github are
+	// inline in the stored JSON).
+	connectors.Session
 	// AdditionalClaims are the upstream claims copied at login (OIDCIdentityProvider
 	// claims.additionalClaimMappings), kept for the tokens of later exchanges.
 	AdditionalClaims map[string]any `json:"additionalClaims,omitempty"`
@@ -44,27 +43,6 @@ type CustomSessionData struct {
 
 // AdditionalClaimsClaim is the claim of our ID tokens holding the additional claims.
 const AdditionalClaimsClaim = "additionalClaims"
-
-// OIDCSessionData identifies the upstream user and holds the upstream refresh token.
-type OIDCSessionData struct {
-	UpstreamIssuer       string `json:"upstreamIssuer"`
-	UpstreamSubject      string `json:"upstreamSubject"`
-	UpstreamRefreshToken string `json:"upstreamRefreshToken"`
-}
-
-// LDAPSessionData finds the user's entry again at refresh and checks it is the same person.
-type LDAPSessionData struct {
-	UserDN string `json:"userDN"`
-	UID    string `json:"uid"`
-	// ExtraRefreshAttributes are entry attributes from login that refreshes compare (Active
-	// Directory's pwdLastSet).
-	ExtraRefreshAttributes map[string]string `json:"extraRefreshAttributes,omitempty"`
-}
-
-// GitHubSessionData holds the GitHub access token that refreshes read the user with.
-type GitHubSessionData struct {
-	UpstreamAccessToken string `json:"upstreamAccessToken"`
-}
 
 var _ openid.Session = (*Session)(nil)
 
@@ -82,18 +60,6 @@ func (s *Session) Clone() fosite.Session {
 	c.DefaultSession = s.DefaultSession.Clone().(*openid.DefaultSession)
 	c.Custom.Groups = slices.Clone(s.Custom.Groups)
 	c.Custom.UpstreamGroups = slices.Clone(s.Custom.UpstreamGroups)
-	if s.Custom.OIDC != nil {
-		o := *s.Custom.OIDC
-		c.Custom.OIDC = &o
-	}
-	if s.Custom.LDAP != nil {
-		l := *s.Custom.LDAP
-		l.ExtraRefreshAttributes = maps.Clone(l.ExtraRefreshAttributes)
-		c.Custom.LDAP = &l
-	}
-	if s.Custom.GitHub != nil {
-		g := *s.Custom.GitHub
-		c.Custom.GitHub = &g
-	}
+	c.Custom.Session = s.Custom.Session.Clone()
 	return &c
 }

@@ -10,11 +10,10 @@ import (
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/token/jwt"
-	"golang.org/x/oauth2"
 	"k8s.io/klog/v2"
 
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/idtransform"
-	"sealion.dev/servers/supervisor/internal/upstreamldap"
 )
 
 // token serves the token endpoint. Refreshes first re-check the user at the upstream identity
@@ -60,96 +59,50 @@ func (p *provider) refreshUpstream(ctx context.Context, s *Session, ar fosite.Re
 	if string(res.idp.UID) != s.Custom.ProviderUID || string(res.idp.Type) != s.Custom.ProviderType {
 		return refusedRefresh("identity provider %q was replaced since the login", res.idp.DisplayName)
 	}
-	var upstreamGroups []string
-	switch {
-	case res.oidc != nil:
-		upstreamGroups, err = p.refreshOIDC(ctx, res.oidc, s)
-	case res.password != nil:
-		upstreamGroups, err = refreshPassword(ctx, res, s)
-	case res.github != nil:
-		upstreamGroups, err = refreshGitHub(ctx, res, s)
+	conn, ok := res.conn.(connectors.RefreshConnector)
+	if !ok {
+		return refusedRefresh("identity provider %q cannot re-check its users", res.idp.DisplayName)
 	}
+	up, err := conn.Refresh(ctx, p.connectorLogin(res), connectors.Identity{
+		Subject: s.Subject, Username: s.Custom.UpstreamUsername, Groups: s.Custom.UpstreamGroups, Session: s.Custom.Session,
+	})
 	if err != nil {
-		return err
+		return refreshError(ctx, res, err)
 	}
-	down, err := transform(ctx, res.idp, idtransform.Identity{Username: s.Custom.UpstreamUsername, Groups: upstreamGroups})
+	if up.Username != s.Custom.UpstreamUsername {
+		return refusedRefresh("the upstream identity changed since the login")
+	}
+	down, err := transform(ctx, res.idp, idtransform.Identity{Username: s.Custom.UpstreamUsername, Groups: up.Groups})
 	if err != nil {
 		return refusedRefresh("%v", err)
 	}
 	if down.Username != s.Custom.Username {
 		return refusedRefresh("the username changed since the login")
 	}
-	s.Custom.UpstreamGroups = upstreamGroups
+	s.Custom.UpstreamGroups = up.Groups
+	s.Custom.Session = up.Session
 	setIdentity(s, down, ar)
 	return nil
 }
 
-// refreshOIDC refreshes the upstream OIDC tokens, checks that the upstream user is the same and
-// returns the user's groups: new ones when the refreshed ID token has the claim.
-func (p *provider) refreshOIDC(ctx context.Context, up *Upstream, s *Session) ([]string, error) {
-	if s.Custom.OIDC == nil || s.Custom.OIDC.UpstreamRefreshToken == "" {
-		return nil, refusedRefresh("the session holds no upstream refresh token")
+// refreshError answers a refresh that the connector failed: invalid_grant with the connector's
+// hint when the upstream refused the user, temporarily_unavailable when it could not be reached.
+func refreshError(ctx context.Context, res *resolved, err error) error {
+	var e *connectors.Error
+	if !errors.As(err, &e) {
+		klog.FromContext(ctx).Error(err, "Upstream refresh failed", "idp", res.idp.DisplayName, "type", res.idp.Type)
+		return refusedRefresh("the upstream identity provider failed").WithWrap(err)
 	}
-	op, err := p.oidcProvider(ctx, up)
-	if err != nil {
-		return nil, fosite.ErrTemporarilyUnavailable.WithWrap(err).WithHint("the upstream identity provider is unreachable")
-	}
-	cfg := up.oauth2Config(op, p.iss.Endpoint(CallbackPath))
-	tok, err := cfg.TokenSource(up.context(ctx), &oauth2.Token{RefreshToken: s.Custom.OIDC.UpstreamRefreshToken}).Token()
-	if err != nil {
-		return nil, refusedRefresh("the upstream identity provider refused the refresh token").WithWrap(err)
-	}
-	if tok.RefreshToken != "" {
-		s.Custom.OIDC.UpstreamRefreshToken = tok.RefreshToken
-	}
-	groups := s.Custom.UpstreamGroups
-	if _, ok := tok.Extra("id_token").(string); ok {
-		id, err := up.validate(ctx, op, tok, "")
-		if err != nil {
-			return nil, refusedRefresh("%v", err)
-		}
-		if id.Issuer != s.Custom.OIDC.UpstreamIssuer || id.Subject != s.Custom.OIDC.UpstreamSubject || id.Username != s.Custom.UpstreamUsername {
-			return nil, refusedRefresh("the upstream identity changed since the login")
-		}
-		if id.Groups != nil {
-			groups = id.Groups
-		}
-	}
-	return groups, nil
-}
-
-// refreshPassword re-reads an LDAP or Active Directory user, which fails when the account was
-// deleted, changed, disabled or locked, and returns the user's groups.
-func refreshPassword(ctx context.Context, res *resolved, s *Session) ([]string, error) {
-	if s.Custom.LDAP == nil || s.Custom.LDAP.UserDN == "" {
-		return nil, refusedRefresh("the session holds no LDAP user")
-	}
-	id, err := res.password.Refresh(ctx, upstreamldap.Identity{
-		Username: s.Custom.UpstreamUsername, UID: s.Custom.LDAP.UID, Groups: s.Custom.UpstreamGroups,
-		DN: s.Custom.LDAP.UserDN, RefreshAttributes: s.Custom.LDAP.ExtraRefreshAttributes,
-	})
-	if err != nil {
+	answer := refusedRefresh("%s", e.Hint)
+	if e.Unavailable {
+		answer = fosite.ErrTemporarilyUnavailable.WithHint(e.Hint)
+	} else {
 		klog.FromContext(ctx).V(1).Info("Upstream refresh refused", "idp", res.idp.DisplayName, "error", err.Error())
-		return nil, refusedRefresh("the %s server no longer accepts the user", res.idp.Type).WithWrap(err)
 	}
-	return id.Groups, nil
-}
-
-// refreshGitHub reads the GitHub user again with the access token from login; the user must
-// still be allowed and the same.
-func refreshGitHub(ctx context.Context, res *resolved, s *Session) ([]string, error) {
-	if s.Custom.GitHub == nil || s.Custom.GitHub.UpstreamAccessToken == "" {
-		return nil, refusedRefresh("the session holds no GitHub access token")
+	if e.Err != nil {
+		answer = answer.WithWrap(e.Err)
 	}
-	id, err := res.github.Refresh(ctx, s.Custom.GitHub.UpstreamAccessToken, res.idp.DisplayName, s.Subject)
-	if err != nil {
-		klog.FromContext(ctx).V(1).Info("Upstream refresh refused", "idp", res.idp.DisplayName, "error", err.Error())
-		return nil, refusedRefresh("GitHub no longer accepts the user").WithWrap(err)
-	}
-	if id.Username != s.Custom.UpstreamUsername {
-		return nil, refusedRefresh("the upstream identity changed since the login")
-	}
-	return id.Groups, nil
+	return answer
 }
 
 // Token exchange (RFC 8693) parameter values.

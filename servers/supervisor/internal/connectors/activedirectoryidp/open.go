@@ -1,0 +1,56 @@
+package activedirectoryidp
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
+	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
+	"sealion.dev/servers/supervisor/internal/issuer"
+)
+
+// Flows of an ActiveDirectoryIdentityProvider: the CLI's password flow first, and the login form.
+func Flows(*idpv1alpha1.ActiveDirectoryIdentityProvider) []issuer.Flow {
+	return connectors.PasswordFlows
+}
+
+// Open checks an ActiveDirectoryIdentityProvider with its bind Secret and CA bundle, then finds
+// its search bases and connects to the domain controller (Connect), unless it did so successfully
+// for the same inputs less than connectors.ProbeTTL ago.
+func Open(ctx context.Context, idp *idpv1alpha1.ActiveDirectoryIdentityProvider, in connectors.Inputs) (connectors.Connector, []metav1.Condition, error) {
+	return open(ctx, idp, in, Connect)
+}
+
+// connected is what Connect returned: the Provider, nil when it failed, and the SearchBaseFound
+// and LDAPConnectionValid conditions.
+type connected struct {
+	provider *ldapclient.Provider
+	conds    []metav1.Condition
+}
+
+// open is Open with Connect as a parameter, for tests.
+func open(ctx context.Context, idp *idpv1alpha1.ActiveDirectoryIdentityProvider, in connectors.Inputs,
+	connect func(context.Context, ldapclient.Config, int64) (*ldapclient.Provider, []metav1.Condition),
+) (connectors.Connector, []metav1.Condition, error) {
+	secret, err := in.Secret(idp.Spec.Bind.SecretName)
+	if err != nil {
+		return nil, nil, err
+	}
+	caBundle, tlsErr := in.CABundle(idp.Spec.TLS)
+	cfg, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr)
+	if cfg == nil {
+		return nil, conds, nil
+	}
+	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, secret, caBundle), func(connected, bool) (connected, bool) {
+		p, conds := connect(ctx, *cfg, idp.Generation)
+		return connected{p, conds}, p != nil
+	})
+	conds = append(conds, r.conds...)
+	if r.provider == nil {
+		return nil, conds, nil
+	}
+	return ldapidp.NewConnector(r.provider, issuer.TypeActiveDirectory), conds, nil
+}

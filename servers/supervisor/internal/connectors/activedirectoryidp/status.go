@@ -1,0 +1,70 @@
+package activedirectoryidp
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
+	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
+)
+
+// The status of an ActiveDirectoryIdentityProvider comes in two steps: Prepare checks what Open
+// read (the bind Secret, the resolved spec.tls) without a network call; Connect then finds the
+// search bases (SearchBaseFound) and probes the domain controller (LDAPConnectionValid).
+
+// Prepare checks the bind Secret (nil when it does not exist) and the outcome of resolving
+// spec.tls (caBundle, or tlsErr), and returns the configuration for Connect. When either check
+// fails there is nothing to connect with: the configuration is nil and SearchBaseFound and
+// LDAPConnectionValid, included then, are Unknown.
+func Prepare(spec idpv1alpha1.ActiveDirectoryIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error) (*ldapclient.Config, []metav1.Condition) {
+	username, password, secretCond := ldapidp.BindSecretCondition(spec.Bind.SecretName, bindSecret)
+	tlsCond := connectors.TLSCondition(caBundle, tlsErr)
+	conds := []metav1.Condition{secretCond, tlsCond}
+	if secretCond.Status != metav1.ConditionTrue || tlsCond.Status != metav1.ConditionTrue {
+		const msg = "not checked: the bind Secret or spec.tls is invalid"
+		conds = append(conds,
+			metav1.Condition{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionUnknown, Reason: idpv1alpha1.ReasonUnableToValidate, Message: msg},
+			metav1.Condition{Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionUnknown, Reason: idpv1alpha1.ReasonUnableToValidate, Message: msg},
+		)
+		return nil, connectors.WithGeneration(conds, generation)
+	}
+	cfg := ConfigFromSpec(spec, caBundle, username, password)
+	return &cfg, connectors.WithGeneration(conds, generation)
+}
+
+// Connect resolves the search bases of a configuration from Prepare and probes the domain
+// controller with the resulting Provider, which it returns when the probe succeeded.
+func Connect(ctx context.Context, cfg ldapclient.Config, generation int64) (*ldapclient.Provider, []metav1.Condition) {
+	base := metav1.Condition{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionTrue, ObservedGeneration: generation}
+	conn := metav1.Condition{Type: idpv1alpha1.ConditionLDAPConnectionValid, ObservedGeneration: generation}
+	if !NeedsSearchBase(cfg) {
+		base.Reason, base.Message = idpv1alpha1.ReasonUsingConfigurationFromSpec, "userSearch.base and groupSearch.base are set in the spec"
+	} else {
+		resolved, err := ResolveSearchBases(ctx, cfg)
+		if err != nil {
+			base.Status, base.Reason, base.Message = metav1.ConditionFalse, idpv1alpha1.ReasonErrorFetchingSearchBase, err.Error()
+			conn.Status, conn.Reason, conn.Message = metav1.ConditionUnknown, idpv1alpha1.ReasonUnableToValidate, "not probed: the search base is unknown"
+			return nil, []metav1.Condition{base, conn}
+		}
+		base.Reason = idpv1alpha1.ReasonSuccess
+		base.Message = fmt.Sprintf("using the domain's defaultNamingContext for the search bases the spec leaves empty: userSearch.base %q, groupSearch.base %q",
+			resolved.UserSearch.Base, resolved.GroupSearch.Base)
+		cfg = resolved
+	}
+	p, err := New(cfg)
+	if err != nil {
+		conn.Status, conn.Reason, conn.Message = metav1.ConditionFalse, idpv1alpha1.ReasonInvalid, err.Error()
+		return nil, []metav1.Condition{base, conn}
+	}
+	protocol, err := p.Probe(ctx)
+	conn = ldapidp.ConnectionCondition(p, generation, protocol, err)
+	if err != nil {
+		return nil, []metav1.Condition{base, conn}
+	}
+	return p, []metav1.Condition{base, conn}
+}

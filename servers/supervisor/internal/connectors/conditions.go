@@ -1,0 +1,63 @@
+package connectors
+
+import (
+	"errors"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/cabundle"
+	"sealion.dev/servers/supervisor/internal/issuer"
+)
+
+// Login flows of the kinds, the preferred one first: the CLI picks it when it is not told.
+var (
+	// BrowserFlows are those of an upstream that logs users in on its own pages.
+	BrowserFlows = []issuer.Flow{issuer.FlowBrowserAuthcode}
+	// PasswordFlows are those of an upstream that checks passwords the Supervisor collects: from
+	// the CLI, or on the Supervisor's login form.
+	PasswordFlows = []issuer.Flow{issuer.FlowCLIPassword, issuer.FlowBrowserAuthcode}
+)
+
+// PhaseOf is Error when a condition is False, Ready when all are True, else Pending.
+func PhaseOf(conds []metav1.Condition) idpv1alpha1.Phase {
+	phase := idpv1alpha1.PhaseReady
+	for _, c := range conds {
+		switch c.Status {
+		case metav1.ConditionFalse:
+			return idpv1alpha1.PhaseError
+		case metav1.ConditionTrue:
+		default:
+			phase = idpv1alpha1.PhasePending
+		}
+	}
+	if len(conds) == 0 {
+		return idpv1alpha1.PhasePending
+	}
+	return phase
+}
+
+// TLSCondition is TLSConfigurationValid after resolving spec.tls to caBundle or err.
+func TLSCondition(caBundle []byte, err error) metav1.Condition {
+	c := metav1.Condition{Type: idpv1alpha1.ConditionTLSConfigurationValid, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess}
+	var cbErr *cabundle.Error
+	switch {
+	case errors.As(err, &cbErr):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cbErr.Reason, cbErr.Message
+	case err != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, idpv1alpha1.ReasonInvalidTLSConfig, err.Error()
+	case len(caBundle) == 0:
+		c.Message = "no CA bundle configured: the system roots verify the server"
+	default:
+		c.Message = "the configured CA bundle verifies the server"
+	}
+	return c
+}
+
+// WithGeneration sets the observed generation of every condition.
+func WithGeneration(conds []metav1.Condition, generation int64) []metav1.Condition {
+	for i := range conds {
+		conds[i].ObservedGeneration = generation
+	}
+	return conds
+}

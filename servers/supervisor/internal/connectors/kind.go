@@ -1,0 +1,122 @@
+package connectors
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	idpclient "sealion.dev/core/generated/supervisor/clientset/versioned/typed/idp/v1alpha1"
+	idpinformers "sealion.dev/core/generated/supervisor/informers/externalversions/idp/v1alpha1"
+	"sealion.dev/servers/supervisor/internal/issuer"
+)
+
+// Object is an identity provider object of the API, such as *idpv1alpha1.OIDCIdentityProvider.
+// Every kind has a Status field of type idpv1alpha1.IdentityProviderStatus.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Inputs are what a factory reads besides its object, all in the object's namespace.
+type Inputs struct {
+	// Secret returns the Secret name, or nil when it does not exist.
+	Secret func(name string) (*corev1.Secret, error)
+	// CABundle resolves a spec.tls: a PEM bundle, nil for the system roots, or a *cabundle.Error.
+	CABundle func(*idpv1alpha1.TLSSpec) ([]byte, error)
+	// Probes remembers the object's last successful probe (see Probe).
+	Probes *ProbeCache
+}
+
+// Factory opens an object: it checks the object with its inputs, probes the upstream, and
+// returns the status conditions and, when they are all true, the connector. An unusable object
+// shows in its conditions; an error means the inputs could not be read, and the object is tried
+// again.
+type Factory[T Object] func(ctx context.Context, obj T, in Inputs) (Connector, []metav1.Condition, error)
+
+// Kind is one kind of identity provider object: its name and login type, the flows its objects
+// support, where its objects are watched and how their status is written, and its factory. Make
+// one with Define.
+type Kind struct {
+	// Name is the object kind, as FederationDomains refer to it.
+	Name string
+	// Type is the identity provider type of its logins, as discovery, the authorize endpoint and
+	// stored sessions name it.
+	Type issuer.IdentityProviderType
+
+	informer     func(idpinformers.Interface) cache.SharedIndexInformer
+	owns         func(obj any) bool
+	flows        func(obj any) []issuer.Flow
+	open         func(ctx context.Context, obj any, in Inputs) (Connector, []metav1.Condition, error)
+	updateStatus func(ctx context.Context, client idpclient.IdpV1alpha1Interface, obj any) error
+}
+
+// Define describes the kind name of objects T with the login type typ: flows are the login flows
+// an object supports, the preferred one first; informer and client are the methods of the
+// generated informers and clients that serve T (such as
+// idpinformers.Interface.OIDCIdentityProviders); open is its factory.
+func Define[T Object, I interface {
+	Informer() cache.SharedIndexInformer
+}, C interface {
+	UpdateStatus(context.Context, T, metav1.UpdateOptions) (T, error)
+}](
+	name string, typ issuer.IdentityProviderType, flows func(T) []issuer.Flow,
+	informer func(idpinformers.Interface) I, client func(idpclient.IdpV1alpha1Interface, string) C, open Factory[T],
+) Kind {
+	var zero T
+	if f, ok := reflect.TypeOf(zero).Elem().FieldByName("Status"); !ok || f.Type != reflect.TypeFor[idpv1alpha1.IdentityProviderStatus]() {
+		panic(fmt.Sprintf("connectors: kind %s: %T has no Status of type IdentityProviderStatus", name, zero))
+	}
+	return Kind{
+		Name:     name,
+		Type:     typ,
+		informer: func(f idpinformers.Interface) cache.SharedIndexInformer { return informer(f).Informer() },
+		owns:     func(obj any) bool { _, ok := obj.(T); return ok },
+		flows:    func(obj any) []issuer.Flow { return flows(obj.(T)) },
+		open: func(ctx context.Context, obj any, in Inputs) (Connector, []metav1.Condition, error) {
+			return open(ctx, obj.(T), in)
+		},
+		updateStatus: func(ctx context.Context, c idpclient.IdpV1alpha1Interface, obj any) error {
+			o := obj.(T)
+			_, err := client(c, o.GetNamespace()).UpdateStatus(ctx, o, metav1.UpdateOptions{})
+			return err
+		},
+	}
+}
+
+// Informer is the shared informer of the kind's objects.
+func (k Kind) Informer(f idpinformers.Interface) cache.SharedIndexInformer { return k.informer(f) }
+
+// Owns reports whether obj is an object of the kind.
+func (k Kind) Owns(obj any) bool { return k.owns(obj) }
+
+// Flows are the login flows obj supports, the preferred one first.
+func (k Kind) Flows(obj Object) []issuer.Flow { return k.flows(obj) }
+
+// Open runs the kind's factory on obj.
+func (k Kind) Open(ctx context.Context, obj Object, in Inputs) (Connector, []metav1.Condition, error) {
+	return k.open(ctx, obj, in)
+}
+
+// Status returns the status of obj, which must be of the kind.
+func (k Kind) Status(obj Object) idpv1alpha1.IdentityProviderStatus {
+	return *statusField(obj)
+}
+
+// UpdateStatus writes status as the status of obj: it updates a copy of obj, which stays as it
+// was, with the kind's client.
+func (k Kind) UpdateStatus(ctx context.Context, client idpclient.IdpV1alpha1Interface, obj Object, status idpv1alpha1.IdentityProviderStatus) error {
+	updated := obj.DeepCopyObject()
+	*statusField(updated) = status
+	return k.updateStatus(ctx, client, updated)
+}
+
+// statusField points at the Status field that Define checked the kind's objects have.
+func statusField(obj any) *idpv1alpha1.IdentityProviderStatus {
+	return reflect.ValueOf(obj).Elem().FieldByName("Status").Addr().Interface().(*idpv1alpha1.IdentityProviderStatus)
+}

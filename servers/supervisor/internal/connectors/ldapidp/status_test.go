@@ -1,0 +1,212 @@
+package ldapidp
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/cabundle"
+	"sealion.dev/core/certauthority"
+	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
+)
+
+type condSummary struct {
+	Type   string
+	Status metav1.ConditionStatus
+	Reason string
+}
+
+func summarize(conds []metav1.Condition, generation int64, t *testing.T) []condSummary {
+	t.Helper()
+	var out []condSummary
+	for _, c := range conds {
+		if c.ObservedGeneration != generation {
+			t.Errorf("condition %s has observedGeneration %d, want %d", c.Type, c.ObservedGeneration, generation)
+		}
+		if c.Message == "" {
+			t.Errorf("condition %s has no message", c.Type)
+		}
+		out = append(out, condSummary{c.Type, c.Status, c.Reason})
+	}
+	return out
+}
+
+func TestPrepare(t *testing.T) {
+	ca, err := certauthority.New("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := idpv1alpha1.LDAPIdentityProviderSpec{
+		Host: "ldap.example.test",
+		Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: "bind"},
+		UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{
+			Base:       "ou=people,dc=example",
+			Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"},
+		},
+	}
+	basicAuth := func(data map[string]string) *corev1.Secret {
+		s := &corev1.Secret{Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{}}
+		for k, v := range data {
+			s.Data[k] = []byte(v)
+		}
+		return s
+	}
+	good := basicAuth(map[string]string{"username": "cn=svc,dc=example", "password": "pw"})
+	const (
+		bind = idpv1alpha1.ConditionBindSecretValid
+		tls  = idpv1alpha1.ConditionTLSConfigurationValid
+		conn = idpv1alpha1.ConditionLDAPConnectionValid
+	)
+	tests := []struct {
+		name         string
+		spec         func(*idpv1alpha1.LDAPIdentityProviderSpec)
+		secret       *corev1.Secret
+		caBundle     []byte
+		tlsErr       error
+		want         []condSummary
+		wantProvider bool
+	}{
+		{
+			name:   "ready to probe with system roots",
+			secret: good,
+			want: []condSummary{
+				{bind, metav1.ConditionTrue, "Success"},
+				{tls, metav1.ConditionTrue, "Success"},
+			},
+			wantProvider: true,
+		},
+		{
+			name:         "ready to probe with a CA bundle",
+			secret:       good,
+			caBundle:     ca.Bundle(),
+			want:         []condSummary{{bind, metav1.ConditionTrue, "Success"}, {tls, metav1.ConditionTrue, "Success"}},
+			wantProvider: true,
+		},
+		{
+			name: "secret not found",
+			want: []condSummary{
+				{bind, metav1.ConditionFalse, "SecretNotFound"},
+				{tls, metav1.ConditionTrue, "Success"},
+				{conn, metav1.ConditionUnknown, "UnableToValidate"},
+			},
+		},
+		{
+			name:   "secret of the wrong type",
+			secret: &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: good.Data},
+			want: []condSummary{
+				{bind, metav1.ConditionFalse, "SecretWrongType"},
+				{tls, metav1.ConditionTrue, "Success"},
+				{conn, metav1.ConditionUnknown, "UnableToValidate"},
+			},
+		},
+		{
+			name:   "secret without a password",
+			secret: basicAuth(map[string]string{"username": "cn=svc"}),
+			want: []condSummary{
+				{bind, metav1.ConditionFalse, "SecretMissingKeys"},
+				{tls, metav1.ConditionTrue, "Success"},
+				{conn, metav1.ConditionUnknown, "UnableToValidate"},
+			},
+		},
+		{
+			name:   "unusable spec.tls",
+			secret: good,
+			tlsErr: &cabundle.Error{Reason: cabundle.ReasonInvalidTLSConfig, Message: "ConfigMap ns/ca not found"},
+			want: []condSummary{
+				{bind, metav1.ConditionTrue, "Success"},
+				{tls, metav1.ConditionFalse, "InvalidTLSConfig"},
+				{conn, metav1.ConditionUnknown, "UnableToValidate"},
+			},
+		},
+		{
+			name:   "other TLS error",
+			secret: good,
+			tlsErr: errors.New("boom"),
+			want: []condSummary{
+				{bind, metav1.ConditionTrue, "Success"},
+				{tls, metav1.ConditionFalse, "InvalidTLSConfig"},
+				{conn, metav1.ConditionUnknown, "UnableToValidate"},
+			},
+		},
+		{
+			name:   "unusable spec",
+			spec:   func(s *idpv1alpha1.LDAPIdentityProviderSpec) { s.UserSearch.Filter = "uid=pinny" },
+			secret: good,
+			want: []condSummary{
+				{bind, metav1.ConditionTrue, "Success"},
+				{tls, metav1.ConditionTrue, "Success"},
+				{conn, metav1.ConditionFalse, "Invalid"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := spec
+			if tt.spec != nil {
+				tt.spec(&s)
+			}
+			p, conds := Prepare(s, 7, tt.secret, tt.caBundle, tt.tlsErr)
+			if diff := cmp.Diff(tt.want, summarize(conds, 7, t)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if (p != nil) != tt.wantProvider {
+				t.Fatalf("provider = %v, want one: %v", p, tt.wantProvider)
+			}
+			if p != nil && (p.Config().BindUsername != "cn=svc,dc=example" || p.Config().BindPassword != "pw") {
+				t.Errorf("provider binds as %q/%q, want the Secret's credentials", p.Config().BindUsername, p.Config().BindPassword)
+			}
+		})
+	}
+}
+
+func TestConnectionCondition(t *testing.T) {
+	p, err := ldapclient.New(ldapclient.Config{
+		Host: "ldap.example.test", BindUsername: "cn=svc,dc=example", BindPassword: "pw",
+		UserSearch: ldapclient.UserSearch{Base: "ou=people,dc=example", UsernameAttribute: "uid", UIDAttribute: "entryUUID"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := ConnectionCondition(p, 3, ldapclient.StartTLS, nil)
+	want := metav1.Condition{
+		Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionTrue, Reason: "Success", ObservedGeneration: 3,
+		Message: `connected to "ldap.example.test" with StartTLS and bound as "cn=svc,dc=example"`,
+	}
+	if diff := cmp.Diff(want, ok); diff != "" {
+		t.Errorf("success condition (-want +got):\n%s", diff)
+	}
+	failed := ConnectionCondition(p, 3, "", errors.New("connecting: refused"))
+	if failed.Status != metav1.ConditionFalse || failed.Reason != "LDAPConnectionError" || failed.Message != "connecting: refused" {
+		t.Errorf("failure condition = %+v", failed)
+	}
+
+}
+
+func TestConfigFromSpec(t *testing.T) {
+	spec := idpv1alpha1.LDAPIdentityProviderSpec{
+		Host: "ldap.example.test:1636",
+		UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{
+			Base: "ou=people", Filter: "mail={}",
+			Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "mail", UID: "entryUUID"},
+		},
+		GroupSearch: idpv1alpha1.LDAPIdentityProviderGroupSearch{
+			Base: "ou=groups", Filter: "memberUid={}", UserAttributeForFilter: "uid",
+			Attributes:       idpv1alpha1.LDAPIdentityProviderGroupSearchAttributes{GroupName: "cn"},
+			SkipGroupRefresh: true,
+		},
+	}
+	got := ConfigFromSpec(spec, []byte("ca"), "cn=svc", "pw")
+	want := ldapclient.Config{
+		Host: "ldap.example.test:1636", CABundle: []byte("ca"), BindUsername: "cn=svc", BindPassword: "pw",
+		UserSearch:  ldapclient.UserSearch{Base: "ou=people", Filter: "mail={}", UsernameAttribute: "mail", UIDAttribute: "entryUUID"},
+		GroupSearch: ldapclient.GroupSearch{Base: "ou=groups", Filter: "memberUid={}", UserAttributeForFilter: "uid", GroupNameAttribute: "cn", SkipGroupRefresh: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ConfigFromSpec (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,61 @@
+package connectors
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestProbe(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewProbeCache(func() time.Time { return now })
+	probes := 0
+	// result counts the probes; ok says whether this one succeeds.
+	run := func(fingerprint string, ok bool) (result int, prev int, found bool) {
+		result = Probe(c, fingerprint, func(p int, f bool) (int, bool) {
+			probes++
+			prev, found = p, f
+			return probes, ok
+		})
+		return result, prev, found
+	}
+
+	if r, _, found := run("a", false); r != 1 || found {
+		t.Errorf("first probe = %d, found %v; want 1, nothing found", r, found)
+	}
+	if r, _, _ := run("a", true); r != 2 {
+		t.Errorf("a failure is not remembered: got %d, want a second probe", r)
+	}
+	if r, _, _ := run("a", false); r != 2 || probes != 2 {
+		t.Errorf("a fresh success = %d after %d probes, want the remembered 2 without probing", r, probes)
+	}
+	if r, _, found := run("b", true); r != 3 || found {
+		t.Errorf("other inputs = %d, found %v; want a new probe that finds nothing", r, found)
+	}
+	now = now.Add(ProbeTTL)
+	if r, prev, found := run("b", false); r != 4 || !found || prev != 3 {
+		t.Errorf("a stale success = %d (prev %d, found %v), want a new probe handed the stale 3", r, prev, found)
+	}
+	if r, prev, found := run("b", true); r != 5 || !found || prev != 3 {
+		t.Errorf("after a failed re-probe = %d (prev %d, found %v), want another probe handed 3", r, prev, found)
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7"}}
+	base := Fingerprint(1, secret, []byte("ca"))
+	for name, other := range map[string]string{
+		"generation": Fingerprint(2, secret, []byte("ca")),
+		"secret":     Fingerprint(1, nil, []byte("ca")),
+		"CA bundle":  Fingerprint(1, secret, nil),
+	} {
+		if other == base {
+			t.Errorf("a changed %s keeps the fingerprint %s", name, base)
+		}
+	}
+	if again := Fingerprint(1, secret.DeepCopy(), []byte("ca")); again != base {
+		t.Errorf("the same inputs give %s and %s", base, again)
+	}
+}

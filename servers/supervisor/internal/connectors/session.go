@@ -1,0 +1,57 @@
+package connectors
+
+import "maps"
+
+// Session is the connectors' part of a stored login session: what refreshes and revocation need,
+// one field per kind of upstream (LDAP serves Active Directory too). It is stored inline in the
+// session's JSON, so its field names are part of the storage format of existing sessions.
+type Session struct {
+	OIDC   *OIDCSession   `json:"oidc,omitempty"`
+	LDAP   *LDAPSession   `json:"ldap,omitempty"`
+	GitHub *GitHubSession `json:"github,omitempty"`
+}
+
+// OIDCSession identifies the upstream user and holds the upstream refresh token.
+type OIDCSession struct {
+	UpstreamIssuer       string `json:"upstreamIssuer"`
+	UpstreamSubject      string `json:"upstreamSubject"`
+	UpstreamRefreshToken string `json:"upstreamRefreshToken"`
+}
+
+// LDAPSession finds the user's entry again at refresh and checks it is the same person.
+type LDAPSession struct {
+	UserDN string `json:"userDN"`
+	UID    string `json:"uid"`
+	// ExtraRefreshAttributes are entry attributes from login that refreshes compare (Active
+	// Directory's pwdLastSet).
+	ExtraRefreshAttributes map[string]string `json:"extraRefreshAttributes,omitempty"`
+}
+
+// GitHubSession holds the GitHub access token that refreshes read the user with.
+type GitHubSession struct {
+	UpstreamAccessToken string `json:"upstreamAccessToken"`
+}
+
+// Clone deep-copies the session.
+func (s Session) Clone() Session {
+	if s.OIDC != nil {
+		o := *s.OIDC
+		s.OIDC = &o
+	}
+	if s.LDAP != nil {
+		l := *s.LDAP
+		l.ExtraRefreshAttributes = maps.Clone(l.ExtraRefreshAttributes)
+		s.LDAP = &l
+	}
+	if s.GitHub != nil {
+		g := *s.GitHub
+		s.GitHub = &g
+	}
+	return s
+}
+
+// Revocable reports whether the session holds an upstream token to revoke when it ends: an OIDC
+// refresh token. GitHub's access tokens are not revoked: GitHub has no RFC 7009 endpoint.
+func (s Session) Revocable() bool {
+	return s.OIDC != nil && s.OIDC.UpstreamRefreshToken != ""
+}
