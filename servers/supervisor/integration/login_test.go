@@ -17,7 +17,7 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/core/testing/oidcissuer"
-	"sealion.dev/servers/supervisor/internal/controllers/upstreamidp"
+	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
 )
 
 // An OIDCIdentityProvider becomes Ready once the Supervisor has discovered its issuer, and the
@@ -31,7 +31,7 @@ func TestAuthorizeRedirectsToUpstreamOIDC(t *testing.T) {
 	secrets := env.kube.CoreV1().Secrets(supervisorNamespace)
 	createObject(t, secrets.Create, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "upstream-oidc-client"},
-		Type:       upstreamidp.OIDCClientSecretType,
+		Type:       oidcidp.ClientSecretType,
 		StringData: map[string]string{"clientID": clientID, "clientSecret": "upstream-secret"},
 	})
 	t.Cleanup(func() { _ = secrets.Delete(context.Background(), "upstream-oidc-client", metav1.DeleteOptions{}) })

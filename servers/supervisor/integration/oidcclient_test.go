@@ -30,7 +30,7 @@ import (
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/core/testing/oidcissuer"
 	"sealion.dev/servers/supervisor/internal/aggregatortest"
-	"sealion.dev/servers/supervisor/internal/controllers/upstreamidp"
+	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
 )
 
 var apiServiceOnce sync.Once
@@ -60,7 +60,7 @@ func TestOIDCClientLogin(t *testing.T) {
 	secrets := env.kube.CoreV1().Secrets(supervisorNamespace)
 	createObject(t, secrets.Create, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: idpName + "-client"},
-		Type:       upstreamidp.OIDCClientSecretType,
+		Type:       oidcidp.ClientSecretType,
 		StringData: map[string]string{"clientID": "supervisor-at-upstream", "clientSecret": "upstream-secret"},
 	})
 	t.Cleanup(func() { _ = secrets.Delete(context.Background(), idpName+"-client", metav1.DeleteOptions{}) })

@@ -18,8 +18,9 @@ import (
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/fixtures/activedirectory"
+	"sealion.dev/servers/supervisor/internal/connectors/activedirectoryidp"
+	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
 	"sealion.dev/servers/supervisor/internal/issuer"
-	"sealion.dev/servers/supervisor/internal/upstreamad"
 )
 
 // TestCLIPasswordLoginWithActiveDirectory logs in to an ActiveDirectoryIdentityProvider (a
@@ -40,17 +41,17 @@ func TestCLIPasswordLoginWithActiveDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = ad.Close() }()
-	cfg, err := upstreamad.ResolveSearchBases(ctx, upstreamad.ConfigFromSpec(
+	cfg, err := activedirectoryidp.ResolveSearchBases(ctx, activedirectoryidp.ConfigFromSpec(
 		idpv1alpha1.ActiveDirectoryIdentityProviderSpec{Host: ad.LDAPSAddress}, ad.CABundle, ad.BindDN, ad.BindPassword))
 	if err != nil {
 		t.Fatal(err)
 	}
-	authenticator, err := upstreamad.New(cfg)
+	authenticator, err := activedirectoryidp.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ups := &upstreams{}
-	ups.add(issuer.TypeActiveDirectory, "corp-ad", authenticator)
+	ups.add(issuer.TypeActiveDirectory, "corp-ad", ldapidp.NewConnector(authenticator, issuer.TypeActiveDirectory))
 	sup := startSupervisor(ctx, t, ups, issuer.IdentityProvider{
 		DisplayName: "Corp AD", Type: issuer.TypeActiveDirectory, Flows: []issuer.Flow{issuer.FlowCLIPassword, issuer.FlowBrowserAuthcode},
 		Kind: "ActiveDirectoryIdentityProvider", Name: "corp-ad", UID: "ad-uid",

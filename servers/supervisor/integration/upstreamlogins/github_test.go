@@ -16,9 +16,9 @@ import (
 	"golang.org/x/oauth2"
 
 	"sealion.dev/fixtures/github"
+	"sealion.dev/servers/supervisor/internal/connectors/githubidp"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oidcprovider"
-	"sealion.dev/servers/supervisor/internal/upstreamgithub"
 )
 
 // TestGitHubLogin logs in through the GitHub double (a user already signed in to GitHub who
@@ -42,18 +42,18 @@ func TestGitHubLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = gh.Close() }()
-	ghClient, err := upstreamgithub.NewHTTPClient(gh.CABundle)
+	ghClient, err := githubidp.NewHTTPClient(gh.CABundle)
 	if err != nil {
 		t.Fatal(err)
 	}
-	provider, err := upstreamgithub.New(upstreamgithub.Config{
+	provider, err := githubidp.New(githubidp.Config{
 		Host: gh.Host, ClientID: github.DefaultClientID, ClientSecret: github.DefaultClientSecret,
 		AllowedOrganizations: []string{"seals"}, HTTPClient: ghClient,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ups.add(issuer.TypeGitHub, "github", provider)
+	ups.add(issuer.TypeGitHub, "github", githubidp.NewConnector(provider))
 
 	pool := x509.NewCertPool()
 	pool.AddCert(sup.server.Certificate())

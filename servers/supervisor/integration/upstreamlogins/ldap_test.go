@@ -18,9 +18,10 @@ import (
 	"golang.org/x/oauth2"
 
 	"sealion.dev/fixtures/ldap"
+	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
+	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oidcprovider"
-	"sealion.dev/servers/supervisor/internal/upstreamldap"
 )
 
 const ldapIDPName = "Corp LDAP"
@@ -28,16 +29,16 @@ const ldapIDPName = "Corp LDAP"
 // startLDAPSupervisor serves an issuer whose one identity provider, ldapIDPName, is dir.
 func startLDAPSupervisor(ctx context.Context, t *testing.T, dir *ldap.LDAP) *supervisor {
 	t.Helper()
-	authenticator, err := upstreamldap.New(upstreamldap.Config{
+	authenticator, err := ldapclient.New(ldapclient.Config{
 		Host: dir.LDAPSAddress, CABundle: dir.CABundle, BindUsername: dir.BindDN, BindPassword: dir.BindPassword,
-		UserSearch:  upstreamldap.UserSearch{Base: ldap.UsersBaseDN, UsernameAttribute: "uid", UIDAttribute: "entryUUID"},
-		GroupSearch: upstreamldap.GroupSearch{Base: ldap.GroupsBaseDN, GroupNameAttribute: "cn"},
+		UserSearch:  ldapclient.UserSearch{Base: ldap.UsersBaseDN, UsernameAttribute: "uid", UIDAttribute: "entryUUID"},
+		GroupSearch: ldapclient.GroupSearch{Base: ldap.GroupsBaseDN, GroupNameAttribute: "cn"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ups := &upstreams{}
-	ups.add(issuer.TypeLDAP, "corp-ldap", authenticator)
+	ups.add(issuer.TypeLDAP, "corp-ldap", ldapidp.NewConnector(authenticator, issuer.TypeLDAP))
 	return startSupervisor(ctx, t, ups, issuer.IdentityProvider{
 		DisplayName: ldapIDPName, Type: issuer.TypeLDAP, Flows: []issuer.Flow{issuer.FlowCLIPassword, issuer.FlowBrowserAuthcode},
 		Kind: "LDAPIdentityProvider", Name: "corp-ldap", UID: "ldap-uid",

@@ -28,6 +28,7 @@ import (
 
 	"sealion.dev/core/testing/controlplane"
 	"sealion.dev/fixtures/dex"
+	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oidcprovider"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
@@ -70,11 +71,11 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = idp.Close() }()
-	ups.add(issuer.TypeOIDC, "dex-idp", &oidcprovider.Upstream{
+	ups.add(issuer.TypeOIDC, "dex-idp", oidcidp.New(oidcidp.Config{
 		IssuerURL: idp.IssuerURL, ClientID: "supervisor", ClientSecret: "supervisor-secret",
 		Scopes:        []string{"offline_access", "email", "profile", "groups"},
 		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: idp.HTTPClient(),
-	})
+	}))
 
 	keys, err := signingkeys.NewJWKS()
 	if err != nil {

@@ -8,53 +8,16 @@ import (
 	"slices"
 	"sync"
 
-	"golang.org/x/oauth2"
-
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
 	"sealion.dev/servers/supervisor/internal/issuer"
-	"sealion.dev/servers/supervisor/internal/upstreamgithub"
-	"sealion.dev/servers/supervisor/internal/upstreamldap"
 )
 
-// fakeUpstreams is a registry of upstreams in the test namespace.
-type fakeUpstreams struct {
-	mu   sync.Mutex
-	byID map[string]any // "<type>/<name>"
-}
+// fakeUpstreams is the registry of connectors, all in the test namespace.
+type fakeUpstreams struct{ connectors.Registry }
 
-var _ Upstreams = (*fakeUpstreams)(nil)
-
-func (f *fakeUpstreams) add(typ issuer.IdentityProviderType, name string, upstream any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.byID == nil {
-		f.byID = map[string]any{}
-	}
-	f.byID[string(typ)+"/"+name] = upstream
-}
-
-func (f *fakeUpstreams) get(typ issuer.IdentityProviderType, ns, name string) (any, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	u, ok := f.byID[string(typ)+"/"+name]
-	return u, ok && ns == namespace
-}
-
-func (f *fakeUpstreams) OIDC(ns, name string) (*Upstream, bool) {
-	u, ok := f.get(issuer.TypeOIDC, ns, name)
-	up, _ := u.(*Upstream)
-	return up, ok && up != nil
-}
-
-func (f *fakeUpstreams) Password(typ issuer.IdentityProviderType, ns, name string) (PasswordAuthenticator, bool) {
-	u, ok := f.get(typ, ns, name)
-	up, _ := u.(PasswordAuthenticator)
-	return up, ok && up != nil
-}
-
-func (f *fakeUpstreams) GitHub(ns, name string) (GitHubAuthenticator, bool) {
-	u, ok := f.get(issuer.TypeGitHub, ns, name)
-	up, _ := u.(GitHubAuthenticator)
-	return up, ok && up != nil
+func (f *fakeUpstreams) add(typ issuer.IdentityProviderType, name string, c connectors.Connector) {
+	f.Set(typ, namespace, name, c)
 }
 
 // fakeDirectory is an LDAP server's users: a user may log in with their password until deleted
@@ -72,7 +35,10 @@ type directoryUser struct {
 	disabled bool
 }
 
-var _ PasswordAuthenticator = (*fakeDirectory)(nil)
+var (
+	_ connectors.PasswordConnector = (*fakeDirectory)(nil)
+	_ connectors.RefreshConnector  = (*fakeDirectory)(nil)
+)
 
 func newFakeDirectory() *fakeDirectory {
 	return &fakeDirectory{users: map[string]*directoryUser{
@@ -82,11 +48,8 @@ func newFakeDirectory() *fakeDirectory {
 
 func dn(username string) string { return "uid=" + username + ",ou=people,dc=example,dc=com" }
 
-func (d *fakeDirectory) Config() upstreamldap.Config {
-	return upstreamldap.Config{Host: "ldap.example.com:636", UserSearch: upstreamldap.UserSearch{Base: "ou=people,dc=example,dc=com"}}
-}
-
-func (d *fakeDirectory) Authenticate(_ context.Context, username, password string) (*upstreamldap.Identity, error) {
+// Authenticate answers as ldapidp's connector does.
+func (d *fakeDirectory) Authenticate(_ context.Context, login connectors.Login, username, password string) (*connectors.Identity, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.down {
@@ -94,24 +57,33 @@ func (d *fakeDirectory) Authenticate(_ context.Context, username, password strin
 	}
 	u, ok := d.users[username]
 	if !ok || u.disabled || u.password != password {
-		return nil, upstreamldap.ErrInvalidCredentials
+		return nil, connectors.Refused("Username/password not accepted by LDAP provider.", nil)
 	}
-	return &upstreamldap.Identity{Username: username, UID: "uid-" + username, Groups: slices.Clone(u.groups), DN: dn(username),
-		RefreshAttributes: map[string]string{"pwdLastSet": "1"}}, nil
+	return &connectors.Identity{
+		Subject:  ldapidp.Subject("ldap.example.com:636", "ou=people,dc=example,dc=com", login.IDPName, "uid-"+username),
+		Username: username, Groups: slices.Clone(u.groups),
+		Session: connectors.Session{LDAP: &connectors.LDAPSession{UserDN: dn(username), UID: "uid-" + username,
+			ExtraRefreshAttributes: map[string]string{"pwdLastSet": "1"}}},
+	}, nil
 }
 
-func (d *fakeDirectory) Refresh(_ context.Context, prev upstreamldap.Identity) (*upstreamldap.Identity, error) {
+func (d *fakeDirectory) Refresh(_ context.Context, _ connectors.Login, prev connectors.Identity) (*connectors.Identity, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.refreshes++
 	u, ok := d.users[prev.Username]
+	s := prev.Session.LDAP
 	switch {
-	case !ok || prev.DN != dn(prev.Username) || prev.UID != "uid-"+prev.Username:
-		return nil, upstreamldap.ErrUserNotFound
-	case u.disabled || prev.RefreshAttributes["pwdLastSet"] != "1":
-		return nil, errors.New("user account is disabled")
+	case s == nil:
+		return nil, connectors.Refused("the session holds no LDAP user", nil)
+	case !ok || s.UserDN != dn(prev.Username) || s.UID != "uid-"+prev.Username:
+		return nil, connectors.Refused("the ldap server no longer accepts the user", errors.New("user no longer exists"))
+	case u.disabled || s.ExtraRefreshAttributes["pwdLastSet"] != "1":
+		return nil, connectors.Refused("the ldap server no longer accepts the user", errors.New("user account is disabled"))
 	}
-	return &upstreamldap.Identity{Username: prev.Username, UID: prev.UID, Groups: slices.Clone(u.groups), DN: prev.DN}, nil
+	now := prev
+	now.Groups = slices.Clone(u.groups)
+	return &now, nil
 }
 
 func (d *fakeDirectory) update(f func(users map[string]*directoryUser)) {
@@ -131,55 +103,57 @@ type fakeGitHub struct {
 	refreshes int
 }
 
-var _ GitHubAuthenticator = (*fakeGitHub)(nil)
+var (
+	_ connectors.BrowserConnector = (*fakeGitHub)(nil)
+	_ connectors.RefreshConnector = (*fakeGitHub)(nil)
+)
 
 func newFakeGitHub() *fakeGitHub {
 	return &fakeGitHub{codes: map[string]string{}, tokens: map[string]bool{}, groups: []string{"seals-org/divers"}}
 }
 
-func (g *fakeGitHub) AuthorizeURL(redirectURI, state string, _ ...oauth2.AuthCodeOption) string {
+func (g *fakeGitHub) AuthorizeURL(_ context.Context, login connectors.Login, state string, _ connectors.BrowserSecrets) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	code := rand.Text()
-	g.codes[code] = redirectURI
-	return redirectURI + "?" + url.Values{"code": {code}, "state": {state}}.Encode()
+	g.codes[code] = login.CallbackURL
+	return login.CallbackURL + "?" + url.Values{"code": {code}, "state": {state}}.Encode(), nil
 }
 
-func (g *fakeGitHub) ExchangeAuthcode(_ context.Context, code, redirectURI string, _ ...oauth2.AuthCodeOption) (string, error) {
+// Exchange answers as githubidp's connector does.
+func (g *fakeGitHub) Exchange(_ context.Context, login connectors.Login, code string, _ connectors.BrowserSecrets) (*connectors.Identity, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if want, ok := g.codes[code]; !ok || want != redirectURI {
-		return "", errors.New("bad_verification_code")
+	if want, ok := g.codes[code]; !ok || want != login.CallbackURL {
+		return nil, connectors.Refused("GitHub refused the authorization code", errors.New("bad_verification_code"))
 	}
 	delete(g.codes, code)
+	if g.refuse {
+		return nil, connectors.Refused("The user is not a member of an organization allowed to log in.", nil)
+	}
 	token := rand.Text()
 	g.tokens[token] = true
-	return token, nil
+	return &connectors.Identity{Subject: g.subject(login), Username: "pinny:42", Groups: slices.Clone(g.groups),
+		Session: connectors.Session{GitHub: &connectors.GitHubSession{UpstreamAccessToken: token}}}, nil
 }
 
-func (g *fakeGitHub) GetUser(_ context.Context, accessToken, idpDisplayName string) (*upstreamgithub.Identity, error) {
+func (g *fakeGitHub) subject(login connectors.Login) string {
+	return "https://api.github.com?idpName=" + url.QueryEscape(login.IDPName) + "&login=pinny&id=42"
+}
+
+func (g *fakeGitHub) Refresh(_ context.Context, login connectors.Login, prev connectors.Identity) (*connectors.Identity, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.tokens[accessToken] {
-		return nil, errors.New("github: 401 Bad credentials")
-	}
-	if g.refuse {
-		return nil, upstreamgithub.ErrNotAllowed
-	}
-	return &upstreamgithub.Identity{Login: "pinny", ID: "42", Username: "pinny:42", Groups: slices.Clone(g.groups),
-		Subject: "https://api.github.com?idpName=" + url.QueryEscape(idpDisplayName) + "&login=pinny&id=42"}, nil
-}
-
-func (g *fakeGitHub) Refresh(ctx context.Context, accessToken, idpDisplayName, subject string) (*upstreamgithub.Identity, error) {
-	g.mu.Lock()
 	g.refreshes++
-	g.mu.Unlock()
-	id, err := g.GetUser(ctx, accessToken, idpDisplayName)
-	if err != nil {
-		return nil, err
+	switch {
+	case prev.Session.GitHub == nil || !g.tokens[prev.Session.GitHub.UpstreamAccessToken]:
+		return nil, connectors.Refused("GitHub no longer accepts the user", errors.New("401 Bad credentials"))
+	case g.refuse:
+		return nil, connectors.Refused("GitHub no longer accepts the user", errors.New("not allowed"))
+	case prev.Subject != g.subject(login):
+		return nil, connectors.Refused("GitHub no longer accepts the user", errors.New("subject changed"))
 	}
-	if id.Subject != subject {
-		return nil, upstreamgithub.ErrSubjectChanged
-	}
-	return id, nil
+	now := prev
+	now.Groups = slices.Clone(g.groups)
+	return &now, nil
 }

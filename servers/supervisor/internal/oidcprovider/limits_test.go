@@ -13,8 +13,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
-	"sealion.dev/servers/supervisor/internal/upstreamldap"
 )
 
 func TestLoginLimiter(t *testing.T) {
@@ -68,11 +68,11 @@ type countingDirectory struct {
 	authentications int
 }
 
-func (d *countingDirectory) Authenticate(ctx context.Context, username, password string) (*upstreamldap.Identity, error) {
+func (d *countingDirectory) Authenticate(ctx context.Context, login connectors.Login, username, password string) (*connectors.Identity, error) {
 	d.mu.Lock()
 	d.authentications++
 	d.mu.Unlock()
-	return d.fakeDirectory.Authenticate(ctx, username, password)
+	return d.fakeDirectory.Authenticate(ctx, login, username, password)
 }
 
 func (d *countingDirectory) count() int {

@@ -27,6 +27,7 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	configlisters "sealion.dev/core/generated/supervisor/listers/config/v1alpha1"
+	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
@@ -77,9 +78,9 @@ func newHarnessWith(t *testing.T, ups *fakeUpstreams, idps ...issuer.IdentityPro
 	if ups == nil {
 		ups = &fakeUpstreams{}
 	}
-	ups.add(issuer.TypeOIDC, "upstream-idp", &Upstream{IssuerURL: h.upstream.server.URL, ClientID: "upstream-client", ClientSecret: "upstream-secret",
+	ups.add(issuer.TypeOIDC, "upstream-idp", oidcidp.New(oidcidp.Config{IssuerURL: h.upstream.server.URL, ClientID: "upstream-client", ClientSecret: "upstream-secret",
 		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: h.upstream.server.Client(),
-		AuthorizeParameters: map[string]string{"acr_values": "phr"}, AdditionalClaims: map[string]string{"upstreamEmail": "email", "absent": "no-such-claim"}})
+		AuthorizeParameters: map[string]string{"acr_values": "phr"}, AdditionalClaims: map[string]string{"upstreamEmail": "email", "absent": "no-such-claim"}}))
 	mux := issuer.NewMux(New(NewStorage(h.clientset.CoreV1().Secrets(namespace)), ups).WithClients(&OIDCClients{
 		Clients:       configlisters.NewOIDCClientLister(h.oidcClients).OIDCClients(namespace),
 		Secrets:       corev1listers.NewSecretLister(h.clientSecrets).Secrets(namespace),

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/oauth2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
 
@@ -68,7 +69,7 @@ func TestReplayedCodeRevokesUpstreamToken(t *testing.T) {
 
 // expireAll runs the garbage collector of a second Supervisor replica on h's Secrets, at a time
 // when every stored record has expired.
-func expireAll(h *harness, ups Upstreams) *Storage {
+func expireAll(h *harness, ups Connectors) *Storage {
 	s := NewStorage(h.clientset.CoreV1().Secrets(namespace))
 	New(s, ups)
 	later := time.Now().Add(AuthorizeCodeLifetime + SessionLifetime + time.Hour)
@@ -162,7 +163,7 @@ func TestRevokeUpstream(t *testing.T) {
 	session := func(typ issuer.IdentityProviderType, resource, upstreamIssuer string) *Session {
 		s := newSession()
 		s.Custom = CustomSessionData{ProviderType: string(typ), ProviderResource: resource,
-			OIDC: &OIDCSessionData{UpstreamIssuer: upstreamIssuer, UpstreamSubject: "upstream-subject", UpstreamRefreshToken: "upstream-refresh"}}
+			Session: connectors.Session{OIDC: &connectors.OIDCSession{UpstreamIssuer: upstreamIssuer, UpstreamSubject: "upstream-subject", UpstreamRefreshToken: "upstream-refresh"}}}
 		return s
 	}
 	tests := []struct {
@@ -176,7 +177,12 @@ func TestRevokeUpstream(t *testing.T) {
 		{name: "identity provider gone", namespace: namespace, session: session(issuer.TypeOIDC, "gone", h.upstream.server.URL), wantErr: true},
 		{name: "other namespace", namespace: "elsewhere", session: session(issuer.TypeOIDC, "upstream-idp", h.upstream.server.URL), wantErr: true},
 		{name: "token of another issuer", namespace: namespace, session: session(issuer.TypeOIDC, "upstream-idp", "https://old-issuer.example.com")},
-		{name: "not an OIDC login", namespace: namespace, session: session(issuer.TypeLDAP, "upstream-idp", h.upstream.server.URL)},
+		{name: "an LDAP login, which holds no upstream token", namespace: namespace, session: func() *Session {
+			s := newSession()
+			s.Custom = CustomSessionData{ProviderType: string(issuer.TypeLDAP), ProviderResource: "corp-ldap",
+				Session: connectors.Session{LDAP: &connectors.LDAPSession{UserDN: "uid=pinny", UID: "uid-pinny"}}}
+			return s
+		}()},
 		{name: "no upstream token", namespace: namespace, session: func() *Session {
 			s := session(issuer.TypeOIDC, "upstream-idp", h.upstream.server.URL)
 			s.Custom.OIDC.UpstreamRefreshToken = ""

@@ -63,7 +63,7 @@ func providerForSpec(t *testing.T, ctx context.Context, a *activedirectory.AD, s
 	return p
 }
 
-// guid renders a raw objectGUID independently of upstreamad: fields 1-3 little-endian.
+// guid renders a raw objectGUID independently of activedirectoryidp: fields 1-3 little-endian.
 func guid(t *testing.T, ctx context.Context, a *activedirectory.AD, user string) string {
 	t.Helper()
 	b, err := a.ObjectGUID(ctx, user)

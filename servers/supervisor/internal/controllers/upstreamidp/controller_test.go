@@ -3,10 +3,8 @@ package upstreamidp
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"net"
-	"net/http"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,17 +18,19 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	idplisters "sealion.dev/core/generated/supervisor/listers/idp/v1alpha1"
 	"sealion.dev/core/testing/oidcissuer"
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/connectors/githubidp"
+	"sealion.dev/servers/supervisor/internal/connectors/kinds"
+	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
 	"sealion.dev/servers/supervisor/internal/issuer"
-	"sealion.dev/servers/supervisor/internal/upstreamad"
-	"sealion.dev/servers/supervisor/internal/upstreamgithub"
-	"sealion.dev/servers/supervisor/internal/upstreamldap"
-	"sealion.dev/servers/supervisor/internal/upstreams"
 )
 
 const namespace = "supervisor"
@@ -41,16 +41,14 @@ type env struct {
 	cancel     context.CancelFunc
 	kube       *kubefake.Clientset
 	supervisor *supervisorfake.Clientset
-	registry   *upstreams.Registry
+	registry   *connectors.Registry
 	c          *Controller
+	idps       supervisorinformers.SharedInformerFactory
 	now        time.Time
-
-	mu     sync.Mutex
-	probed map[string]int // probes made, by kind
 }
 
-// newEnv builds the controller on fake clients holding objects, with synced informers and
-// in-process probes: LDAP and GitHub hosts named "good..." answer, others fail.
+// newEnv builds the controller of every kind on fake clients holding objects, with synced
+// informers; the upstreams are real.
 func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...runtime.Object) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -58,85 +56,38 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 		t: t, ctx: ctx, cancel: cancel,
 		kube:       kubefake.NewClientset(kubeObjects...),
 		supervisor: supervisorfake.NewSimpleClientset(supervisorObjects...),
-		registry:   &upstreams.Registry{},
+		registry:   &connectors.Registry{},
 		now:        time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		probed:     map[string]int{},
 	}
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(namespace))
-	crFactory := supervisorinformers.NewSharedInformerFactoryWithOptions(e.supervisor, 0, supervisorinformers.WithNamespace(namespace))
-	idps := crFactory.Idp().V1alpha1()
-	e.c = New(namespace, e.supervisor, Informers{
-		OIDC: idps.OIDCIdentityProviders(), LDAP: idps.LDAPIdentityProviders(),
-		ActiveDirectory: idps.ActiveDirectoryIdentityProviders(), GitHub: idps.GitHubIdentityProviders(),
+	e.idps = supervisorinformers.NewSharedInformerFactoryWithOptions(e.supervisor, 0, supervisorinformers.WithNamespace(namespace))
+	e.c = New(namespace, e.supervisor, kinds.All, Informers{
+		IDPs:    e.idps.Idp().V1alpha1(),
 		Secrets: kubeFactory.Core().V1().Secrets(), ConfigMaps: kubeFactory.Core().V1().ConfigMaps(),
 	}, e.registry)
-	e.c.now = func() time.Time { return e.now }
-	e.c.probes = probes{
-		oidc: func(ctx context.Context, iss string, client *http.Client) error {
-			e.count("oidc")
-			return discover(ctx, iss, client)
-		},
-		ldap: func(_ context.Context, p *upstreamldap.Provider) (upstreamldap.Protocol, error) {
-			e.count("ldap")
-			return goodHost(p.Config().Host, upstreamldap.LDAPS)
-		},
-		activeDirectory: func(_ context.Context, cfg upstreamldap.Config, gen int64) (*upstreamldap.Provider, []metav1.Condition) {
-			e.count("activedirectory")
-			if _, err := goodHost(cfg.Host, ""); err != nil {
-				return nil, []metav1.Condition{
-					{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionFalse, Reason: idpv1alpha1.ReasonErrorFetchingSearchBase, Message: err.Error(), ObservedGeneration: gen},
-					{Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionUnknown, Reason: idpv1alpha1.ReasonUnableToValidate, ObservedGeneration: gen},
-				}
-			}
-			cfg.UserSearch.Base, cfg.GroupSearch.Base = "dc=example", "dc=example" // as if read from the rootDSE
-			p, err := upstreamad.New(cfg)
-			if err != nil {
-				t.Errorf("upstreamad.New: %v", err)
-				return nil, nil
-			}
-			return p, []metav1.Condition{
-				{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonUsingConfigurationFromSpec, ObservedGeneration: gen},
-				{Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess, ObservedGeneration: gen},
-			}
-		},
-		github: func(_ context.Context, address string, _ []byte) error {
-			e.count("github")
-			_, err := goodHost(address, "")
-			return err
-		},
+	for _, k := range e.c.kinds {
+		k.now = func() time.Time { return e.now }
 	}
 	kubeFactory.Start(ctx.Done())
-	crFactory.Start(ctx.Done())
+	e.idps.Start(ctx.Done())
 	t.Cleanup(func() {
 		cancel()
 		kubeFactory.Shutdown()
-		crFactory.Shutdown()
+		e.idps.Shutdown()
 	})
-	for _, synced := range e.c.synced {
+	for _, synced := range []cache.InformerSynced{
+		kubeFactory.Core().V1().Secrets().Informer().HasSynced, kubeFactory.Core().V1().ConfigMaps().Informer().HasSynced,
+	} {
 		if !waitFor(ctx, synced) {
 			t.Fatal("informers did not sync")
 		}
 	}
-	return e
-}
-
-func goodHost(host string, p upstreamldap.Protocol) (upstreamldap.Protocol, error) {
-	if len(host) >= 4 && host[:4] == "good" {
-		return p, nil
+	for _, k := range e.c.kinds {
+		if !waitFor(ctx, k.kind.Informer(e.idps.Idp().V1alpha1()).HasSynced) {
+			t.Fatal("informers did not sync")
+		}
 	}
-	return "", errors.New("connection refused")
-}
-
-func (e *env) count(kind string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.probed[kind]++
-}
-
-func (e *env) probes(kind string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.probed[kind]
+	return e
 }
 
 func waitFor(ctx context.Context, cond func() bool) bool {
@@ -145,14 +96,37 @@ func waitFor(ctx context.Context, cond func() bool) bool {
 	}) == nil
 }
 
-// sync runs one sync of every kind and fails the test on error.
+// sync syncs every object of every kind once and fails the test on error.
 func (e *env) sync() {
 	e.t.Helper()
-	for _, l := range e.c.loops {
-		if err := l.sync(e.ctx); err != nil {
-			e.t.Fatalf("sync of %s: %v", l.kind, err)
+	for _, k := range e.c.kinds {
+		names, err := k.keys()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		// Deleted objects are synced too, as their deletion events would have them.
+		for name := range k.probes {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+		for _, name := range names {
+			if err := k.sync(e.ctx, name); err != nil {
+				e.t.Fatalf("sync of %s %s: %v", k.kind.Name, name, err)
+			}
 		}
 	}
+}
+
+// ready reports whether the registry holds a connector of typ for name.
+func (e *env) ready(typ issuer.IdentityProviderType, name string) bool {
+	_, ok := e.registry.Get(typ, namespace, name)
+	return ok
+}
+
+// oidcProviders reads the OIDCIdentityProviders from the controller's cache.
+func (e *env) oidcProviders() idplisters.OIDCIdentityProviderNamespaceLister {
+	return e.idps.Idp().V1alpha1().OIDCIdentityProviders().Lister().OIDCIdentityProviders(namespace)
 }
 
 // statusUpdates counts the UpdateStatus calls made so far.
@@ -241,9 +215,9 @@ func TestOIDC(t *testing.T) {
 	}
 	e := newEnv(t,
 		[]runtime.Object{
-			secret("client", OIDCClientSecretType, map[string]string{"clientID": "supervisor", "clientSecret": "shh"}),
+			secret("client", oidcidp.ClientSecretType, map[string]string{"clientID": "supervisor", "clientSecret": "shh"}),
 			secret("wrong-type", corev1.SecretTypeOpaque, map[string]string{"clientID": "supervisor", "clientSecret": "shh"}),
-			secret("no-secret-key", OIDCClientSecretType, map[string]string{"clientID": "supervisor"}),
+			secret("no-secret-key", oidcidp.ClientSecretType, map[string]string{"clientID": "supervisor"}),
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: namespace}, Data: map[string]string{"ca.crt": string(good.CABundle)}},
 		},
 		idp("ready", good.Issuer, caData(good), func(s *idpv1alpha1.OIDCIdentityProviderSpec) {
@@ -299,284 +273,94 @@ func TestOIDC(t *testing.T) {
 			t.Errorf("%s: %d conditions, want 4: %+v", tt.name, len(got.Status.Conditions), got.Status.Conditions)
 		}
 		checkStatus(t, tt.name, got.Status, tt.phase, tt.want...)
-		_, inRegistry := e.registry.OIDC(namespace, tt.name)
+		inRegistry := e.ready(issuer.TypeOIDC, tt.name)
 		if wantIn := tt.phase == idpv1alpha1.PhaseReady; inRegistry != wantIn {
 			t.Errorf("%s: in the registry: %v, want %v", tt.name, inRegistry, wantIn)
 		}
 	}
-
-	up, _ := e.registry.OIDC(namespace, "ready")
-	if up == nil {
-		t.Fatal("the ready OIDCIdentityProvider is not in the registry")
-	}
-	if up.IssuerURL != good.Issuer || up.ClientID != "supervisor" || up.ClientSecret != "shh" ||
-		up.UsernameClaim != "email" || up.GroupsClaim != "groups" || up.HTTPClient == nil {
-		t.Errorf("registered upstream = %+v", up)
-	}
-	if want := []string{"email", "groups"}; len(up.Scopes) != 2 || up.Scopes[0] != want[0] || up.Scopes[1] != want[1] {
-		t.Errorf("scopes = %q, want %q (openid is always sent, not listed)", up.Scopes, want)
-	}
-	// The registered client trusts the spec's CA: it reaches the issuer.
-	resp, err := up.HTTPClient.Get(good.DiscoveryURL())
-	if err != nil {
-		t.Fatalf("the registered HTTP client cannot reach the issuer: %v", err)
-	}
-	_ = resp.Body.Close()
 }
 
-func TestOIDCProbesAndWritesOnlyOnChange(t *testing.T) {
+// TestWritesOnlyOnChange checks that resyncs write no status while nothing changes, and that the
+// registry follows the object and its Secret.
+func TestWritesOnlyOnChange(t *testing.T) {
 	iss := oidcissuer.New(t)
 	idp := &idpv1alpha1.OIDCIdentityProvider{ObjectMeta: objectMeta("upstream"), Spec: idpv1alpha1.OIDCIdentityProviderSpec{
 		Issuer: iss.Issuer, Client: idpv1alpha1.OIDCClientCredentials{SecretName: "client"},
 		TLS: &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(iss.CABundle)},
 	}}
-	e := newEnv(t, []runtime.Object{secret("client", OIDCClientSecretType, map[string]string{"clientID": "a", "clientSecret": "b"})}, idp)
+	e := newEnv(t, []runtime.Object{secret("client", oidcidp.ClientSecretType, map[string]string{"clientID": "a", "clientSecret": "b"})}, idp)
 	e.sync()
-	if e.probes("oidc") != 1 || e.statusUpdates() != 1 {
-		t.Fatalf("first sync: %d probes, %d status updates; want 1 and 1", e.probes("oidc"), e.statusUpdates())
+	if !e.ready(issuer.TypeOIDC, "upstream") || e.statusUpdates() != 1 {
+		t.Fatalf("first sync: ready %v, %d status updates; want ready and 1", e.ready(issuer.TypeOIDC, "upstream"), e.statusUpdates())
 	}
-	first, _ := e.registry.OIDC(namespace, "upstream")
 	e.waitForCache("the status update", func() bool {
-		got, err := e.c.oidc.Get("upstream")
+		got, err := e.oidcProviders().Get("upstream")
 		return err == nil && got.Status.Phase == idpv1alpha1.PhaseReady
 	})
 
 	e.sync()
-	if e.probes("oidc") != 1 || e.statusUpdates() != 1 {
-		t.Errorf("resync without changes: %d probes, %d status updates; want still 1 and 1", e.probes("oidc"), e.statusUpdates())
-	}
-
-	e.now = e.now.Add(probeTTL)
+	e.now = e.now.Add(connectors.ProbeTTL)
 	e.sync()
-	if e.probes("oidc") != 2 {
-		t.Errorf("after probeTTL: %d probes, want 2", e.probes("oidc"))
-	}
-	second, _ := e.registry.OIDC(namespace, "upstream")
-	if first.HTTPClient != second.HTTPClient {
-		t.Error("the HTTP client changed although the CA bundle did not: the endpoints would discover the issuer again")
-	}
 	if e.statusUpdates() != 1 {
-		t.Errorf("a repeated successful probe wrote the status again (%d updates)", e.statusUpdates())
+		t.Errorf("resyncs without changes, one with a repeated probe, wrote the status again (%d updates)", e.statusUpdates())
 	}
 
-	// A spec change that keeps the issuer and CA bundle keeps the discovery and the client.
-	changed, err := e.c.oidc.Get("upstream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed = changed.DeepCopy()
-	changed.Generation, changed.Spec.Claims.Username = 2, "email"
-	if _, err := e.supervisor.IdpV1alpha1().OIDCIdentityProviders(namespace).Update(e.ctx, changed, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.waitForCache("the new generation", func() bool {
-		got, err := e.c.oidc.Get("upstream")
-		return err == nil && got.Generation == 2
-	})
-	e.sync()
-	third, _ := e.registry.OIDC(namespace, "upstream")
-	if e.probes("oidc") != 2 || third == nil || third.HTTPClient != first.HTTPClient || third.UsernameClaim != "email" {
-		t.Errorf("after a claims change: %d probes (want 2), registered %+v", e.probes("oidc"), third)
-	}
-
-	// A new client Secret changes the credentials without a new discovery.
-	s := secret("client", OIDCClientSecretType, map[string]string{"clientID": "a2", "clientSecret": "b2"})
+	// A client Secret of the wrong type makes the provider unusable.
+	s := secret("client", corev1.SecretTypeOpaque, map[string]string{"clientID": "a2", "clientSecret": "b2"})
 	s.ResourceVersion = "2"
 	if _, err := e.kube.CoreV1().Secrets(namespace).Update(e.ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	k := e.c.kinds[slices.IndexFunc(e.c.kinds, func(k *kindController) bool { return k.kind.Type == issuer.TypeOIDC })]
 	e.waitForCache("the new Secret", func() bool {
-		got, err := e.c.secrets.Get("client")
-		return err == nil && string(got.Data["clientID"]) == "a2"
+		got, err := k.secrets.Get("client")
+		return err == nil && got.ResourceVersion == "2"
 	})
 	e.sync()
-	if up, _ := e.registry.OIDC(namespace, "upstream"); up == nil || up.ClientID != "a2" {
-		t.Errorf("after the Secret changed the registry holds %+v, want client ID a2", up)
+	if e.ready(issuer.TypeOIDC, "upstream") || e.statusUpdates() != 2 {
+		t.Errorf("after the Secret changed: ready %v, %d status updates; want not ready and 2", e.ready(issuer.TypeOIDC, "upstream"), e.statusUpdates())
 	}
 
-	// Deleting the provider removes it from the registry.
+	// Deleting the provider removes it from the registry and forgets its probe.
 	if err := e.supervisor.IdpV1alpha1().OIDCIdentityProviders(namespace).Delete(e.ctx, "upstream", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitForCache("the deletion", func() bool {
-		l, err := e.c.oidc.List(labels.Everything())
+		l, err := e.oidcProviders().List(labels.Everything())
 		return err == nil && len(l) == 0
 	})
 	e.sync()
-	if _, ok := e.registry.OIDC(namespace, "upstream"); ok {
+	if e.ready(issuer.TypeOIDC, "upstream") {
 		t.Error("a deleted OIDCIdentityProvider is still in the registry")
 	}
-	if len(e.c.oidcProbes.entries) != 0 {
+	if len(k.probes) != 0 {
 		t.Error("the probe cache still holds a deleted OIDCIdentityProvider")
-	}
-}
-
-func ldapSpec(host, bindSecret string) idpv1alpha1.LDAPIdentityProviderSpec {
-	return idpv1alpha1.LDAPIdentityProviderSpec{
-		Host: host,
-		Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: bindSecret},
-		UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{
-			Base:       "ou=people,dc=example",
-			Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"},
-		},
-	}
-}
-
-func TestLDAP(t *testing.T) {
-	bind := secret("bind", corev1.SecretTypeBasicAuth, map[string]string{"username": "cn=svc,dc=example", "password": "pw"})
-	e := newEnv(t, []runtime.Object{bind},
-		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ready"), Spec: ldapSpec("good.ldap.example", "bind")},
-		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("down"), Spec: ldapSpec("down.ldap.example", "bind")},
-		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("no-bind"), Spec: ldapSpec("good.ldap.example", "missing")},
-	)
-	e.sync()
-	bindValid, conn := idpv1alpha1.ConditionBindSecretValid, idpv1alpha1.ConditionLDAPConnectionValid
-	get := func(name string) idpv1alpha1.IdentityProviderStatus {
-		got, err := e.supervisor.IdpV1alpha1().LDAPIdentityProviders(namespace).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got.Status
-	}
-	checkStatus(t, "ready", get("ready"), idpv1alpha1.PhaseReady, ok(bindValid), ok(conn), ok(idpv1alpha1.ConditionTLSConfigurationValid))
-	checkStatus(t, "down", get("down"), idpv1alpha1.PhaseError, ok(bindValid),
-		summary{conn, string(metav1.ConditionFalse), idpv1alpha1.ReasonLDAPConnectionError})
-	checkStatus(t, "no-bind", get("no-bind"), idpv1alpha1.PhaseError,
-		summary{bindValid, string(metav1.ConditionFalse), idpv1alpha1.ReasonSecretNotFound},
-		summary{conn, string(metav1.ConditionUnknown), idpv1alpha1.ReasonUnableToValidate})
-	for name, want := range map[string]bool{"ready": true, "down": false, "no-bind": false} {
-		if p, ok := e.registry.Password(issuer.TypeLDAP, namespace, name); ok != want || (ok && p == nil) {
-			t.Errorf("%s in the LDAP registry: %v, want %v", name, ok, want)
-		}
-	}
-	if _, ok := e.registry.Password(issuer.TypeActiveDirectory, namespace, "ready"); ok {
-		t.Error("an LDAPIdentityProvider is listed as an Active Directory one")
-	}
-	if n := e.probes("ldap"); n != 2 {
-		t.Errorf("%d probes, want 2 (ready and down; no-bind has nothing to probe)", n)
-	}
-
-	// Resyncs probe the failing server again, not the working one.
-	e.sync()
-	if n := e.probes("ldap"); n != 3 {
-		t.Errorf("after a resync: %d probes, want 3 (only down again)", n)
-	}
-
-	// A changed bind Secret is probed again.
-	bind = bind.DeepCopy()
-	bind.Data["password"], bind.ResourceVersion = []byte("new"), "2"
-	if _, err := e.kube.CoreV1().Secrets(namespace).Update(e.ctx, bind, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.waitForCache("the new bind Secret", func() bool {
-		got, err := e.c.secrets.Get("bind")
-		return err == nil && got.ResourceVersion == "2"
-	})
-	e.sync()
-	if n := e.probes("ldap"); n != 5 {
-		t.Errorf("after the bind Secret changed: %d probes, want 5 (ready and down)", n)
-	}
-}
-
-func TestActiveDirectory(t *testing.T) {
-	spec := func(host string) idpv1alpha1.ActiveDirectoryIdentityProviderSpec {
-		return idpv1alpha1.ActiveDirectoryIdentityProviderSpec{Host: host, Bind: idpv1alpha1.ActiveDirectoryIdentityProviderBind{SecretName: "bind"}}
-	}
-	e := newEnv(t, []runtime.Object{secret("bind", corev1.SecretTypeBasicAuth, map[string]string{"username": "svc@example.com", "password": "pw"})},
-		&idpv1alpha1.ActiveDirectoryIdentityProvider{ObjectMeta: objectMeta("ready"), Spec: spec("good.ad.example")},
-		&idpv1alpha1.ActiveDirectoryIdentityProvider{ObjectMeta: objectMeta("down"), Spec: spec("down.ad.example")},
-	)
-	e.sync()
-	e.sync()
-	get := func(name string) idpv1alpha1.IdentityProviderStatus {
-		got, err := e.supervisor.IdpV1alpha1().ActiveDirectoryIdentityProviders(namespace).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got.Status
-	}
-	checkStatus(t, "ready", get("ready"), idpv1alpha1.PhaseReady, ok(idpv1alpha1.ConditionBindSecretValid), ok(idpv1alpha1.ConditionLDAPConnectionValid))
-	checkStatus(t, "down", get("down"), idpv1alpha1.PhaseError,
-		summary{idpv1alpha1.ConditionSearchBaseFound, string(metav1.ConditionFalse), idpv1alpha1.ReasonErrorFetchingSearchBase})
-	if len(get("ready").Conditions) != 4 {
-		t.Errorf("ready has conditions %+v, want 4", get("ready").Conditions)
-	}
-	if _, ok := e.registry.Password(issuer.TypeActiveDirectory, namespace, "ready"); !ok {
-		t.Error("the ready ActiveDirectoryIdentityProvider is not in the registry")
-	}
-	if _, ok := e.registry.Password(issuer.TypeActiveDirectory, namespace, "down"); ok {
-		t.Error("a failing ActiveDirectoryIdentityProvider is in the registry")
-	}
-	if n := e.probes("activedirectory"); n != 3 {
-		t.Errorf("%d connects over two syncs, want 3 (the working one is cached)", n)
-	}
-}
-
-func TestGitHub(t *testing.T) {
-	spec := func(host string) idpv1alpha1.GitHubIdentityProviderSpec {
-		return idpv1alpha1.GitHubIdentityProviderSpec{
-			GitHubAPI: idpv1alpha1.GitHubAPIConfig{Host: ptr.To(host)},
-			AllowAuthentication: idpv1alpha1.GitHubAllowAuthenticationSpec{
-				Organizations: idpv1alpha1.GitHubOrganizationsSpec{Allowed: []string{"seals"}},
-			},
-			Client: idpv1alpha1.GitHubClientSpec{SecretName: "github"},
-		}
-	}
-	e := newEnv(t, []runtime.Object{secret("github", upstreamgithub.ClientSecretType, map[string]string{"clientID": "id", "clientSecret": "shh"})},
-		&idpv1alpha1.GitHubIdentityProvider{ObjectMeta: objectMeta("ready"), Spec: spec("good.ghe.example")},
-		&idpv1alpha1.GitHubIdentityProvider{ObjectMeta: objectMeta("down"), Spec: spec("down.ghe.example")},
-		&idpv1alpha1.GitHubIdentityProvider{ObjectMeta: objectMeta("bad-host"), Spec: spec("https://ghe.example/path")},
-	)
-	e.sync()
-	e.sync()
-	get := func(name string) idpv1alpha1.IdentityProviderStatus {
-		got, err := e.supervisor.IdpV1alpha1().GitHubIdentityProviders(namespace).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got.Status
-	}
-	conn := idpv1alpha1.ConditionGitHubConnectionValid
-	checkStatus(t, "ready", get("ready"), idpv1alpha1.PhaseReady, ok(conn), ok(idpv1alpha1.ConditionClientCredentialsSecretValid))
-	checkStatus(t, "down", get("down"), idpv1alpha1.PhaseError, summary{conn, string(metav1.ConditionFalse), idpv1alpha1.ReasonUnableToDialServer})
-	checkStatus(t, "bad-host", get("bad-host"), idpv1alpha1.PhaseError,
-		summary{idpv1alpha1.ConditionHostValid, string(metav1.ConditionFalse), upstreamgithub.ReasonInvalidHost},
-		summary{conn, string(metav1.ConditionUnknown), idpv1alpha1.ReasonUnableToValidate})
-	if len(get("ready").Conditions) != 6 {
-		t.Errorf("ready has conditions %+v, want 6", get("ready").Conditions)
-	}
-	if _, ok := e.registry.GitHub(namespace, "ready"); !ok {
-		t.Error("the ready GitHubIdentityProvider is not in the registry")
-	}
-	for _, name := range []string{"down", "bad-host"} {
-		if _, ok := e.registry.GitHub(namespace, name); ok {
-			t.Errorf("%s is in the registry", name)
-		}
-	}
-	if n := e.probes("github"); n != 3 {
-		t.Errorf("%d dials over two syncs, want 3 (the working one is cached)", n)
 	}
 }
 
 // TestStatusWrites checks that a status from an older generation is rewritten in one update that
 // keeps the lastTransitionTime of conditions whose status did not change.
 func TestStatusWrites(t *testing.T) {
+	iss := oidcissuer.New(t)
 	old := metav1.NewTime(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
-	idp := &idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ready"), Spec: ldapSpec("good.ldap.example", "bind")}
+	idp := &idpv1alpha1.OIDCIdentityProvider{ObjectMeta: objectMeta("ready"), Spec: idpv1alpha1.OIDCIdentityProviderSpec{
+		Issuer: iss.Issuer, Client: idpv1alpha1.OIDCClientCredentials{SecretName: "client"},
+		TLS: &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(iss.CABundle)},
+	}}
 	idp.Generation = 2
 	idp.Status.Conditions = []metav1.Condition{{
-		Type: idpv1alpha1.ConditionBindSecretValid, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess,
+		Type: idpv1alpha1.ConditionClientCredentialsSecretValid, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess,
 		ObservedGeneration: 1, LastTransitionTime: old,
 	}}
-	e := newEnv(t, []runtime.Object{secret("bind", corev1.SecretTypeBasicAuth, map[string]string{"username": "cn=svc", "password": "pw"})}, idp)
+	e := newEnv(t, []runtime.Object{secret("client", oidcidp.ClientSecretType, map[string]string{"clientID": "a", "clientSecret": "b"})}, idp)
 	e.sync()
-	got, err := e.supervisor.IdpV1alpha1().LDAPIdentityProviders(namespace).Get(e.ctx, "ready", metav1.GetOptions{})
+	got, err := e.supervisor.IdpV1alpha1().OIDCIdentityProviders(namespace).Get(e.ctx, "ready", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := meta.FindStatusCondition(got.Status.Conditions, idpv1alpha1.ConditionBindSecretValid)
+	c := meta.FindStatusCondition(got.Status.Conditions, idpv1alpha1.ConditionClientCredentialsSecretValid)
 	if c == nil || c.ObservedGeneration != 2 || !c.LastTransitionTime.Equal(&old) {
-		t.Errorf("BindSecretValid = %+v, want observedGeneration 2 and the old transition time", c)
+		t.Errorf("ClientCredentialsSecretValid = %+v, want observedGeneration 2 and the old transition time", c)
 	}
 	if got.Status.Phase != idpv1alpha1.PhaseReady {
 		t.Errorf("phase %q, want Ready", got.Status.Phase)
@@ -604,8 +388,7 @@ func TestRunReactsToEvents(t *testing.T) {
 	}()
 	inRegistry := func(want bool) func() bool {
 		return func() bool {
-			_, ok := e.registry.OIDC(namespace, "upstream")
-			return ok == want
+			return e.ready(issuer.TypeOIDC, "upstream") == want
 		}
 	}
 
@@ -620,7 +403,7 @@ func TestRunReactsToEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.kube.CoreV1().Secrets(namespace).Create(e.ctx,
-		secret("client", OIDCClientSecretType, map[string]string{"clientID": "a", "clientSecret": "b"}), metav1.CreateOptions{}); err != nil {
+		secret("client", oidcidp.ClientSecretType, map[string]string{"clientID": "a", "clientSecret": "b"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitForCache("the OIDCIdentityProvider in the registry", inRegistry(true))
@@ -650,9 +433,15 @@ func TestRealProbesReportFailures(t *testing.T) {
 	closed := l.Addr().String()
 	_ = l.Close()
 	bind := secret("bind", corev1.SecretTypeBasicAuth, map[string]string{"username": "cn=svc", "password": "pw"})
-	gh := secret("github", upstreamgithub.ClientSecretType, map[string]string{"clientID": "id", "clientSecret": "shh"})
+	gh := secret("github", githubidp.ClientSecretType, map[string]string{"clientID": "id", "clientSecret": "shh"})
 	e := newEnv(t, []runtime.Object{bind, gh},
-		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ldap"), Spec: ldapSpec(closed, "bind")},
+		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ldap"), Spec: idpv1alpha1.LDAPIdentityProviderSpec{
+			Host: closed, Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: "bind"},
+			UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{
+				Base:       "ou=people,dc=example",
+				Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"},
+			},
+		}},
 		&idpv1alpha1.ActiveDirectoryIdentityProvider{ObjectMeta: objectMeta("ad"), Spec: idpv1alpha1.ActiveDirectoryIdentityProviderSpec{
 			Host: closed, Bind: idpv1alpha1.ActiveDirectoryIdentityProviderBind{SecretName: "bind"},
 		}},
@@ -662,7 +451,6 @@ func TestRealProbesReportFailures(t *testing.T) {
 			Client:              idpv1alpha1.GitHubClientSpec{SecretName: "github"},
 		}},
 	)
-	e.c.probes = realProbes
 	e.sync()
 	client := e.supervisor.IdpV1alpha1()
 	ldap, err := client.LDAPIdentityProviders(namespace).Get(e.ctx, "ldap", metav1.GetOptions{})

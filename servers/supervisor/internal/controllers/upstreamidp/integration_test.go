@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +20,10 @@ import (
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	"sealion.dev/core/testing/controlplane"
 	"sealion.dev/core/testing/oidcissuer"
-	"sealion.dev/servers/supervisor/internal/oidcprovider"
-	"sealion.dev/servers/supervisor/internal/upstreams"
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/connectors/kinds"
+	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
+	"sealion.dev/servers/supervisor/internal/issuer"
 )
 
 // TestIntegrationOIDC runs the controller against a real kube-apiserver with the Supervisor's
@@ -61,8 +64,8 @@ func TestIntegrationOIDC(t *testing.T) {
 	}
 	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "client"},
-		Type:       OIDCClientSecretType,
-		StringData: map[string]string{OIDCClientIDKey: "supervisor", OIDCClientSecretKey: "shh"},
+		Type:       oidcidp.ClientSecretType,
+		StringData: map[string]string{oidcidp.ClientIDKey: "supervisor", oidcidp.ClientSecretKey: "shh"},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +73,9 @@ func TestIntegrationOIDC(t *testing.T) {
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(ns))
 	crFactory := supervisorinformers.NewSharedInformerFactoryWithOptions(supervisor, 0, supervisorinformers.WithNamespace(ns))
 	idps := crFactory.Idp().V1alpha1()
-	registry := &upstreams.Registry{}
-	c := New(ns, supervisor, Informers{
-		OIDC: idps.OIDCIdentityProviders(), LDAP: idps.LDAPIdentityProviders(),
-		ActiveDirectory: idps.ActiveDirectoryIdentityProviders(), GitHub: idps.GitHubIdentityProviders(),
+	registry := &connectors.Registry{}
+	c := New(ns, supervisor, kinds.All, Informers{
+		IDPs:    idps,
 		Secrets: kubeFactory.Core().V1().Secrets(), ConfigMaps: kubeFactory.Core().V1().ConfigMaps(),
 	}, registry)
 	runCtx, stop := context.WithCancel(ctx)
@@ -128,12 +130,18 @@ func TestIntegrationOIDC(t *testing.T) {
 			t.Errorf("live: condition %s = %+v, want True for generation %d", ct, c, ready.Generation)
 		}
 	}
-	// The registry is published when the sync has seen every provider, a moment after this status.
-	var up *oidcprovider.Upstream
+	// The registry is published a moment after this status. Its connector sends browsers to the
+	// live issuer as the Secret's client.
+	var conn connectors.Connector
 	var ok bool
-	waitFor(ctx, func() bool { up, ok = registry.OIDC(ns, "live"); return ok })
-	if !ok || up.IssuerURL != live.Issuer || up.ClientID != "supervisor" || up.ClientSecret != "shh" {
-		t.Fatalf("registry.OIDC(live) = %+v, %v", up, ok)
+	waitFor(ctx, func() bool { conn, ok = registry.Get(issuer.TypeOIDC, ns, "live"); return ok })
+	browser, isBrowser := conn.(connectors.BrowserConnector)
+	if !ok || !isBrowser {
+		t.Fatalf("registry.Get(live) = %+v, %v", conn, ok)
+	}
+	to, err := browser.AuthorizeURL(ctx, connectors.Login{IDPName: "live", CallbackURL: "https://supervisor.example.com/callback"}, "state", connectors.BrowserSecrets{Nonce: "n", PKCEVerifier: "v"})
+	if err != nil || !strings.HasPrefix(to, live.Issuer) || !strings.Contains(to, "client_id=supervisor") {
+		t.Errorf("AuthorizeURL = %q, %v; want the live issuer's authorization endpoint for client supervisor", to, err)
 	}
 
 	broken := waitForPhase("gone", idpv1alpha1.PhaseError)
@@ -141,7 +149,7 @@ func TestIntegrationOIDC(t *testing.T) {
 		c.Status != metav1.ConditionFalse || c.Reason != idpv1alpha1.ReasonUnreachable {
 		t.Errorf("gone: OIDCDiscoverySucceeded = %+v, want False with reason Unreachable", c)
 	}
-	if _, ok := registry.OIDC(ns, "gone"); ok {
+	if _, ok := registry.Get(issuer.TypeOIDC, ns, "gone"); ok {
 		t.Error("an OIDCIdentityProvider in phase Error is in the registry")
 	}
 
@@ -150,7 +158,7 @@ func TestIntegrationOIDC(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForPhase("live", idpv1alpha1.PhaseError)
-	if !waitFor(ctx, func() bool { _, ok := registry.OIDC(ns, "live"); return !ok }) {
+	if !waitFor(ctx, func() bool { _, ok := registry.Get(issuer.TypeOIDC, ns, "live"); return !ok }) {
 		t.Error("the OIDCIdentityProvider without its Secret stayed in the registry")
 	}
 }

@@ -1,0 +1,133 @@
+package oidcidp
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/testing/oidcissuer"
+	"sealion.dev/servers/supervisor/internal/connectors"
+)
+
+type opener struct {
+	t       *testing.T
+	now     time.Time
+	secret  *corev1.Secret
+	probes  *connectors.ProbeCache
+	discovs int
+}
+
+func newOpener(t *testing.T) *opener {
+	o := &opener{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1"}, Type: ClientSecretType,
+			Data: map[string][]byte{ClientIDKey: []byte("supervisor"), ClientSecretKey: []byte("shh")}}}
+	o.probes = connectors.NewProbeCache(func() time.Time { return o.now })
+	return o
+}
+
+// open opens idp with the real discovery, counted.
+func (o *opener) open(idp *idpv1alpha1.OIDCIdentityProvider) (*Connector, []metav1.Condition) {
+	o.t.Helper()
+	in := connectors.Inputs{
+		Secret: func(string) (*corev1.Secret, error) { return o.secret, nil },
+		CABundle: func(spec *idpv1alpha1.TLSSpec) ([]byte, error) {
+			return base64.StdEncoding.DecodeString(spec.CertificateAuthorityData)
+		},
+		Probes: o.probes,
+	}
+	c, conds, err := open(context.Background(), idp, in, func(ctx context.Context, issuer string, client *http.Client) (*oidc.Provider, error) {
+		o.discovs++
+		return discover(ctx, issuer, client)
+	})
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	conn, _ := c.(*Connector)
+	return conn, conds
+}
+
+func oidcIDP(iss *oidcissuer.Issuer) *idpv1alpha1.OIDCIdentityProvider {
+	return &idpv1alpha1.OIDCIdentityProvider{ObjectMeta: metav1.ObjectMeta{Name: "upstream", Generation: 1}, Spec: idpv1alpha1.OIDCIdentityProviderSpec{
+		Issuer: iss.Issuer, Client: idpv1alpha1.OIDCClientCredentials{SecretName: "client"},
+		TLS: &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(iss.CABundle)},
+		AuthorizationConfig: idpv1alpha1.OIDCAuthorizationConfig{
+			AdditionalScopes:              []string{"openid", "email", "groups"},
+			AdditionalAuthorizeParameters: []idpv1alpha1.Parameter{{Name: "acr_values", Value: "phr"}},
+		},
+		Claims: idpv1alpha1.OIDCClaims{Username: "email", Groups: "groups", AdditionalClaimMappings: map[string]string{"mail": "email"}},
+	}}
+}
+
+func TestOpen(t *testing.T) {
+	iss := oidcissuer.New(t)
+	c, conds := newOpener(t).open(oidcIDP(iss))
+	if c == nil || len(conds) != 4 || connectors.PhaseOf(conds) != idpv1alpha1.PhaseReady {
+		t.Fatalf("connector %v, conditions %+v; want a connector and 4 true conditions", c, conds)
+	}
+	cfg := c.cfg
+	if cfg.IssuerURL != iss.Issuer || cfg.ClientID != "supervisor" || cfg.ClientSecret != "shh" || cfg.UsernameClaim != "email" ||
+		cfg.GroupsClaim != "groups" || cfg.AuthorizeParameters["acr_values"] != "phr" || cfg.AdditionalClaims["mail"] != "email" {
+		t.Errorf("config = %+v", cfg)
+	}
+	if !slices.Equal(cfg.Scopes, []string{"email", "groups"}) {
+		t.Errorf("scopes = %q, want [email groups] (openid is always sent, not listed)", cfg.Scopes)
+	}
+	// The client trusts the spec's CA: it reaches the issuer.
+	resp, err := cfg.HTTPClient.Get(iss.DiscoveryURL())
+	if err != nil {
+		t.Fatalf("the connector's HTTP client cannot reach the issuer: %v", err)
+	}
+	_ = resp.Body.Close()
+}
+
+// TestOpenDiscoversOnlyOnChange: the discovery document is read again only after
+// connectors.ProbeTTL or when the issuer or CA bundle changed, and connectors of an unchanged
+// issuer and CA bundle share the HTTP client and the discovery, so that logins need not discover
+// again.
+func TestOpenDiscoversOnlyOnChange(t *testing.T) {
+	iss := oidcissuer.New(t)
+	o := newOpener(t)
+	idp := oidcIDP(iss)
+	first, _ := o.open(idp)
+	second, _ := o.open(idp)
+	if o.discovs != 1 || first == nil || second == nil {
+		t.Fatalf("two openings: %d discoveries, connectors %v and %v; want 1 and two connectors", o.discovs, first, second)
+	}
+	o.now = o.now.Add(connectors.ProbeTTL)
+	third, _ := o.open(idp)
+	if o.discovs != 2 {
+		t.Errorf("after connectors.ProbeTTL: %d discoveries, want 2", o.discovs)
+	}
+	changed := idp.DeepCopy()
+	changed.Generation, changed.Spec.Claims.Username = 2, "sub"
+	o.secret = o.secret.DeepCopy()
+	o.secret.ResourceVersion, o.secret.Data[ClientIDKey] = "2", []byte("supervisor-2")
+	fourth, _ := o.open(changed)
+	if o.discovs != 2 || fourth.cfg.ClientID != "supervisor-2" || fourth.cfg.UsernameClaim != "sub" {
+		t.Errorf("after a change of claims and Secret: %d discoveries (want 2), config %+v", o.discovs, fourth.cfg)
+	}
+	for _, c := range []*Connector{second, third, fourth} {
+		if c.cfg.HTTPClient != first.cfg.HTTPClient || c.disc != first.disc {
+			t.Error("the HTTP client or discovery changed although the issuer and CA bundle did not")
+		}
+	}
+	if first.disc.provider == nil {
+		t.Error("the probe's discovery is not kept for logins")
+	}
+
+	other := oidcissuer.New(t)
+	moved := idp.DeepCopy()
+	moved.Spec.Issuer, moved.Spec.TLS.CertificateAuthorityData = other.Issuer, base64.StdEncoding.EncodeToString(other.CABundle)
+	fifth, _ := o.open(moved)
+	if o.discovs != 3 || fifth == nil || fifth.disc == first.disc {
+		t.Errorf("another issuer: %d discoveries (want 3), shares the discovery: %v", o.discovs, fifth != nil && fifth.disc == first.disc)
+	}
+}
