@@ -2,27 +2,29 @@ package federationdomain
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	idplisters "sealion.dev/core/generated/supervisor/listers/idp/v1alpha1"
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/connectors/kinds"
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
 
-// Kinds of identity providers a FederationDomain can refer to.
-const (
-	KindOIDC            = "OIDCIdentityProvider"
-	KindLDAP            = "LDAPIdentityProvider"
-	KindActiveDirectory = "ActiveDirectoryIdentityProvider"
-	KindGitHub          = "GitHubIdentityProvider"
-)
-
-// kinds lists the supported kinds in the order messages name them.
-var kinds = []string{KindActiveDirectory, KindGitHub, KindLDAP, KindOIDC}
+// kindNames lists the kinds a FederationDomain can refer to, in the order messages name them.
+var kindNames = func() []string {
+	var names []string
+	for _, k := range kinds.All {
+		names = append(names, k.Name)
+	}
+	slices.Sort(names)
+	return names
+}()
 
 // idpObject is what a FederationDomain needs to know of an identity provider object.
 type idpObject struct {
@@ -43,18 +45,18 @@ func (inv inventory) get(kind, name string) (idpObject, bool) {
 // all returns every identity provider, sorted by kind and name.
 func (inv inventory) all() []idpObject {
 	var out []idpObject
-	for _, kind := range kinds {
+	for _, kind := range kindNames {
 		for _, o := range inv[kind] {
 			out = append(out, o)
 		}
 	}
 	slices.SortFunc(out, func(a, b idpObject) int {
-		return cmp.Or(cmp.Compare(slices.Index(kinds, a.kind), slices.Index(kinds, b.kind)), strings.Compare(a.name, b.name))
+		return cmp.Or(cmp.Compare(slices.Index(kindNames, a.kind), slices.Index(kindNames, b.kind)), strings.Compare(a.name, b.name))
 	})
 	return out
 }
 
-// idpListers read the identity providers of the Supervisor's namespace.
+// idpListers read the identity providers of the Supervisor's namespace, one lister per kind.
 type idpListers struct {
 	oidc            idplisters.OIDCIdentityProviderNamespaceLister
 	ldap            idplisters.LDAPIdentityProviderNamespaceLister
@@ -62,57 +64,31 @@ type idpListers struct {
 	github          idplisters.GitHubIdentityProviderNamespaceLister
 }
 
-// Flows per type: the first is the one the CLI picks when it is not told.
-var (
-	browserFlows  = []issuer.Flow{issuer.FlowBrowserAuthcode}
-	passwordFlows = []issuer.Flow{issuer.FlowCLIPassword, issuer.FlowBrowserAuthcode}
-)
-
-// list reads every identity provider into an inventory.
+// list reads every identity provider into an inventory, each described by its kind.
 func (l idpListers) list() (inventory, error) {
 	inv := inventory{}
-	add := func(kind, name string, uid types.UID, typ issuer.IdentityProviderType, flows []issuer.Flow) {
-		if inv[kind] == nil {
-			inv[kind] = map[string]idpObject{}
-		}
-		inv[kind][name] = idpObject{kind: kind, name: name, uid: uid, typ: typ, flows: flows}
-	}
-	oidcs, err := l.oidc.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range oidcs {
-		add(KindOIDC, o.Name, o.UID, issuer.TypeOIDC, oidcFlows(o))
-	}
-	ldaps, err := l.ldap.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range ldaps {
-		add(KindLDAP, o.Name, o.UID, issuer.TypeLDAP, passwordFlows)
-	}
-	ads, err := l.activeDirectory.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range ads {
-		add(KindActiveDirectory, o.Name, o.UID, issuer.TypeActiveDirectory, passwordFlows)
-	}
-	githubs, err := l.github.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range githubs {
-		add(KindGitHub, o.Name, o.UID, issuer.TypeGitHub, browserFlows)
-	}
-	return inv, nil
+	err := errors.Join(
+		addAll(inv, l.oidc.List), addAll(inv, l.ldap.List),
+		addAll(inv, l.activeDirectory.List), addAll(inv, l.github.List),
+	)
+	return inv, err
 }
 
-// oidcFlows: the browser always, and the CLI password flow when the upstream allows the password
-// grant.
-func oidcFlows(o *idpv1alpha1.OIDCIdentityProvider) []issuer.Flow {
-	if o.Spec.AuthorizationConfig.AllowPasswordGrant {
-		return []issuer.Flow{issuer.FlowBrowserAuthcode, issuer.FlowCLIPassword}
+// addAll adds the objects list returns to inv, with the name, type and flows of their kind.
+func addAll[T connectors.Object](inv inventory, list func(labels.Selector) ([]T, error)) error {
+	objects, err := list(labels.Everything())
+	if err != nil {
+		return err
 	}
-	return browserFlows
+	for _, o := range objects {
+		k, ok := kinds.Of(o)
+		if !ok {
+			return fmt.Errorf("%T is not a kind of kinds.All", o)
+		}
+		if inv[k.Name] == nil {
+			inv[k.Name] = map[string]idpObject{}
+		}
+		inv[k.Name][o.GetName()] = idpObject{kind: k.Name, name: o.GetName(), uid: o.GetUID(), typ: k.Type, flows: k.Flows(o)}
+	}
+	return nil
 }

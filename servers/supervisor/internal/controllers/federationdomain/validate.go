@@ -215,7 +215,7 @@ func (v validator) checkIdentityProviders(ctx context.Context, r *result) {
 		if ref.APIGroup != nil {
 			group = *ref.APIGroup
 		}
-		groupOK, kindOK := group == v.idpGroup, slices.Contains(kinds, ref.Kind)
+		groupOK, kindOK := group == v.idpGroup, slices.Contains(kindNames, ref.Kind)
 		if !groupOK {
 			badGroup = append(badGroup, fmt.Sprintf("%s.objectRef.apiGroup %q", field, group))
 		}
@@ -267,7 +267,7 @@ func (v validator) checkIdentityProviders(ctx context.Context, r *result) {
 	}
 	if len(badKind) > 0 {
 		c.fail(configv1alpha1.ConditionIdentityProvidersObjectRefKindValid, configv1alpha1.ReasonKindUnrecognized,
-			fmt.Sprintf("the kind of every objectRef must be one of %s; not %s", strings.Join(kinds, ", "), strings.Join(badKind, ", ")))
+			fmt.Sprintf("the kind of every objectRef must be one of %s; not %s", strings.Join(kindNames, ", "), strings.Join(badKind, ", ")))
 	} else {
 		c.pass(configv1alpha1.ConditionIdentityProvidersObjectRefKindValid, "every objectRef names a supported kind")
 	}

@@ -13,6 +13,7 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
@@ -90,8 +91,8 @@ func testInventory(objects ...idpObject) inventory {
 }
 
 var (
-	dex  = idpObject{kind: KindOIDC, name: "dex", uid: "dex-uid", typ: issuer.TypeOIDC, flows: browserFlows}
-	ldap = idpObject{kind: KindLDAP, name: "ldap", uid: "ldap-uid", typ: issuer.TypeLDAP, flows: passwordFlows}
+	dex  = idpObject{kind: "OIDCIdentityProvider", name: "dex", uid: "dex-uid", typ: issuer.TypeOIDC, flows: connectors.BrowserFlows}
+	ldap = idpObject{kind: "LDAPIdentityProvider", name: "ldap", uid: "ldap-uid", typ: issuer.TypeLDAP, flows: connectors.PasswordFlows}
 )
 
 func newValidator(objects ...idpObject) validator {
@@ -239,9 +240,9 @@ func displayNamesOf(idps []issuer.IdentityProvider) []string {
 }
 
 func TestValidateIdentityProviders(t *testing.T) {
-	badGroup := ref("Bad group", KindOIDC, "dex")
+	badGroup := ref("Bad group", "OIDCIdentityProvider", "dex")
 	badGroup.ObjectRef.APIGroup = ptr.To("idp.supervisor.other.io")
-	noGroup := ref("No group", KindOIDC, "dex")
+	noGroup := ref("No group", "OIDCIdentityProvider", "dex")
 	noGroup.ObjectRef.APIGroup = nil
 	policy := configv1alpha1.FederationDomainTransforms{
 		Expressions: []configv1alpha1.FederationDomainTransformsExpression{
@@ -267,12 +268,12 @@ func TestValidateIdentityProviders(t *testing.T) {
 	}{
 		{
 			name:    "all found, sorted by display name, with transforms",
-			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("Zed Dex", KindOIDC, "dex"), withTransforms(ref("Corp LDAP", KindLDAP, "ldap"), policy)},
+			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("Zed Dex", "OIDCIdentityProvider", "dex"), withTransforms(ref("Corp LDAP", "LDAPIdentityProvider", "ldap"), policy)},
 			idps:    []string{"Corp LDAP", "Zed Dex"},
 		},
 		{
 			name:    "missing object",
-			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("Dex", KindOIDC, "dex"), ref("Gone", KindGitHub, "gone")},
+			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("Dex", "OIDCIdentityProvider", "dex"), ref("Gone", "GitHubIdentityProvider", "gone")},
 			want:    want{idpsFound: "False/IdentityProvidersObjectRefsNotFound", ready: "False/NotReady"},
 			idps:    []string{"Dex"},
 			messages: map[string]string{
@@ -281,12 +282,12 @@ func TestValidateIdentityProviders(t *testing.T) {
 		},
 		{
 			name:    "right name, wrong kind",
-			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("Dex", KindLDAP, "dex")},
+			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("Dex", "LDAPIdentityProvider", "dex")},
 			want:    want{idpsFound: "False/IdentityProvidersObjectRefsNotFound", ready: "False/NotReady"},
 		},
 		{
 			name:    "duplicate display names are both left out",
-			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("Same", KindOIDC, "dex"), ref("Same", KindLDAP, "ldap"), ref("Other", KindLDAP, "ldap")},
+			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("Same", "OIDCIdentityProvider", "dex"), ref("Same", "LDAPIdentityProvider", "ldap"), ref("Other", "LDAPIdentityProvider", "ldap")},
 			want:    want{displayNames: "False/DuplicateDisplayNames", ready: "False/NotReady"},
 			idps:    []string{"Other"},
 			messages: map[string]string{
@@ -295,7 +296,7 @@ func TestValidateIdentityProviders(t *testing.T) {
 		},
 		{
 			name:    "API group of another suffix, or none",
-			entries: []configv1alpha1.FederationDomainIdentityProvider{badGroup, noGroup, ref("LDAP", KindLDAP, "ldap")},
+			entries: []configv1alpha1.FederationDomainIdentityProvider{badGroup, noGroup, ref("LDAP", "LDAPIdentityProvider", "ldap")},
 			want:    want{apiGroupValid: "False/APIGroupUnrecognized", idpsFound: "False/IdentityProvidersObjectRefsNotFound", ready: "False/NotReady"},
 			idps:    []string{"LDAP"},
 			messages: map[string]string{
@@ -312,7 +313,7 @@ func TestValidateIdentityProviders(t *testing.T) {
 		},
 		{
 			name:    "failing example leaves its identity provider out",
-			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("Dex", KindOIDC, "dex"), withTransforms(ref("LDAP", KindLDAP, "ldap"), *failingExample)},
+			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("Dex", "OIDCIdentityProvider", "dex"), withTransforms(ref("LDAP", "LDAPIdentityProvider", "ldap"), *failingExample)},
 			want:    want{examplesPassed: "False/TransformsExamplesFailed", ready: "False/NotReady"},
 			idps:    []string{"Dex"},
 			messages: map[string]string{
@@ -321,7 +322,7 @@ func TestValidateIdentityProviders(t *testing.T) {
 		},
 		{
 			name:    "invalid expression leaves its identity provider out and its examples unchecked",
-			entries: []configv1alpha1.FederationDomainIdentityProvider{withTransforms(ref("LDAP", KindLDAP, "ldap"), *badExpression), ref("Dex", KindOIDC, "dex")},
+			entries: []configv1alpha1.FederationDomainIdentityProvider{withTransforms(ref("LDAP", "LDAPIdentityProvider", "ldap"), *badExpression), ref("Dex", "OIDCIdentityProvider", "dex")},
 			want:    want{expressionsValid: "False/InvalidTransformsExpressions", examplesPassed: "Unknown/UnableToValidate", ready: "False/NotReady"},
 			idps:    []string{"Dex"},
 			messages: map[string]string{
@@ -352,14 +353,14 @@ func TestValidateIdentityProviders(t *testing.T) {
 
 func TestResolvedIdentityProvider(t *testing.T) {
 	r := newValidator(dex, ldap).validate(context.Background(), []*configv1alpha1.FederationDomain{fd("fd", "https://example.com",
-		withTransforms(ref("LDAP", KindLDAP, "ldap"), configv1alpha1.FederationDomainTransforms{
+		withTransforms(ref("LDAP", "LDAPIdentityProvider", "ldap"), configv1alpha1.FederationDomainTransforms{
 			Expressions: []configv1alpha1.FederationDomainTransformsExpression{{Type: configv1alpha1.TransformsExpressionTypeUsername, Expression: `"x-" + username`}},
 		}))})[0]
 	if len(r.idps) != 1 {
 		t.Fatalf("got %d identity providers", len(r.idps))
 	}
 	idp := r.idps[0]
-	if idp.Type != issuer.TypeLDAP || idp.Kind != KindLDAP || idp.Name != "ldap" || idp.UID != "ldap-uid" ||
+	if idp.Type != issuer.TypeLDAP || idp.Kind != "LDAPIdentityProvider" || idp.Name != "ldap" || idp.UID != "ldap-uid" ||
 		!cmp.Equal(idp.Flows, []issuer.Flow{issuer.FlowCLIPassword, issuer.FlowBrowserAuthcode}) {
 		t.Errorf("unexpected identity provider %+v", idp)
 	}
