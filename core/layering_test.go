@@ -240,3 +240,53 @@ func topFolder(p string) string {
 	top, _, _ := strings.Cut(p, "/")
 	return top
 }
+
+// loopMarks are what a controller loop of its own is written with: a workqueue, informer event
+// handlers, or a periodic timer. Only core/controller may use them, so that every controller of
+// both servers has the same retry, resync and first sync.
+var loopMarks = []string{`"k8s.io/client-go/util/workqueue"`, ".AddEventHandler(", "wait.Until", "NewTicker("}
+
+// TestOneControllerLoop fails when a package of the servers or of core (test harnesses aside)
+// writes a controller loop of its own instead of using core/controller.
+func TestOneControllerLoop(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, top := range []string{"servers", "core"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			rel = filepath.ToSlash(rel)
+			if d.IsDir() {
+				if rel == "core/controller" || rel == "core/testing" || rel == "core/generated" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return nil
+			}
+			src, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			checked++
+			for _, mark := range loopMarks {
+				if strings.Contains(string(src), mark) {
+					t.Errorf("%s uses %s: controllers run on core/controller", rel, mark)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("checked only %d files; is the test run from core/?", checked)
+	}
+}
