@@ -106,12 +106,9 @@ func (c CompletedConfig) New() (*Server, error) {
 		APIGroupSuffix:              *c.File.APIGroupSuffix,
 		DefaultTLSCertificateSecret: c.File.Names.DefaultTLSCertificateSecret,
 		Labels:                      c.File.Labels,
-	}, c.SupervisorClient, c.KubeClient, federationdomain.Informers{
+	}, c.SupervisorClient, c.KubeClient, kinds.All, federationdomain.Informers{
 		FederationDomains: c.CRInformers.Config().V1alpha1().FederationDomains(),
-		OIDC:              idps.OIDCIdentityProviders(),
-		LDAP:              idps.LDAPIdentityProviders(),
-		ActiveDirectory:   idps.ActiveDirectoryIdentityProviders(),
-		GitHub:            idps.GitHubIdentityProviders(),
+		IDPs:              idps,
 		Secrets:           secrets,
 	}, issuers, certs)
 	if err != nil {

@@ -50,7 +50,6 @@ type Kind struct {
 	Type issuer.IdentityProviderType
 
 	informer     func(idpinformers.Interface) cache.SharedIndexInformer
-	owns         func(obj any) bool
 	flows        func(obj any) []issuer.Flow
 	open         func(ctx context.Context, obj any, in Inputs) (Connector, []metav1.Condition, error)
 	updateStatus func(ctx context.Context, client idpclient.IdpV1alpha1Interface, obj any) error
@@ -76,7 +75,6 @@ func Define[T Object, I interface {
 		Name:     name,
 		Type:     typ,
 		informer: func(f idpinformers.Interface) cache.SharedIndexInformer { return informer(f).Informer() },
-		owns:     func(obj any) bool { _, ok := obj.(T); return ok },
 		flows:    func(obj any) []issuer.Flow { return flows(obj.(T)) },
 		open: func(ctx context.Context, obj any, in Inputs) (Connector, []metav1.Condition, error) {
 			return open(ctx, obj.(T), in)
@@ -91,9 +89,6 @@ func Define[T Object, I interface {
 
 // Informer is the shared informer of the kind's objects.
 func (k Kind) Informer(f idpinformers.Interface) cache.SharedIndexInformer { return k.informer(f) }
-
-// Owns reports whether obj is an object of the kind.
-func (k Kind) Owns(obj any) bool { return k.owns(obj) }
 
 // Flows are the login flows obj supports, the preferred one first.
 func (k Kind) Flows(obj Object) []issuer.Flow { return k.flows(obj) }

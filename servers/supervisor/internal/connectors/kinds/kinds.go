@@ -1,7 +1,7 @@
 // Package kinds lists the kinds of identity provider objects the Supervisor federates: one line
 // per kind, with its name, login type, flows, informer, client and factory. The upstreamidp
-// controller opens the objects of every kind listed here, and FederationDomains may refer to
-// them; a new kind is a connector package and a line here.
+// controller opens the objects of every kind listed here, and the federationdomain controller lets
+// FederationDomains refer to them; a new kind is a connector package and a line here.
 package kinds
 
 import (
@@ -26,14 +26,4 @@ var All = []connectors.Kind{
 	connectors.Define("GitHubIdentityProvider", issuer.TypeGitHub, githubidp.Flows, informers.GitHubIdentityProviders, clients.GitHubIdentityProviders, githubidp.Open),
 	connectors.Define("LDAPIdentityProvider", issuer.TypeLDAP, ldapidp.Flows, informers.LDAPIdentityProviders, clients.LDAPIdentityProviders, ldapidp.Open),
 	connectors.Define("OIDCIdentityProvider", issuer.TypeOIDC, oidcidp.Flows, informers.OIDCIdentityProviders, clients.OIDCIdentityProviders, oidcidp.Open),
-}
-
-// Of returns the kind of obj, an identity provider object.
-func Of(obj any) (connectors.Kind, bool) {
-	for _, k := range All {
-		if k.Owns(obj) {
-			return k, true
-		}
-	}
-	return connectors.Kind{}, false
 }

@@ -34,7 +34,6 @@ import (
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
@@ -44,6 +43,7 @@ import (
 	idpinformers "sealion.dev/core/generated/supervisor/informers/externalversions/idp/v1alpha1"
 	configlisters "sealion.dev/core/generated/supervisor/listers/config/v1alpha1"
 	"sealion.dev/core/groupsuffix"
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
 
@@ -72,11 +72,9 @@ type Config struct {
 // Informers are what the controller watches, all of the Supervisor's namespace.
 type Informers struct {
 	FederationDomains configinformers.FederationDomainInformer
-	OIDC              idpinformers.OIDCIdentityProviderInformer
-	LDAP              idpinformers.LDAPIdentityProviderInformer
-	ActiveDirectory   idpinformers.ActiveDirectoryIdentityProviderInformer
-	GitHub            idpinformers.GitHubIdentityProviderInformer
-	Secrets           corev1informers.SecretInformer
+	// IDPs are the informers of the identity provider objects; each kind takes its own.
+	IDPs    idpinformers.Interface
+	Secrets corev1informers.SecretInformer
 }
 
 // Issuers receives the servable FederationDomains; an *issuer.Mux.
@@ -97,16 +95,17 @@ type Controller struct {
 	supervisor        supervisorclientset.Interface
 	kube              kubernetes.Interface
 	federationDomains configlisters.FederationDomainNamespaceLister
-	idps              idpListers
+	idps              []idpSource
 	secrets           corev1listers.SecretNamespaceLister
 	validator         validator
 	issuers           Issuers
 	certs             Certificates
 }
 
-// New returns the controller. supervisor must be a client that speaks the configured API group
-// suffix (see groupsuffix.Transport).
-func New(cfg Config, supervisor supervisorclientset.Interface, kube kubernetes.Interface, informers Informers, issuers Issuers, certs Certificates) (*Controller, error) {
+// New returns the controller; FederationDomains may refer to the identity provider objects of
+// kinds. supervisor must be a client that speaks the configured API group suffix (see
+// groupsuffix.Transport).
+func New(cfg Config, supervisor supervisorclientset.Interface, kube kubernetes.Interface, kinds []connectors.Kind, informers Informers, issuers Issuers, certs Certificates) (*Controller, error) {
 	if err := groupsuffix.Validate(cfg.APIGroupSuffix); err != nil {
 		return nil, err
 	}
@@ -119,15 +118,9 @@ func New(cfg Config, supervisor supervisorclientset.Interface, kube kubernetes.I
 		supervisor:        supervisor,
 		kube:              kube,
 		federationDomains: informers.FederationDomains.Lister().FederationDomains(ns),
-		idps: idpListers{
-			oidc:            informers.OIDC.Lister().OIDCIdentityProviders(ns),
-			ldap:            informers.LDAP.Lister().LDAPIdentityProviders(ns),
-			activeDirectory: informers.ActiveDirectory.Lister().ActiveDirectoryIdentityProviders(ns),
-			github:          informers.GitHub.Lister().GitHubIdentityProviders(ns),
-		},
-		secrets: informers.Secrets.Lister().Secrets(ns),
+		secrets:           informers.Secrets.Lister().Secrets(ns),
 		// Our clients see the default group, whatever the suffix: the transport maps it back.
-		validator: validator{idpGroup: idpv1alpha1.GroupName, idpGroupShown: idpGroup},
+		validator: validator{idpGroup: idpv1alpha1.GroupName, idpGroupShown: idpGroup, kinds: kindNames(kinds)},
 		issuers:   issuers,
 		certs:     certs,
 	}
@@ -136,11 +129,11 @@ func New(cfg Config, supervisor supervisorclientset.Interface, kube kubernetes.I
 		Sync:   func(ctx context.Context, _ string) error { return c.sync(ctx) },
 		Resync: resyncInterval, MinBackoff: retryInterval, MaxBackoff: retryInterval,
 	})
-	for _, inf := range []cache.SharedIndexInformer{
-		informers.FederationDomains.Informer(), informers.OIDC.Informer(), informers.LDAP.Informer(),
-		informers.ActiveDirectory.Informer(), informers.GitHub.Informer(),
-	} {
-		c.Watch(inf, controller.AsSingleton)
+	c.Watch(informers.FederationDomains.Informer(), controller.AsSingleton)
+	for _, kind := range kinds {
+		informer := kind.Informer(informers.IDPs)
+		c.idps = append(c.idps, idpSource{kind: kind, namespace: ns, objects: informer.GetIndexer()})
+		c.Watch(informer, controller.AsSingleton)
 	}
 	// Session storage Secrets come and go with every login; they matter to no FederationDomain.
 	c.Watch(informers.Secrets.Informer(), controller.Only(func(obj any) bool {
@@ -159,7 +152,7 @@ func (c *Controller) sync(ctx context.Context) error {
 	}
 	slices.SortFunc(fds, func(a, b *configv1alpha1.FederationDomain) int { return strings.Compare(a.Name, b.Name) })
 	v := c.validator
-	if v.inventory, err = c.idps.list(); err != nil {
+	if v.inventory, err = list(c.idps); err != nil {
 		return err
 	}
 	results := v.validate(ctx, fds)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -25,6 +27,7 @@ import (
 	"sealion.dev/core/certauthority"
 	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	"sealion.dev/servers/supervisor/internal/connectors/kinds"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
 )
@@ -79,14 +82,12 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 	}
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(namespace))
 	crFactory := supervisorinformers.NewSharedInformerFactoryWithOptions(e.supervisor, 0, supervisorinformers.WithNamespace(namespace))
-	idps := crFactory.Idp().V1alpha1()
 	c, err := New(Config{
 		Namespace: namespace, APIGroupSuffix: "tuna.io", DefaultTLSCertificateSecret: defaultSecret, Labels: map[string]string{"app": "supervisor"},
-	}, e.supervisor, e.kube, Informers{
+	}, e.supervisor, e.kube, kinds.All, Informers{
 		FederationDomains: crFactory.Config().V1alpha1().FederationDomains(),
-		OIDC:              idps.OIDCIdentityProviders(), LDAP: idps.LDAPIdentityProviders(),
-		ActiveDirectory: idps.ActiveDirectoryIdentityProviders(), GitHub: idps.GitHubIdentityProviders(),
-		Secrets: kubeFactory.Core().V1().Secrets(),
+		IDPs:              crFactory.Idp().V1alpha1(),
+		Secrets:           kubeFactory.Core().V1().Secrets(),
 	}, e.published, certRecorder{e.published})
 	if err != nil {
 		t.Fatal(err)
@@ -365,6 +366,40 @@ func TestForeignSecretIsNeverOverwritten(t *testing.T) {
 	}
 }
 
+// TestEveryKindIsListed resolves references to an object of every kind, read through the
+// kind's informer and described by the kind.
+func TestEveryKindIsListed(t *testing.T) {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: namespace, UID: types.UID(name + "-uid")}
+	}
+	f := fd("fd", "https://issuer.example.com",
+		ref("AD", "ActiveDirectoryIdentityProvider", "ad"), ref("GitHub", "GitHubIdentityProvider", "github"),
+		ref("LDAP", "LDAPIdentityProvider", "ldap"), ref("OIDC", "OIDCIdentityProvider", "oidc"))
+	e := newEnv(t, nil, f,
+		&idpv1alpha1.ActiveDirectoryIdentityProvider{ObjectMeta: meta("ad")},
+		&idpv1alpha1.GitHubIdentityProvider{ObjectMeta: meta("github")},
+		ldapIDP(),
+		&idpv1alpha1.OIDCIdentityProvider{ObjectMeta: meta("oidc")})
+	e.sync()
+	iss := e.issuers()["fd"]
+	if iss == nil {
+		t.Fatalf("not served; conditions %v", conds(e.federationDomain("fd").Status.Conditions))
+	}
+	var got []string
+	for _, idp := range iss.IdentityProviders {
+		got = append(got, fmt.Sprintf("%s %s %s/%s %s", idp.DisplayName, idp.Type, idp.Kind, idp.Name, idp.UID))
+	}
+	want := []string{
+		fmt.Sprintf("AD %s ActiveDirectoryIdentityProvider/ad ad-uid", issuer.TypeActiveDirectory),
+		fmt.Sprintf("GitHub %s GitHubIdentityProvider/github github-uid", issuer.TypeGitHub),
+		fmt.Sprintf("LDAP %s LDAPIdentityProvider/ldap ldap-uid", issuer.TypeLDAP),
+		fmt.Sprintf("OIDC %s OIDCIdentityProvider/oidc oidc-uid", issuer.TypeOIDC),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("identity providers (-want +got):\n%s", diff)
+	}
+}
+
 func TestNoDefaultCertificate(t *testing.T) {
 	e := newEnv(t, nil)
 	e.sync()
@@ -407,7 +442,7 @@ func TestRunSyncsOnEvents(t *testing.T) {
 }
 
 func TestNewRejectsAnInvalidSuffix(t *testing.T) {
-	if _, err := New(Config{APIGroupSuffix: "nodot"}, nil, nil, Informers{}, nil, nil); err == nil {
+	if _, err := New(Config{APIGroupSuffix: "nodot"}, nil, nil, nil, Informers{}, nil, nil); err == nil {
 		t.Error("accepted")
 	}
 }

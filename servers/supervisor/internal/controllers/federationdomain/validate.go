@@ -54,7 +54,9 @@ type validator struct {
 	idpGroup string
 	// idpGroupShown is the same group as users write it, with the configured suffix, for messages.
 	idpGroupShown string
-	inventory     inventory
+	// kinds are the names of the kinds objectRefs may name, sorted (see kindNames).
+	kinds     []string
+	inventory inventory
 }
 
 // validate checks every FederationDomain of a namespace.
@@ -215,7 +217,7 @@ func (v validator) checkIdentityProviders(ctx context.Context, r *result) {
 		if ref.APIGroup != nil {
 			group = *ref.APIGroup
 		}
-		groupOK, kindOK := group == v.idpGroup, slices.Contains(kindNames, ref.Kind)
+		groupOK, kindOK := group == v.idpGroup, slices.Contains(v.kinds, ref.Kind)
 		if !groupOK {
 			badGroup = append(badGroup, fmt.Sprintf("%s.objectRef.apiGroup %q", field, group))
 		}
@@ -267,7 +269,7 @@ func (v validator) checkIdentityProviders(ctx context.Context, r *result) {
 	}
 	if len(badKind) > 0 {
 		c.fail(configv1alpha1.ConditionIdentityProvidersObjectRefKindValid, configv1alpha1.ReasonKindUnrecognized,
-			fmt.Sprintf("the kind of every objectRef must be one of %s; not %s", strings.Join(kindNames, ", "), strings.Join(badKind, ", ")))
+			fmt.Sprintf("the kind of every objectRef must be one of %s; not %s", strings.Join(v.kinds, ", "), strings.Join(badKind, ", ")))
 	} else {
 		c.pass(configv1alpha1.ConditionIdentityProvidersObjectRefKindValid, "every objectRef names a supported kind")
 	}

@@ -14,6 +14,7 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/connectors/kinds"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
@@ -96,7 +97,7 @@ var (
 )
 
 func newValidator(objects ...idpObject) validator {
-	return validator{idpGroup: idpv1alpha1.GroupName, idpGroupShown: "idp.supervisor.tuna.io", inventory: testInventory(objects...)}
+	return validator{idpGroup: idpv1alpha1.GroupName, idpGroupShown: "idp.supervisor.tuna.io", kinds: kindNames(kinds.All), inventory: testInventory(objects...)}
 }
 
 func TestValidateIssuerURL(t *testing.T) {
@@ -308,7 +309,7 @@ func TestValidateIdentityProviders(t *testing.T) {
 			entries: []configv1alpha1.FederationDomainIdentityProvider{ref("SAML", "SAMLIdentityProvider", "saml")},
 			want:    want{kindValid: "False/KindUnrecognized", idpsFound: "False/IdentityProvidersObjectRefsNotFound", ready: "False/NotReady"},
 			messages: map[string]string{
-				kindValid: `spec.identityProviders[0].objectRef.kind "SAMLIdentityProvider"`,
+				kindValid: `must be one of ActiveDirectoryIdentityProvider, GitHubIdentityProvider, LDAPIdentityProvider, OIDCIdentityProvider; not spec.identityProviders[0].objectRef.kind "SAMLIdentityProvider"`,
 			},
 		},
 		{
