@@ -2,8 +2,6 @@ package connectors
 
 import (
 	"context"
-	"fmt"
-	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +15,11 @@ import (
 )
 
 // Object is an identity provider object of the API, such as *idpv1alpha1.OIDCIdentityProvider.
-// Every kind has a Status field of type idpv1alpha1.IdentityProviderStatus.
+// Every kind has the same status, which IdentityProviderStatus points at.
 type Object interface {
 	metav1.Object
 	runtime.Object
+	IdentityProviderStatus() *idpv1alpha1.IdentityProviderStatus
 }
 
 // Inputs are what a factory reads besides its object, all in the object's namespace.
@@ -67,10 +66,6 @@ func Define[T Object, I interface {
 	name string, typ issuer.IdentityProviderType, flows func(T) []issuer.Flow,
 	informer func(idpinformers.Interface) I, client func(idpclient.IdpV1alpha1Interface, string) C, open Factory[T],
 ) Kind {
-	var zero T
-	if f, ok := reflect.TypeOf(zero).Elem().FieldByName("Status"); !ok || f.Type != reflect.TypeFor[idpv1alpha1.IdentityProviderStatus]() {
-		panic(fmt.Sprintf("connectors: kind %s: %T has no Status of type IdentityProviderStatus", name, zero))
-	}
 	return Kind{
 		Name:     name,
 		Type:     typ,
@@ -100,18 +95,13 @@ func (k Kind) Open(ctx context.Context, obj Object, in Inputs) (Connector, []met
 
 // Status returns the status of obj, which must be of the kind.
 func (k Kind) Status(obj Object) idpv1alpha1.IdentityProviderStatus {
-	return *statusField(obj)
+	return *obj.IdentityProviderStatus()
 }
 
 // UpdateStatus writes status as the status of obj: it updates a copy of obj, which stays as it
 // was, with the kind's client.
 func (k Kind) UpdateStatus(ctx context.Context, client idpclient.IdpV1alpha1Interface, obj Object, status idpv1alpha1.IdentityProviderStatus) error {
-	updated := obj.DeepCopyObject()
-	*statusField(updated) = status
+	updated := obj.DeepCopyObject().(Object)
+	*updated.IdentityProviderStatus() = status
 	return k.updateStatus(ctx, client, updated)
-}
-
-// statusField points at the Status field that Define checked the kind's objects have.
-func statusField(obj any) *idpv1alpha1.IdentityProviderStatus {
-	return reflect.ValueOf(obj).Elem().FieldByName("Status").Addr().Interface().(*idpv1alpha1.IdentityProviderStatus)
 }

@@ -20,3 +20,18 @@ type IdentityProviderStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
+
+// IdentityProviderStatus lets code that handles every kind alike (the Supervisor's status
+// controller) read and write the status without knowing the kind.
+func (p *OIDCIdentityProvider) IdentityProviderStatus() *IdentityProviderStatus { return &p.Status }
+
+// IdentityProviderStatus: see OIDCIdentityProvider.IdentityProviderStatus.
+func (p *LDAPIdentityProvider) IdentityProviderStatus() *IdentityProviderStatus { return &p.Status }
+
+// IdentityProviderStatus: see OIDCIdentityProvider.IdentityProviderStatus.
+func (p *ActiveDirectoryIdentityProvider) IdentityProviderStatus() *IdentityProviderStatus {
+	return &p.Status
+}
+
+// IdentityProviderStatus: see OIDCIdentityProvider.IdentityProviderStatus.
+func (p *GitHubIdentityProvider) IdentityProviderStatus() *IdentityProviderStatus { return &p.Status }
