@@ -26,7 +26,9 @@ import (
 	"sealion.dev/servers/supervisor/internal/controllers/upstreamidp"
 	"sealion.dev/servers/supervisor/internal/discovery"
 	"sealion.dev/servers/supervisor/internal/issuer"
-	"sealion.dev/servers/supervisor/internal/oidcprovider"
+	"sealion.dev/servers/supervisor/internal/oauth"
+	"sealion.dev/servers/supervisor/internal/oauth/provider"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 	"sealion.dev/servers/supervisor/internal/sni"
 )
 
@@ -91,11 +93,11 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	// OAuth state lives in Secrets of the namespace; the endpoints find the upstreams the
 	// upstreamidp controller made Ready in the registry, at each request.
-	storage := oidcprovider.NewStorage(c.KubeClient.CoreV1().Secrets(c.Namespace))
 	registry := &connectors.Registry{}
+	storage := sessions.NewStorage(c.KubeClient.CoreV1().Secrets(c.Namespace), registry)
 	// OIDCClients are looked up in the informer caches at each request.
 	oidcClients := c.CRInformers.Config().V1alpha1().OIDCClients()
-	endpoints := oidcprovider.New(storage, registry).WithClients(&oidcprovider.OIDCClients{
+	endpoints := oauth.New(storage, registry).WithClients(&provider.OIDCClients{
 		Clients:       oidcClients.Lister().OIDCClients(c.Namespace),
 		Secrets:       secrets.Lister().Secrets(c.Namespace),
 		MinBcryptCost: clientsecrets.BcryptCost,

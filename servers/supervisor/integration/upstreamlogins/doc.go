@@ -1,4 +1,4 @@
-// Package upstreamlogins runs the Supervisor's OAuth endpoints (servers/supervisor/internal/oidcprovider)
+// Package upstreamlogins runs the Supervisor's OAuth endpoints (servers/supervisor/internal/oauth)
 // against a real kube-apiserver, which stores the sessions in Secrets, and real upstream
 // identity providers: Dex as an OIDC provider (a full authorization code login without a
 // browser, net/http posting Dex's login form; a refresh that re-checks Dex; a token exchange for

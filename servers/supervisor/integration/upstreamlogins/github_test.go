@@ -18,7 +18,7 @@ import (
 	"sealion.dev/fixtures/github"
 	"sealion.dev/servers/supervisor/internal/connectors/githubidp"
 	"sealion.dev/servers/supervisor/internal/issuer"
-	"sealion.dev/servers/supervisor/internal/oidcprovider"
+	"sealion.dev/servers/supervisor/internal/oauth/provider"
 )
 
 // TestGitHubLogin logs in through the GitHub double (a user already signed in to GitHub who
@@ -37,7 +37,7 @@ func TestGitHubLogin(t *testing.T) {
 		DisplayName: "GitHub", Type: issuer.TypeGitHub, Flows: []issuer.Flow{issuer.FlowBrowserAuthcode},
 		Kind: "GitHubIdentityProvider", Name: "github", UID: "github-uid",
 	})
-	gh, err := github.Start(ctx, github.Options{LoggedIn: github.DefaultUser.Login, CallbackURL: sup.issuerURL + oidcprovider.CallbackPath})
+	gh, err := github.Start(ctx, github.Options{LoggedIn: github.DefaultUser.Login, CallbackURL: sup.issuerURL + provider.CallbackPath})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
 	"sealion.dev/servers/supervisor/internal/issuer"
-	"sealion.dev/servers/supervisor/internal/oidcprovider"
+	"sealion.dev/servers/supervisor/internal/oauth/provider"
 )
 
 const ldapIDPName = "Corp LDAP"
@@ -145,10 +145,10 @@ func TestPasswordLoginsWithLDAP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	if resp.Request.URL.Path != "/fd"+oidcprovider.LoginPath {
+	if resp.Request.URL.Path != "/fd"+provider.LoginPath {
 		t.Fatalf("the browser login led to %s %s; want the login form", resp.Status, resp.Request.URL)
 	}
-	resp, err = browser.PostForm(sup.issuerURL+oidcprovider.LoginPath, url.Values{
+	resp, err = browser.PostForm(sup.issuerURL+provider.LoginPath, url.Values{
 		"state": {resp.Request.URL.Query().Get("state")}, "username": {"pinny"}, "password": {"fixture-password"},
 	})
 	if err != nil {

@@ -30,7 +30,9 @@ import (
 	"sealion.dev/fixtures/dex"
 	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
 	"sealion.dev/servers/supervisor/internal/issuer"
-	"sealion.dev/servers/supervisor/internal/oidcprovider"
+	"sealion.dev/servers/supervisor/internal/oauth"
+	"sealion.dev/servers/supervisor/internal/oauth/provider"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
 )
 
@@ -59,13 +61,13 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 
 	// The Supervisor listens first, so that Dex knows its callback URL.
 	ups := &upstreams{}
-	mux := issuer.NewMux(oidcprovider.New(oidcprovider.NewStorage(kube.CoreV1().Secrets(namespace)), ups))
+	mux := issuer.NewMux(oauth.New(sessions.NewStorage(kube.CoreV1().Secrets(namespace), ups), ups))
 	supervisor := httptest.NewTLSServer(mux)
 	defer supervisor.Close()
 	issuerURL := supervisor.URL + "/fd"
 
 	idp, err := dex.Start(ctx, dex.Options{Clients: []dex.Client{{
-		ID: "supervisor", Secret: "supervisor-secret", RedirectURIs: []string{issuerURL + oidcprovider.CallbackPath},
+		ID: "supervisor", Secret: "supervisor-secret", RedirectURIs: []string{issuerURL + provider.CallbackPath},
 	}}})
 	if err != nil {
 		t.Fatal(err)
@@ -104,9 +106,9 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 	cliHTTP := &http.Client{Transport: transport, Timeout: 30 * time.Second}
 	cliCtx := context.WithValue(ctx, oauth2.HTTPClient, cliHTTP)
 	cli := &oauth2.Config{
-		ClientID: oidcprovider.PinnipedCLIClientID,
+		ClientID: provider.PinnipedCLIClientID,
 		Endpoint: oauth2.Endpoint{
-			AuthURL: issuerURL + oidcprovider.AuthorizePath, TokenURL: issuerURL + oidcprovider.TokenPath,
+			AuthURL: issuerURL + provider.AuthorizePath, TokenURL: issuerURL + provider.TokenPath,
 			AuthStyle: oauth2.AuthStyleInParams,
 		},
 		RedirectURL: cliCallback,
@@ -140,7 +142,7 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 		}
 		return claims
 	}
-	claims := verify(tok.Extra("id_token").(string), oidcprovider.PinnipedCLIClientID)
+	claims := verify(tok.Extra("id_token").(string), provider.PinnipedCLIClientID)
 	wantSubPrefix := idp.IssuerURL + "?idpName=" + idpName + "&sub="
 	if claims["username"] != dex.DefaultUser.Email || !slices.Equal(strs(claims["groups"]), dex.DefaultUser.Groups) ||
 		claims["nonce"] != nonce || !strings.HasPrefix(claims["sub"].(string), wantSubPrefix) {
@@ -155,15 +157,15 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 	stored := map[string]int{}
 	for _, s := range secrets.Items {
 		stored[string(s.Type)]++
-		if s.Annotations[oidcprovider.GarbageCollectAfterAnnotation] == "" {
-			t.Errorf("Secret %s has no %s annotation", s.Name, oidcprovider.GarbageCollectAfterAnnotation)
+		if s.Annotations[sessions.GarbageCollectAfterAnnotation] == "" {
+			t.Errorf("Secret %s has no %s annotation", s.Name, sessions.GarbageCollectAfterAnnotation)
 		}
 	}
 	// The PKCE and OpenID Connect request sessions are deleted when the code is redeemed; the
 	// used code stays (marked used) so that a replay revokes the tokens.
 	want := map[string]int{}
 	for _, kind := range []string{"authcode", "access-token", "refresh-token"} {
-		want[string(oidcprovider.SecretType(kind))] = 1
+		want[string(sessions.SecretType(kind))] = 1
 	}
 	if !maps.Equal(stored, want) {
 		t.Errorf("stored Secrets by type: %v, want %v", stored, want)
@@ -174,7 +176,7 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 	if err != nil {
 		t.Fatalf("refresh: %v", err)
 	}
-	if c := verify(refreshed.Extra("id_token").(string), oidcprovider.PinnipedCLIClientID); c["sub"] != claims["sub"] || c["username"] != claims["username"] {
+	if c := verify(refreshed.Extra("id_token").(string), provider.PinnipedCLIClientID); c["sub"] != claims["sub"] || c["username"] != claims["username"] {
 		t.Errorf("refreshed ID token claims %v; want the same user", c)
 	}
 	if _, err := cli.TokenSource(cliCtx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); err == nil {
@@ -182,8 +184,8 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 	}
 
 	// Token exchange for a cluster's audience.
-	resp, err := cliHTTP.PostForm(issuerURL+oidcprovider.TokenPath, url.Values{
-		"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"}, "client_id": {oidcprovider.PinnipedCLIClientID},
+	resp, err := cliHTTP.PostForm(issuerURL+provider.TokenPath, url.Values{
+		"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"}, "client_id": {provider.PinnipedCLIClientID},
 		"audience": {"cluster-1"}, "subject_token": {refreshed.AccessToken},
 		"subject_token_type":   {"urn:ietf:params:oauth:token-type:access_token"},
 		"requested_token_type": {"urn:ietf:params:oauth:token-type:jwt"},

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"sealion.dev/fixtures/ldap"
-	"sealion.dev/servers/supervisor/internal/oidcprovider"
+	"sealion.dev/servers/supervisor/internal/oauth/provider"
 )
 
 // execInfo is what kubectl sets for a credential plugin that may not prompt.
@@ -55,7 +55,7 @@ func TestPinnipedCLIPasswordLoginWithLDAP(t *testing.T) {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, cli, "login", "oidc", "--issuer="+sup.issuerURL, "--ca-bundle="+caPath,
-			"--client-id="+oidcprovider.PinnipedCLIClientID, "--upstream-identity-provider-name="+ldapIDPName,
+			"--client-id="+provider.PinnipedCLIClientID, "--upstream-identity-provider-name="+ldapIDPName,
 			"--upstream-identity-provider-type=ldap", "--upstream-identity-provider-flow=cli_password",
 			"--session-cache="+sessionCache, "--credential-cache=")
 		cmd.Env = append(os.Environ(), "HOME="+tmp, "PINNIPED_DEBUG=true", "KUBERNETES_EXEC_INFO="+execInfo,

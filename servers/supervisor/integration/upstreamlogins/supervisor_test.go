@@ -15,7 +15,9 @@ import (
 	"sealion.dev/core/testing/controlplane"
 	"sealion.dev/servers/supervisor/internal/discovery"
 	"sealion.dev/servers/supervisor/internal/issuer"
-	"sealion.dev/servers/supervisor/internal/oidcprovider"
+	"sealion.dev/servers/supervisor/internal/oauth"
+	"sealion.dev/servers/supervisor/internal/oauth/provider"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
 )
 
@@ -44,7 +46,7 @@ func startSupervisor(ctx context.Context, t *testing.T, ups *upstreams, idps ...
 		t.Fatal(err)
 	}
 	// Mounted as servers/supervisor mounts them: the CLI starts from the discovery documents.
-	mux := issuer.NewMux(discovery.Endpoints{}, oidcprovider.New(oidcprovider.NewStorage(kube.CoreV1().Secrets(namespace)), ups))
+	mux := issuer.NewMux(discovery.Endpoints{}, oauth.New(sessions.NewStorage(kube.CoreV1().Secrets(namespace), ups), ups))
 	s := &supervisor{server: httptest.NewTLSServer(mux)}
 	t.Cleanup(s.server.Close)
 	s.issuerURL = s.server.URL + "/fd"
@@ -68,9 +70,9 @@ func startSupervisor(ctx context.Context, t *testing.T, ups *upstreams, idps ...
 // cli is the pinniped CLI's OAuth client.
 func (s *supervisor) cli() *oauth2.Config {
 	return &oauth2.Config{
-		ClientID: oidcprovider.PinnipedCLIClientID,
+		ClientID: provider.PinnipedCLIClientID,
 		Endpoint: oauth2.Endpoint{
-			AuthURL: s.issuerURL + oidcprovider.AuthorizePath, TokenURL: s.issuerURL + oidcprovider.TokenPath,
+			AuthURL: s.issuerURL + provider.AuthorizePath, TokenURL: s.issuerURL + provider.TokenPath,
 			AuthStyle: oauth2.AuthStyleInParams,
 		},
 		RedirectURL: cliCallback,
@@ -82,7 +84,7 @@ func (s *supervisor) cli() *oauth2.Config {
 func (s *supervisor) verify(ctx context.Context, t *testing.T, raw string) map[string]any {
 	t.Helper()
 	v := oidc.NewVerifier(s.issuerURL, &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{s.jwks.Public.Keys[0].Key}},
-		&oidc.Config{ClientID: oidcprovider.PinnipedCLIClientID, SupportedSigningAlgs: []string{"ES256"}})
+		&oidc.Config{ClientID: provider.PinnipedCLIClientID, SupportedSigningAlgs: []string{"ES256"}})
 	idt, err := v.Verify(ctx, raw)
 	if err != nil {
 		t.Fatalf("verifying the Supervisor's ID token: %v", err)

@@ -1,0 +1,56 @@
+// Package oauth serves the OAuth 2.0 / OpenID Connect endpoints of every FederationDomain on top
+// of fosite, one package per endpoint: authorize (where logins start, and the CLI's password
+// flow), callback (the return from an upstream OIDC provider or GitHub), token (codes, refreshes
+// and token exchange) and loginpages (the LDAP/AD login form and the identity provider chooser).
+// What they share, the fosite provider of an issuer and its clients, is in provider; the OAuth
+// state lives in Kubernetes Secrets (sessions), so that any replica can continue a login.
+// Discovery and the JWKS are served by the discovery package.
+package oauth
+
+import (
+	"time"
+
+	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/oauth/authorize"
+	"sealion.dev/servers/supervisor/internal/oauth/callback"
+	"sealion.dev/servers/supervisor/internal/oauth/loginpages"
+	"sealion.dev/servers/supervisor/internal/oauth/provider"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+	"sealion.dev/servers/supervisor/internal/oauth/token"
+)
+
+// Endpoints mounts the OAuth endpoints on every issuer.
+type Endpoints struct {
+	shared provider.Shared
+}
+
+var _ issuer.Endpoints = (*Endpoints)(nil)
+
+// New returns Endpoints that keep OAuth state in storage and find the connectors of upstream
+// identity providers in connectors.
+func New(storage *sessions.Storage, connectors sessions.Connectors) *Endpoints {
+	return &Endpoints{shared: provider.Shared{
+		Storage: storage, Connectors: connectors, Logins: provider.NewLoginLimiter(time.Now), Now: time.Now,
+	}}
+}
+
+// WithClients makes the Ready OIDCClients of clients clients of every issuer, next to
+// pinniped-cli. Call it before the first issuer is mounted.
+func (e *Endpoints) WithClients(clients *provider.OIDCClients) *Endpoints {
+	e.shared.Clients = clients
+	return e
+}
+
+// Mount builds the fosite provider of iss and mounts its endpoints. An issuer without a signing
+// key or token key serves nothing: the controller has not finished preparing it.
+func (e *Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
+	p := provider.New(iss, &e.shared)
+	if p == nil {
+		return
+	}
+	r.Handle(provider.AuthorizePath, provider.StrictForm(authorize.New(p)))
+	r.Handle(provider.CallbackPath, callback.New(p))
+	r.Handle(provider.TokenPath, provider.StrictForm(token.New(p)))
+	r.Handle(provider.LoginPath, provider.LimitBody(loginpages.Login(p)))
+	r.Handle(provider.ChooseIdentityProviderPath, loginpages.Chooser(p))
+}

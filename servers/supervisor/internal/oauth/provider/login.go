@@ -1,0 +1,179 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/token/jwt"
+	"k8s.io/klog/v2"
+
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/idtransform"
+	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+)
+
+// Answers of the password flows, worded as Pinniped words them: clients show them to users.
+var (
+	ErrNoPasswordFlow = fosite.ErrAccessDenied.WithHint("Resource owner password credentials grant is not allowed for this upstream provider according to its configuration.")
+	errUpstreamFailed = fosite.ErrTemporarilyUnavailable.WithHint("Unexpected error during upstream authentication.")
+)
+
+// AuthorizeError answers an authorize request with an error, as a redirect to the client when
+// its redirect URI is valid. The CLI's password flow reads the redirect without following it,
+// and gets 302 Found rather than fosite's 303 See Other.
+func (p *Provider) AuthorizeError(ctx context.Context, w http.ResponseWriter, ar fosite.AuthorizeRequester, err error, browserless bool) {
+	if browserless {
+		w = foundRedirects{w}
+	}
+	setFormPostHeaders(w, ar)
+	p.OAuth.WriteAuthorizeError(ctx, w, ar, err)
+}
+
+// foundRedirects turns 303 See Other into 302 Found.
+type foundRedirects struct{ http.ResponseWriter }
+
+func (w foundRedirects) WriteHeader(code int) {
+	if code == http.StatusSeeOther {
+		code = http.StatusFound
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// LoginError answers a login that the connector failed: with the connector's hint when the
+// upstream refused the user or could not be reached; any other failure is logged and answered as
+// an upstream failure, so that its details do not reach the user.
+func LoginError(ctx context.Context, res *Resolved, err error) error {
+	var e *connectors.Error
+	if !errors.As(err, &e) {
+		klog.FromContext(ctx).Error(err, "Upstream authentication failed", "idp", res.IDP.DisplayName, "type", res.IDP.Type)
+		return errUpstreamFailed.WithWrap(err)
+	}
+	answer := fosite.ErrAccessDenied
+	if e.Unavailable {
+		answer = fosite.ErrTemporarilyUnavailable
+	}
+	if e.Hint != "" {
+		answer = answer.WithHint(e.Hint)
+	}
+	if e.Err != nil {
+		answer = answer.WithWrap(e.Err)
+	}
+	return answer
+}
+
+// FinishLogin transforms the upstream identity and answers the downstream authorize request with
+// our own authorization code.
+func (p *Provider) FinishLogin(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, idp *issuer.IdentityProvider, user *connectors.Identity, browserless bool) {
+	ctx := r.Context()
+	downstream, err := Transform(ctx, idp, idtransform.Identity{Username: user.Username, Groups: user.Groups})
+	if err != nil {
+		p.AuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()), browserless)
+		return
+	}
+	GrantScopes(ar)
+	resp, err := p.OAuth.NewAuthorizeResponse(ctx, ar, p.newLoginSession(ar, idp, user, downstream))
+	if err != nil {
+		p.AuthorizeError(ctx, w, ar, err, browserless)
+		return
+	}
+	if browserless {
+		w = foundRedirects{w}
+	}
+	setFormPostHeaders(w, ar)
+	p.OAuth.WriteAuthorizeResponse(ctx, w, ar, resp)
+}
+
+// GrantScopes grants the requested scopes the Supervisor knows; others (profile, email) are
+// accepted but not granted.
+func GrantScopes(ar fosite.AuthorizeRequester) {
+	for _, scope := range []string{ScopeOpenID, ScopeOfflineAccess, ScopeRequestAudience, ScopeUsername, ScopeGroups} {
+		if ar.GetRequestedScopes().Has(scope) {
+			ar.GrantScope(scope)
+		}
+	}
+}
+
+// transform runs the identity provider's identity transformations.
+func Transform(ctx context.Context, idp *issuer.IdentityProvider, id idtransform.Identity) (idtransform.Identity, error) {
+	res, err := idp.Transforms.Evaluate(ctx, id)
+	if err != nil {
+		return idtransform.Identity{}, fmt.Errorf("identity transformations failed: %w", err)
+	}
+	if res.Rejected {
+		return idtransform.Identity{}, errors.New(res.Message)
+	}
+	return res.Identity, nil
+}
+
+// newLoginSession is the session of a fresh login for the authorize request ar.
+func (p *Provider) newLoginSession(ar fosite.Requester, idp *issuer.IdentityProvider, user *connectors.Identity, downstream idtransform.Identity) *sessions.Session {
+	s := sessions.NewSession()
+	now := p.Now().UTC()
+	s.Custom = sessions.CustomSessionData{
+		ProviderName: idp.DisplayName, ProviderResource: idp.Name, ProviderUID: string(idp.UID), ProviderType: string(idp.Type),
+		UpstreamUsername: user.Username, UpstreamGroups: user.Groups,
+		LoginTime:        now,
+		Session:          user.Session,
+		AdditionalClaims: user.AdditionalClaims,
+	}
+	s.Subject = user.Subject
+	s.Username = downstream.Username
+	s.Claims = &jwt.IDTokenClaims{Subject: s.Subject, RequestedAt: now, AuthTime: now}
+	s.Headers = &jwt.Headers{Extra: map[string]any{"kid": p.keyID}}
+	SetIdentity(s, downstream, ar)
+	if len(user.AdditionalClaims) > 0 {
+		s.Claims.Extra[sessions.AdditionalClaimsClaim] = user.AdditionalClaims
+	}
+	s.SetExpiresAt(fosite.RefreshToken, now.Add(sessions.SessionLifetime))
+	return s
+}
+
+// SetIdentity records the downstream identity in the session, and in its ID token claims when
+// req, the request the tokens are issued for, was granted the username and groups scopes. The
+// pinniped-cli client always gets both, whatever scopes it asked for.
+func SetIdentity(s *sessions.Session, id idtransform.Identity, req fosite.Requester) {
+	groups := id.Groups
+	if groups == nil {
+		groups = []string{}
+	}
+	s.Custom.Username, s.Custom.Groups = id.Username, groups
+	if s.Claims.Extra == nil {
+		s.Claims.Extra = map[string]any{}
+	}
+	delete(s.Claims.Extra, "username")
+	delete(s.Claims.Extra, "groups")
+	if GrantedClaim(req, ScopeUsername) {
+		s.Claims.Extra["username"] = id.Username
+	}
+	if GrantedClaim(req, ScopeGroups) {
+		s.Claims.Extra["groups"] = groups
+	}
+}
+
+// GrantedClaim reports whether tokens issued for req carry the claim of scope (username or groups).
+func GrantedClaim(req fosite.Requester, scope string) bool {
+	return req.GetClient().GetID() == PinnipedCLIClientID || req.GetGrantedScopes().Has(scope)
+}
+
+// AllowAttempt counts a password attempt of username at the identity provider of res and
+// reports whether it may go upstream (see loginLimiter).
+func (p *Provider) AllowAttempt(res *Resolved, username string) bool {
+	return p.Logins.allow(string(res.IDP.Type)+"/"+p.Issuer.Namespace+"/"+res.IDP.Name, username)
+}
+
+// PasswordLogin checks a username and password with the identity provider's connector.
+func (p *Provider) PasswordLogin(ctx context.Context, res *Resolved, username, password string) (*connectors.Identity, error) {
+	conn, ok := res.Conn.(connectors.PasswordConnector)
+	if !ok {
+		return nil, ErrNoPasswordFlow
+	}
+	user, err := conn.Authenticate(ctx, p.ConnectorLogin(res), username, password)
+	if err != nil {
+		return nil, LoginError(ctx, res, err)
+	}
+	return user, nil
+}

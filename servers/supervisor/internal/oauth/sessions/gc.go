@@ -1,0 +1,72 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"sealion.dev/core/controller"
+)
+
+// GarbageCollectInterval is how often RunGarbageCollector sweeps.
+const GarbageCollectInterval = 30 * time.Second
+
+// GarbageCollect deletes the stored OAuth state whose garbage-collect-after time has passed and
+// returns how many Secrets it deleted. Secrets without the annotation are left alone. A Secret
+// whose deletion ends a login first has the login's upstream tokens revoked; when that fails,
+// the Secret stays for the next pass, up to maxRevocationAttempts times.
+func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
+	list, err := s.secrets.List(ctx, metav1.ListOptions{LabelSelector: TypeLabel})
+	if err != nil {
+		return 0, fmt.Errorf("listing stored OAuth state: %w", err)
+	}
+	deleted := 0
+	var errs []error
+	for _, secret := range list.Items {
+		if !strings.HasPrefix(string(secret.Type), "storage.pinniped.dev/") {
+			continue
+		}
+		after, err := time.Parse(time.RFC3339, secret.Annotations[GarbageCollectAfterAnnotation])
+		if err != nil || !s.now().After(after) {
+			continue
+		}
+		if err := s.revokeUpstreamOf(ctx, &secret); err != nil && s.retryRevocation(ctx, &secret, err) {
+			continue
+		}
+		err = s.secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{})
+		switch {
+		case err == nil:
+			deleted++
+		case !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("deleting %s: %w", secret.Name, err))
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// RunGarbageCollector sweeps at once and then every GarbageCollectInterval until ctx ends, as a
+// singleton controller without informers: nothing but time makes Secrets expire.
+func (s *Storage) RunGarbageCollector(ctx context.Context) {
+	controller.New(controller.Options{
+		Name:   "oauth-storage-gc",
+		Sync:   func(ctx context.Context, _ string) error { s.sweep(ctx); return nil },
+		Resync: GarbageCollectInterval,
+	}).Run(ctx)
+}
+
+// sweep runs GarbageCollect and logs the outcome. A failure waits for the next sweep rather than
+// the controller's quicker retry: each sweep also retries the failed revocations, whose attempts
+// are counted per sweep.
+func (s *Storage) sweep(ctx context.Context) {
+	if n, err := s.GarbageCollect(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Garbage collecting OAuth sessions", "deleted", n)
+	} else if n > 0 {
+		klog.FromContext(ctx).V(2).Info("Session Garbage Collected", "deleted", n)
+	}
+}

@@ -1,0 +1,82 @@
+package sessions
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestGarbageCollect(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	secret := func(name string, typ corev1.SecretType, labels map[string]string, gcAfter string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}, Type: typ}
+		if gcAfter != "" {
+			s.Annotations = map[string]string{GarbageCollectAfterAnnotation: gcAfter}
+		}
+		return s
+	}
+	stored := map[string]string{TypeLabel: typeAccessToken}
+	past, future := now.Add(-time.Second).Format(time.RFC3339), now.Add(time.Second).Format(time.RFC3339)
+	clientset := fake.NewClientset(
+		secret("expired", SecretType(typeAccessToken), stored, past),
+		secret("live", SecretType(typeAccessToken), stored, future),
+		secret("no-annotation", SecretType(typeAccessToken), stored, ""),
+		secret("bad-annotation", SecretType(typeAccessToken), stored, "tomorrow"),
+		secret("unlabeled", SecretType(typeAccessToken), nil, past),
+		secret("other-type", corev1.SecretTypeOpaque, stored, past),
+	)
+	s := NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{})
+	s.now = func() time.Time { return now }
+
+	n, err := s.GarbageCollect(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("GarbageCollect() = %d, %v; want 1 deleted", n, err)
+	}
+	list, err := clientset.CoreV1().Secrets(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, s := range list.Items {
+		left = append(left, s.Name)
+	}
+	slices.Sort(left)
+	if want := []string{"bad-annotation", "live", "no-annotation", "other-type", "unlabeled"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+}
+
+func TestRunGarbageCollectorSweepsAtOnce(t *testing.T) {
+	expired := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "expired", Namespace: namespace, Labels: map[string]string{TypeLabel: typeAccessToken},
+			Annotations: map[string]string{GarbageCollectAfterAnnotation: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)},
+		},
+		Type: SecretType(typeAccessToken),
+	}
+	clientset := fake.NewClientset(expired)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}).RunGarbageCollector(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := clientset.CoreV1().Secrets(namespace).Get(ctx, "expired", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the expired Secret was not collected well before the first interval: %v", err)
+	}
+}

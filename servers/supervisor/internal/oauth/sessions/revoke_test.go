@@ -1,0 +1,93 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/issuer"
+)
+
+const namespace = "supervisor"
+
+// noConnectors has no identity provider ready.
+type noConnectors struct{}
+
+func (noConnectors) Get(issuer.IdentityProviderType, string, string) (connectors.Connector, bool) {
+	return nil, false
+}
+
+// oneConnector is the connector of the OIDCIdentityProvider namespace/upstream-idp.
+type oneConnector struct{ conn connectors.Connector }
+
+func (c oneConnector) Get(typ issuer.IdentityProviderType, ns, name string) (connectors.Connector, bool) {
+	return c.conn, typ == issuer.TypeOIDC && ns == namespace && name == "upstream-idp"
+}
+
+// revoker records the refresh tokens it revokes, or fails.
+type revoker struct {
+	revoked []string
+	err     error
+}
+
+func (r *revoker) Revoke(_ context.Context, s connectors.Session) error {
+	if r.err != nil {
+		return r.err
+	}
+	r.revoked = append(r.revoked, s.OIDC.UpstreamRefreshToken)
+	return nil
+}
+
+func TestRevokeUpstream(t *testing.T) {
+	oidcSession := func(resource string) *Session {
+		s := NewSession()
+		s.Custom = CustomSessionData{ProviderType: string(issuer.TypeOIDC), ProviderResource: resource,
+			Session: connectors.Session{OIDC: &connectors.OIDCSession{UpstreamIssuer: "https://upstream.example.com", UpstreamSubject: "upstream-subject", UpstreamRefreshToken: "upstream-refresh"}}}
+		return s
+	}
+	tests := []struct {
+		name        string
+		namespace   string
+		session     *Session
+		conn        connectors.Connector
+		wantErr     bool
+		wantRevoked bool
+	}{
+		{name: "revoked", namespace: namespace, session: oidcSession("upstream-idp"), wantRevoked: true},
+		{name: "identity provider gone", namespace: namespace, session: oidcSession("gone"), wantErr: true},
+		{name: "other namespace", namespace: "elsewhere", session: oidcSession("upstream-idp"), wantErr: true},
+		{name: "the upstream fails", namespace: namespace, session: oidcSession("upstream-idp"), conn: &revoker{err: errors.New("unreachable")}, wantErr: true},
+		{name: "a connector that does not revoke", namespace: namespace, session: oidcSession("upstream-idp"), conn: struct{}{}},
+		{name: "an LDAP login, which holds no upstream token", namespace: namespace, session: func() *Session {
+			s := NewSession()
+			s.Custom = CustomSessionData{ProviderType: string(issuer.TypeLDAP), ProviderResource: "corp-ldap",
+				Session: connectors.Session{LDAP: &connectors.LDAPSession{UserDN: "uid=pinny", UID: "uid-pinny"}}}
+			return s
+		}()},
+		{name: "no upstream token", namespace: namespace, session: func() *Session {
+			s := oidcSession("upstream-idp")
+			s.Custom.OIDC.UpstreamRefreshToken = ""
+			return s
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &revoker{}
+			conn := tt.conn
+			if conn == nil {
+				conn = r
+			}
+			s := NewStorage(fake.NewClientset().CoreV1().Secrets(namespace), oneConnector{conn})
+			err := s.revokeUpstream(context.Background(), tt.namespace, tt.session)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("revokeUpstream() = %v, want error %v", err, tt.wantErr)
+			}
+			if got := len(r.revoked) == 1 && r.revoked[0] == "upstream-refresh"; got != tt.wantRevoked || !tt.wantRevoked && len(r.revoked) != 0 {
+				t.Errorf("revoked %v, want revoked %v", r.revoked, tt.wantRevoked)
+			}
+		})
+	}
+}

@@ -1,0 +1,346 @@
+// Package sessions keeps the Supervisor's OAuth state in Kubernetes Secrets of its namespace, in
+// the storage.pinniped.dev/* format: fosite's authorization codes, access and refresh tokens,
+// PKCE and OpenID Connect requests, each with the Session of its login. Any replica can continue
+// a login from them. A login that ends (its records expire or fosite revokes it) has its
+// upstream tokens revoked by its connector, and the garbage collector deletes expired records.
+// Revocation lives here, with the storage, because both of its callers do: fosite's revocation
+// of a replayed code and the garbage collector, which share the retry bookkeeping kept in the
+// Secrets' annotations.
+package sessions
+
+import (
+	"context"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/handler/oauth2"
+	"github.com/ory/fosite/handler/openid"
+	"github.com/ory/fosite/handler/pkce"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// Secret layout of stored OAuth state.
+const (
+	// TypeLabel says which kind of state a Secret holds.
+	TypeLabel = "storage.pinniped.dev/type"
+	// RequestIDLabel groups the Secrets of one login, so that rotation can revoke them together.
+	RequestIDLabel = "storage.pinniped.dev/request-id"
+	// GarbageCollectAfterAnnotation is when a garbage collector may delete the Secret (RFC 3339).
+	GarbageCollectAfterAnnotation = "storage.pinniped.dev/garbage-collect-after"
+	// DataKey holds the JSON record, VersionKey its format version.
+	DataKey    = "pinniped-storage-data"
+	VersionKey = "pinniped-storage-version"
+	// storageVersion is this package's record format (not Pinniped's: records are not shared).
+	storageVersion = "1"
+)
+
+// Lifetimes of the stored state; none is configurable.
+const (
+	AuthorizeCodeLifetime = 10 * time.Minute
+	AccessTokenLifetime   = 2 * time.Minute
+	// SessionLifetime bounds refresh tokens: 9 hours from the initial login, however often they rotate.
+	SessionLifetime = 9 * time.Hour
+)
+
+// Kinds of stored state, with how long each is kept.
+const (
+	typeAuthcode     = "authcode"
+	typeAccessToken  = "access-token"
+	typeRefreshToken = "refresh-token"
+	typePKCE         = "pkce"
+	typeOIDC         = "oidc"
+)
+
+var storageLifetimes = map[string]time.Duration{
+	typeAuthcode:     AuthorizeCodeLifetime + SessionLifetime,
+	typeAccessToken:  SessionLifetime + AccessTokenLifetime,
+	typeRefreshToken: SessionLifetime + AccessTokenLifetime,
+	typePKCE:         AuthorizeCodeLifetime + time.Minute,
+	typeOIDC:         AuthorizeCodeLifetime + time.Minute,
+}
+
+// SecretType is the type of the Secrets holding state of kind t.
+func SecretType(t string) corev1.SecretType { return corev1.SecretType("storage.pinniped.dev/" + t) }
+
+// SecretName is the name of the Secret holding state of kind t for a token signature.
+func SecretName(t, signature string) string {
+	return "pinniped-storage-" + t + "-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(signature)))
+}
+
+// Storage keeps fosite's requests in Secrets of one namespace.
+type Storage struct {
+	secrets corev1client.SecretInterface
+	now     func() time.Time
+	// connectors revoke the upstream tokens of the logins that end.
+	connectors Connectors
+}
+
+// NewStorage stores OAuth state with secrets (the Supervisor's namespace) and revokes the
+// upstream tokens of the logins that end with the connectors of their identity providers.
+func NewStorage(secrets corev1client.SecretInterface, connectors Connectors) *Storage {
+	return &Storage{secrets: secrets, now: time.Now, connectors: connectors}
+}
+
+// record is the stored form of a fosite request; the client is stored by ID.
+type record struct {
+	ID                string          `json:"id"`
+	RequestedAt       time.Time       `json:"requestedAt"`
+	ClientID          string          `json:"clientID"`
+	RequestedScope    []string        `json:"requestedScope"`
+	GrantedScope      []string        `json:"grantedScope"`
+	RequestedAudience []string        `json:"requestedAudience"`
+	GrantedAudience   []string        `json:"grantedAudience"`
+	Form              url.Values      `json:"form"`
+	Session           json.RawMessage `json:"session"`
+	// Active is false once an authorization code was used.
+	Active bool `json:"active"`
+}
+
+// Store is the fosite storage of one issuer: the stored state of Storage and the clients of
+// the issuer.
+type Store struct {
+	*Storage
+	fosite.ClientManager
+}
+
+var (
+	_ fosite.Storage                     = (*Store)(nil)
+	_ oauth2.CoreStorage                 = (*Store)(nil)
+	_ oauth2.TokenRevocationStorage      = (*Store)(nil)
+	_ openid.OpenIDConnectRequestStorage = (*Store)(nil)
+	_ pkce.PKCERequestStorage            = (*Store)(nil)
+)
+
+// ForClients is the fosite storage of an issuer whose clients clients finds. Stored requests
+// name their client by ID, and it is looked up again at every use, so that a stored request is
+// refused once its client was deleted or became unusable.
+func (s *Storage) ForClients(clients fosite.ClientManager) *Store {
+	return &Store{Storage: s, ClientManager: clients}
+}
+
+func (s *Store) create(ctx context.Context, kind, signature string, req fosite.Requester) error {
+	sess, err := json.Marshal(req.GetSession())
+	if err != nil {
+		return fmt.Errorf("encoding %s session: %w", kind, err)
+	}
+	data, err := json.Marshal(record{
+		ID:                req.GetID(),
+		RequestedAt:       req.GetRequestedAt(),
+		ClientID:          req.GetClient().GetID(),
+		RequestedScope:    req.GetRequestedScopes(),
+		GrantedScope:      req.GetGrantedScopes(),
+		RequestedAudience: req.GetRequestedAudience(),
+		GrantedAudience:   req.GetGrantedAudience(),
+		Form:              req.GetRequestForm(),
+		Session:           sess,
+		Active:            true,
+	})
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", kind, err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        SecretName(kind, signature),
+			Labels:      map[string]string{TypeLabel: kind, RequestIDLabel: req.GetID()},
+			Annotations: map[string]string{GarbageCollectAfterAnnotation: s.now().Add(storageLifetimes[kind]).UTC().Format(time.RFC3339)},
+		},
+		Type: SecretType(kind),
+		Data: map[string][]byte{DataKey: data, VersionKey: []byte(storageVersion)},
+	}
+	if _, err := s.secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("storing %s: %w", kind, err)
+	}
+	return nil
+}
+
+// get reads a stored request, decoding its session into session (a *Session).
+func (s *Store) get(ctx context.Context, kind, signature string, session fosite.Session) (*fosite.Request, *record, *corev1.Secret, error) {
+	secret, err := s.secrets.Get(ctx, SecretName(kind, signature), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil, fosite.ErrNotFound.WithWrap(err)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading %s: %w", kind, err)
+	}
+	if secret.Type != SecretType(kind) || string(secret.Data[VersionKey]) != storageVersion {
+		return nil, nil, nil, fosite.ErrNotFound.WithHintf("stored %s has an unknown type or version", kind)
+	}
+	if after, err := time.Parse(time.RFC3339, secret.Annotations[GarbageCollectAfterAnnotation]); err == nil && s.now().After(after) {
+		return nil, nil, nil, fosite.ErrNotFound.WithHintf("stored %s has expired", kind)
+	}
+	var rec record
+	if err := json.Unmarshal(secret.Data[DataKey], &rec); err != nil {
+		return nil, nil, nil, fmt.Errorf("decoding %s: %w", kind, err)
+	}
+	if session == nil {
+		session = NewSession()
+	}
+	if err := json.Unmarshal(rec.Session, session); err != nil {
+		return nil, nil, nil, fmt.Errorf("decoding %s session: %w", kind, err)
+	}
+	client, err := s.GetClient(ctx, rec.ClientID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return &fosite.Request{
+		ID:                rec.ID,
+		RequestedAt:       rec.RequestedAt,
+		Client:            client,
+		RequestedScope:    rec.RequestedScope,
+		GrantedScope:      rec.GrantedScope,
+		RequestedAudience: rec.RequestedAudience,
+		GrantedAudience:   rec.GrantedAudience,
+		Form:              rec.Form,
+		Session:           session,
+	}, &rec, secret, nil
+}
+
+func (s *Store) delete(ctx context.Context, kind, signature string) error {
+	err := s.secrets.Delete(ctx, SecretName(kind, signature), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s: %w", kind, err)
+	}
+	return nil
+}
+
+// deleteRequest deletes the state of kind kind that belongs to the login requestID.
+func (s *Store) deleteRequest(ctx context.Context, kind, requestID string) error {
+	selector := labels.Set{TypeLabel: kind, RequestIDLabel: requestID}.String()
+	list, err := s.secrets.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return fmt.Errorf("listing %s of request %s: %w", kind, requestID, err)
+	}
+	var errs []error
+	for _, secret := range list.Items {
+		if err := s.secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, signature string, req fosite.Requester) error {
+	return s.create(ctx, typeAuthcode, signature, req)
+}
+
+// GetAuthorizeCodeSession returns the request with fosite.ErrInvalidatedAuthorizeCode once the
+// code was used, so that fosite revokes the tokens issued for it.
+func (s *Store) GetAuthorizeCodeSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
+	req, rec, _, err := s.get(ctx, typeAuthcode, signature, session)
+	if err != nil {
+		return nil, err
+	}
+	if !rec.Active {
+		return req, fosite.ErrInvalidatedAuthorizeCode
+	}
+	return req, nil
+}
+
+func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, signature string) error {
+	_, rec, secret, err := s.get(ctx, typeAuthcode, signature, nil)
+	if err != nil {
+		return err
+	}
+	rec.Active = false
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encoding authcode: %w", err)
+	}
+	secret.Data[DataKey] = data
+	// The update carries the resourceVersion read above, so two concurrent redemptions of the
+	// same code cannot both succeed.
+	if _, err := s.secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("invalidating authcode: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) CreateAccessTokenSession(ctx context.Context, signature string, req fosite.Requester) error {
+	return s.create(ctx, typeAccessToken, signature, req)
+}
+
+func (s *Store) GetAccessTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
+	req, _, _, err := s.get(ctx, typeAccessToken, signature, session)
+	if err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func (s *Store) DeleteAccessTokenSession(ctx context.Context, signature string) error {
+	return s.delete(ctx, typeAccessToken, signature)
+}
+
+func (s *Store) CreateRefreshTokenSession(ctx context.Context, signature, _ string, req fosite.Requester) error {
+	return s.create(ctx, typeRefreshToken, signature, req)
+}
+
+func (s *Store) GetRefreshTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
+	req, _, _, err := s.get(ctx, typeRefreshToken, signature, session)
+	if err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func (s *Store) DeleteRefreshTokenSession(ctx context.Context, signature string) error {
+	return s.delete(ctx, typeRefreshToken, signature)
+}
+
+// RotateRefreshToken deletes the refresh and access tokens of the login before new ones are
+// stored: a refresh token works once. The login goes on, so its upstream tokens stay.
+func (s *Store) RotateRefreshToken(ctx context.Context, requestID, _ string) error {
+	return errors.Join(s.deleteRequest(ctx, typeRefreshToken, requestID), s.deleteRequest(ctx, typeAccessToken, requestID))
+}
+
+// RevokeRefreshToken and RevokeAccessToken end a login (fosite calls them when an authorization
+// code is replayed): its upstream tokens are revoked too.
+func (s *Store) RevokeRefreshToken(ctx context.Context, requestID string) error {
+	return s.revokeRequest(ctx, typeRefreshToken, requestID)
+}
+
+func (s *Store) RevokeAccessToken(ctx context.Context, requestID string) error {
+	return s.revokeRequest(ctx, typeAccessToken, requestID)
+}
+
+func (s *Store) CreatePKCERequestSession(ctx context.Context, signature string, req fosite.Requester) error {
+	return s.create(ctx, typePKCE, signature, req)
+}
+
+func (s *Store) GetPKCERequestSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
+	req, _, _, err := s.get(ctx, typePKCE, signature, session)
+	if err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func (s *Store) DeletePKCERequestSession(ctx context.Context, signature string) error {
+	return s.delete(ctx, typePKCE, signature)
+}
+
+func (s *Store) CreateOpenIDConnectSession(ctx context.Context, signature string, req fosite.Requester) error {
+	return s.create(ctx, typeOIDC, signature, req)
+}
+
+func (s *Store) GetOpenIDConnectSession(ctx context.Context, signature string, req fosite.Requester) (fosite.Requester, error) {
+	stored, _, _, err := s.get(ctx, typeOIDC, signature, req.GetSession())
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
+}
+
+func (s *Store) DeleteOpenIDConnectSession(ctx context.Context, signature string) error {
+	return s.delete(ctx, typeOIDC, signature)
+}

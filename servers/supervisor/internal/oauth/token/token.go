@@ -1,0 +1,233 @@
+// Package token serves the token endpoint: it redeems authorization codes, refreshes tokens
+// after re-checking the user at the upstream identity provider, and exchanges an access token
+// for a cluster-scoped ID token (RFC 8693 token exchange, the grant of the pinniped CLI's
+// kubectl logins).
+package token
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/token/jwt"
+	"k8s.io/klog/v2"
+
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/idtransform"
+	"sealion.dev/servers/supervisor/internal/oauth/provider"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+)
+
+// endpoint serves the token endpoint of an issuer.
+type endpoint struct{ *provider.Provider }
+
+// New registers the token exchange grant with p and returns the token endpoint of its issuer.
+func New(p *provider.Provider) http.Handler {
+	p.AddTokenEndpointHandler(&tokenExchange{p})
+	return http.HandlerFunc(endpoint{p}.token)
+}
+
+// token serves the token endpoint. Refreshes first re-check the user at the upstream identity
+// provider and re-run identity transformations, so that a user removed upstream loses access
+// at the next refresh.
+func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ar, err := p.OAuth.NewAccessRequest(ctx, r, sessions.NewSession())
+	if err != nil {
+		p.OAuth.WriteAccessError(ctx, w, ar, err)
+		return
+	}
+	if s, ok := ar.GetSession().(*sessions.Session); ok && !ar.GetGrantTypes().ExactOne(provider.GrantTokenExchange) {
+		// Refresh tokens expire with the session, not sessions.SessionLifetime after each rotation.
+		s.SetExpiresAt(fosite.RefreshToken, s.Custom.LoginTime.Add(sessions.SessionLifetime))
+		if ar.GetGrantTypes().ExactOne(provider.GrantRefreshToken) {
+			if err := p.refreshUpstream(ctx, s, ar); err != nil {
+				p.OAuth.WriteAccessError(ctx, w, ar, err)
+				return
+			}
+		}
+	}
+	resp, err := p.OAuth.NewAccessResponse(ctx, ar)
+	if err != nil {
+		p.OAuth.WriteAccessError(ctx, w, ar, err)
+		return
+	}
+	p.OAuth.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// refusedRefresh is the error of a refresh that the upstream check refused.
+func refusedRefresh(format string, args ...any) *fosite.RFC6749Error {
+	return fosite.ErrInvalidGrant.WithHintf("Upstream refresh failed: "+format, args...)
+}
+
+// refreshUpstream re-checks the session's user at the upstream identity provider, re-runs the
+// identity transformations and updates the session's identity for the refresh request ar.
+func (p endpoint) refreshUpstream(ctx context.Context, s *sessions.Session, ar fosite.Requester) error {
+	res, err := p.IdentityProvider(s.Custom.ProviderName, "")
+	if err != nil {
+		return refusedRefresh("%v", err)
+	}
+	if string(res.IDP.UID) != s.Custom.ProviderUID || string(res.IDP.Type) != s.Custom.ProviderType {
+		return refusedRefresh("identity provider %q was replaced since the login", res.IDP.DisplayName)
+	}
+	conn, ok := res.Conn.(connectors.RefreshConnector)
+	if !ok {
+		return refusedRefresh("identity provider %q cannot re-check its users", res.IDP.DisplayName)
+	}
+	up, err := conn.Refresh(ctx, p.ConnectorLogin(res), connectors.Identity{
+		Subject: s.Subject, Username: s.Custom.UpstreamUsername, Groups: s.Custom.UpstreamGroups, Session: s.Custom.Session,
+	})
+	if err != nil {
+		return refreshError(ctx, res, err)
+	}
+	if up.Username != s.Custom.UpstreamUsername {
+		return refusedRefresh("the upstream identity changed since the login")
+	}
+	down, err := provider.Transform(ctx, res.IDP, idtransform.Identity{Username: s.Custom.UpstreamUsername, Groups: up.Groups})
+	if err != nil {
+		return refusedRefresh("%v", err)
+	}
+	if down.Username != s.Custom.Username {
+		return refusedRefresh("the username changed since the login")
+	}
+	s.Custom.UpstreamGroups = up.Groups
+	s.Custom.Session = up.Session
+	provider.SetIdentity(s, down, ar)
+	return nil
+}
+
+// refreshError answers a refresh that the connector failed: invalid_grant with the connector's
+// hint when the upstream refused the user, temporarily_unavailable when it could not be reached.
+func refreshError(ctx context.Context, res *provider.Resolved, err error) error {
+	var e *connectors.Error
+	if !errors.As(err, &e) {
+		klog.FromContext(ctx).Error(err, "Upstream refresh failed", "idp", res.IDP.DisplayName, "type", res.IDP.Type)
+		return refusedRefresh("the upstream identity provider failed").WithWrap(err)
+	}
+	answer := refusedRefresh("%s", e.Hint)
+	if e.Unavailable {
+		answer = fosite.ErrTemporarilyUnavailable.WithHint(e.Hint)
+	} else {
+		klog.FromContext(ctx).V(1).Info("Upstream refresh refused", "idp", res.IDP.DisplayName, "error", err.Error())
+	}
+	if e.Err != nil {
+		answer = answer.WithWrap(e.Err)
+	}
+	return answer
+}
+
+// Token exchange (RFC 8693) parameter values.
+const (
+	tokenTypeAccessToken = "urn:ietf:params:oauth:token-type:access_token"
+	tokenTypeJWT         = "urn:ietf:params:oauth:token-type:jwt"
+)
+
+// tokenExchange trades a Supervisor access token for an ID token whose audience is a cluster
+// (its JWTAuthenticator audience).
+type tokenExchange struct{ *provider.Provider }
+
+var _ fosite.TokenEndpointHandler = (*tokenExchange)(nil)
+
+func (t *tokenExchange) CanSkipClientAuth(context.Context, fosite.AccessRequester) bool {
+	return false
+}
+
+func (t *tokenExchange) CanHandleTokenEndpointRequest(_ context.Context, r fosite.AccessRequester) bool {
+	return r.GetGrantTypes().ExactOne(provider.GrantTokenExchange)
+}
+
+func (t *tokenExchange) HandleTokenEndpointRequest(ctx context.Context, r fosite.AccessRequester) error {
+	if !t.CanHandleTokenEndpointRequest(ctx, r) {
+		return fosite.ErrUnknownRequest
+	}
+	if !r.GetClient().GetGrantTypes().Has(provider.GrantTokenExchange) {
+		return fosite.ErrUnauthorizedClient.WithHintf("The client is not allowed to use grant %q.", provider.GrantTokenExchange)
+	}
+	form := r.GetRequestForm()
+	if err := validAudience(form.Get("audience")); err != nil {
+		return fosite.ErrInvalidRequest.WithHint(err.Error())
+	}
+	if form.Get("subject_token") == "" {
+		return fosite.ErrInvalidRequest.WithHint("missing subject_token parameter")
+	}
+	if got := form.Get("subject_token_type"); got != tokenTypeAccessToken {
+		return fosite.ErrInvalidRequest.WithHintf("unsupported subject_token_type %q: want %q", got, tokenTypeAccessToken)
+	}
+	if got := form.Get("requested_token_type"); got != tokenTypeJWT {
+		return fosite.ErrInvalidRequest.WithHintf("unsupported requested_token_type %q: want %q", got, tokenTypeJWT)
+	}
+	return nil
+}
+
+// validAudience refuses audiences that would let the exchanged token pass for one of the
+// Supervisor's own clients.
+func validAudience(aud string) error {
+	switch {
+	case aud == "":
+		return errors.New("missing audience parameter")
+	case strings.Contains(aud, ".pinniped.dev"):
+		return errors.New("the audience may not contain .pinniped.dev")
+	case aud == provider.PinnipedCLIClientID:
+		return fmt.Errorf("the audience may not be %s", provider.PinnipedCLIClientID)
+	case strings.HasPrefix(aud, "client.oauth.pinniped.dev-"):
+		return errors.New("the audience may not be the name of an OIDCClient")
+	}
+	return nil
+}
+
+func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fosite.AccessRequester, resp fosite.AccessResponder) error {
+	if !t.CanHandleTokenEndpointRequest(ctx, r) {
+		return fosite.ErrUnknownRequest
+	}
+	form := r.GetRequestForm()
+	subjectToken := form.Get("subject_token")
+	orig, err := t.AccessTokenSession(ctx, subjectToken)
+	if err != nil {
+		return fosite.ErrInvalidRequest.WithHint("the subject_token is not a valid access token").WithWrap(err).WithDebug(err.Error())
+	}
+	if err := t.ValidateAccessToken(ctx, orig, subjectToken); err != nil {
+		return fosite.ErrInvalidRequest.WithHint("the subject_token is expired or invalid").WithWrap(err)
+	}
+	if orig.GetClient().GetID() != r.GetClient().GetID() {
+		return fosite.ErrInvalidRequest.WithHint("the subject_token was issued to another client")
+	}
+	if !orig.GetGrantedScopes().Has(provider.ScopeOpenID) || !orig.GetGrantedScopes().Has(provider.ScopeRequestAudience) {
+		return fosite.ErrAccessDenied.WithHintf("the subject_token needs the scopes %s and %s", provider.ScopeOpenID, provider.ScopeRequestAudience)
+	}
+	s, ok := orig.GetSession().(*sessions.Session)
+	if !ok {
+		return fosite.ErrServerError.WithHint("unexpected session type")
+	}
+	now := t.Now().UTC()
+	claims := &jwt.IDTokenClaims{
+		Issuer:    t.Issuer.URL,
+		Subject:   s.Subject,
+		Audience:  []string{form.Get("audience")},
+		IssuedAt:  now,
+		ExpiresAt: now.Add(provider.IDTokenLifetime),
+		AuthTime:  s.Claims.AuthTime,
+		Extra:     map[string]any{"azp": r.GetClient().GetID()},
+	}
+	if provider.GrantedClaim(orig, provider.ScopeUsername) {
+		claims.Extra["username"] = s.Custom.Username
+	}
+	if provider.GrantedClaim(orig, provider.ScopeGroups) {
+		claims.Extra["groups"] = slices.Clone(s.Custom.Groups)
+	}
+	if len(s.Custom.AdditionalClaims) > 0 {
+		claims.Extra[sessions.AdditionalClaimsClaim] = s.Custom.AdditionalClaims
+	}
+	idToken, err := t.SignIDToken(ctx, claims)
+	if err != nil {
+		return fosite.ErrServerError.WithWrap(err)
+	}
+	resp.SetAccessToken(idToken)
+	resp.SetTokenType("N_A")
+	resp.SetExpiresIn(provider.IDTokenLifetime)
+	resp.SetExtra("issued_token_type", tokenTypeJWT)
+	return nil
+}
