@@ -9,6 +9,7 @@ import (
 	"golang.org/x/oauth2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 )
@@ -163,4 +164,25 @@ func (h *harness) secrets() map[string]string {
 		names[s.Name] = s.Annotations[sessions.RevocationAttemptsAnnotation]
 	}
 	return names
+}
+
+// TestRevokeKeepsTokensOfAnotherIssuer checks that the OIDC connector does not send a refresh
+// token to its identity provider when the provider's issuer changed since the login: the token
+// belongs to the old issuer.
+func TestRevokeKeepsTokensOfAnotherIssuer(t *testing.T) {
+	ups := &fakeUpstreams{}
+	h := newHarnessWith(t, ups, oidcIDP())
+	conn, ok := ups.Get(issuer.TypeOIDC, namespace, "upstream-idp")
+	if !ok {
+		t.Fatal("the fake upstream has no connector")
+	}
+	err := conn.(connectors.RevokeConnector).Revoke(h.ctx, connectors.Session{OIDC: &connectors.OIDCSession{
+		UpstreamIssuer: "https://old-issuer.example.com", UpstreamSubject: "upstream-subject", UpstreamRefreshToken: "upstream-refresh",
+	}})
+	if err != nil {
+		t.Errorf("Revoke() = %v", err)
+	}
+	if got := h.upstream.revokedTokens(); len(got) != 0 {
+		t.Errorf("upstream revoked %v, want nothing", got)
+	}
 }

@@ -97,7 +97,7 @@ func GrantScopes(ar fosite.AuthorizeRequester) {
 	}
 }
 
-// transform runs the identity provider's identity transformations.
+// Transform runs the identity provider's identity transformations.
 func Transform(ctx context.Context, idp *issuer.IdentityProvider, id idtransform.Identity) (idtransform.Identity, error) {
 	res, err := idp.Transforms.Evaluate(ctx, id)
 	if err != nil {
@@ -160,7 +160,7 @@ func GrantedClaim(req fosite.Requester, scope string) bool {
 }
 
 // AllowAttempt counts a password attempt of username at the identity provider of res and
-// reports whether it may go upstream (see loginLimiter).
+// reports whether it may go upstream (see LoginLimiter).
 func (p *Provider) AllowAttempt(res *Resolved, username string) bool {
 	return p.Logins.allow(string(res.IDP.Type)+"/"+p.Issuer.Namespace+"/"+res.IDP.Name, username)
 }

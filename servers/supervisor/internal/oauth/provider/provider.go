@@ -93,8 +93,9 @@ type Shared struct {
 	Connectors sessions.Connectors
 	// Clients, when set, makes the Ready OIDCClients clients of every issuer, next to pinniped-cli.
 	Clients *OIDCClients
-	Logins  *LoginLimiter
-	Now     func() time.Time
+	// Logins limits password attempts per user of an identity provider, whatever the issuer.
+	Logins *LoginLimiter
+	Now    func() time.Time
 }
 
 // Provider is the fosite provider of one issuer and what its endpoints share.
