@@ -1,4 +1,4 @@
-// Package concierge holds the end-to-end suites of one cluster: a real cluster from a provider
+// Package conformance holds the end-to-end suites of one cluster: a real cluster from a provider
 // (SEALION_E2E_PROVIDER), our image loaded into it, the Concierge and local-user-authenticator
 // installed from their manifests, and everything checked through the real kubectl and pinniped
 // CLI: the Concierge's strategies and every way to log in, including through a Supervisor that
