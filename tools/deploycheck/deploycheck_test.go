@@ -25,6 +25,7 @@ import (
 
 	authenticationv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	"sealion.dev/core/reservednames"
 	"sealion.dev/core/testing/controlplane"
 	conciergeconfig "sealion.dev/servers/concierge/config"
 	supervisorconfig "sealion.dev/servers/supervisor/config"
@@ -423,6 +424,39 @@ func TestChartRendersKubeCertAgentSettings(t *testing.T) {
 	}
 }
 
+// Reserved names are refused by default; the charts' exceptions reach both servers' configurations.
+func TestChartRendersAllowedReservedNames(t *testing.T) {
+	cfg := conciergeConfig(t, render(t, conciergeChart, nil), "pinniped-concierge")
+	if got := cfg.AllowedReservedNames.Refused("pinny", []string{"system:masters"}); got == "" {
+		t.Error("the default chart lets a credential carry system:masters")
+	}
+	values := map[string]any{"allowedReservedNames": map[string]any{"usernames": []any{"system:robot"}, "groups": []any{"system:monitoring"}}}
+	want := reservednames.Exceptions{Usernames: []string{"system:robot"}, Groups: []string{"system:monitoring"}}
+	cfg = conciergeConfig(t, render(t, conciergeChart, values), "pinniped-concierge")
+	if diff := cmp.Diff(want, cfg.AllowedReservedNames); diff != "" {
+		t.Errorf("Concierge allowedReservedNames (-want +got):\n%s", diff)
+	}
+
+	supervisor := func(values map[string]any) *supervisorconfig.Config {
+		cm := byKey(t, render(t, supervisorChart, values))[Key{APIVersion: "v1", Kind: "ConfigMap", Namespace: "pinniped-supervisor", Name: "pinniped-supervisor-static-config"}]
+		if cm == nil {
+			t.Fatal("no ConfigMap pinniped-supervisor-static-config")
+		}
+		text, _, _ := unstructured.NestedString(cm.Object, "data", "pinniped.yaml")
+		c, err := supervisorconfig.Parse([]byte(text))
+		if err != nil {
+			t.Fatalf("the Supervisor would reject its configuration: %v", err)
+		}
+		return c
+	}
+	if got := supervisor(nil).AllowedReservedNames.Refused("pinny", []string{"system:masters"}); got == "" {
+		t.Error("the default Supervisor chart lets an identity carry system:masters")
+	}
+	if diff := cmp.Diff(want, supervisor(values).AllowedReservedNames); diff != "" {
+		t.Errorf("Supervisor allowedReservedNames (-want +got):\n%s", diff)
+	}
+}
+
 func TestAPIGroupSuffix(t *testing.T) {
 	objects := render(t, conciergeChart, map[string]any{"namespace": "tuna-concierge", "apiGroupSuffix": "tuna.io"})
 	m := byKey(t, objects)
@@ -514,6 +548,11 @@ func TestChartRejectsInvalidValues(t *testing.T) {
 	}{
 		{name: "suffix without a dot", values: map[string]any{"apiGroupSuffix": "tuna"}, want: "apiGroupSuffix"},
 		{name: "unknown log level", values: map[string]any{"logLevel": "verbose"}, want: "logLevel"},
+		{
+			name:   "a reserved-name exception that is a pattern",
+			values: map[string]any{"allowedReservedNames": map[string]any{"groups": []any{"system:*"}}},
+			want:   "allowedReservedNames",
+		},
 		{name: "unknown proxy mode", values: map[string]any{"impersonationProxy": map[string]any{"mode": "on"}}, want: "mode"},
 		{
 			name:   "service None without an external endpoint",

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"sealion.dev/core/groupsuffix"
+	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/internal/serverboot"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	Signer *Signer `json:"signer,omitempty"`
 	// KubeCertAgent configures the kube cert agent, which feeds the signer when Signer is unset.
 	KubeCertAgent KubeCertAgent `json:"kubeCertAgent"`
+	// AllowedReservedNames are the exact "system:" usernames and groups a credential may still be
+	// issued for. Empty by default: no authenticator can obtain a credential for a reserved name.
+	AllowedReservedNames reservednames.Exceptions `json:"allowedReservedNames"`
 }
 
 // KubeCertAgent configures the agent that reads the cluster signing key on a
@@ -202,6 +206,9 @@ func (c *Config) validate() error {
 		errs = append(errs, errors.New("signer: certificateFile and privateKeyFile are both required"))
 	}
 	errs = append(errs, c.validateKubeCertAgent()...)
+	if err := c.AllowedReservedNames.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("allowedReservedNames: %w", err))
+	}
 	return errors.Join(errs...)
 }
 

@@ -77,6 +77,10 @@ func TestParseErrors(t *testing.T) {
 			doc:  minimal + "  agentServiceAccount: Bad_SA\nkubeCertAgent:\n  namePrefix: \"-\"\n  image: \" x\"\n  imagePullSecrets: [ok, \"no way\"]\n  priorityClassName: UPPER\n",
 			want: []string{"kubeCertAgent.namePrefix", "names.agentServiceAccount", "kubeCertAgent.imagePullSecrets[1]", "kubeCertAgent.priorityClassName", "kubeCertAgent.image"},
 		},
+		"reserved name exceptions that are not reserved names or are patterns": {
+			doc:  minimal + "allowedReservedNames:\n  usernames: [admin]\n  groups: [\"system:*\"]\n",
+			want: []string{`allowedReservedNames: usernames: "admin"`, `groups: "system:*"`},
+		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -90,5 +94,22 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestParseAllowedReservedNames(t *testing.T) {
+	c, err := Parse([]byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.AllowedReservedNames.Usernames)+len(c.AllowedReservedNames.Groups) != 0 {
+		t.Errorf("reserved names are allowed by default: %+v", c.AllowedReservedNames)
+	}
+	c, err = Parse([]byte(minimal + "allowedReservedNames:\n  groups: [\"system:monitoring\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.AllowedReservedNames.Refused("prometheus", []string{"system:monitoring"}); got != "" {
+		t.Errorf("the configured exception is refused: %s", got)
 	}
 }

@@ -91,13 +91,14 @@ func TestTokenCredentialRequestJWT(t *testing.T) {
 	waitForJWTStatus(t, "dex", func(s authv1alpha1.JWTAuthenticatorStatus) bool { return s.Phase == authv1alpha1.PhaseReady })
 
 	claims := map[string]any{"sub": "u1", "aud": "cluster-a", "email": "alice@example.com", "roles": []string{"devs", "ops"}}
-	mint := func(opts ...oidcissuer.IssueOption) string {
+	mintClaims := func(claims map[string]any, opts ...oidcissuer.IssueOption) string {
 		tok, err := issuer.Issue(claims, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tok
 	}
+	mint := func(opts ...oidcissuer.IssueOption) string { return mintClaims(claims, opts...) }
 
 	t.Run("valid token, ES256 and RS256", func(t *testing.T) {
 		for _, tok := range []string{mint(), mint(oidcissuer.WithAlgorithm("RS256"))} {
@@ -122,6 +123,10 @@ func TestTokenCredentialRequestJWT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Valid tokens whose identity Kubernetes reserves: a certificate for them would carry the
+	// cluster's own powers (system:masters is cluster-admin without RBAC).
+	reservedGroup := mintClaims(map[string]any{"sub": "u2", "aud": "cluster-a", "email": "mallory@example.com", "roles": []string{"devs", "system:masters"}})
+	reservedUser := mintClaims(map[string]any{"sub": "u3", "aud": "cluster-a", "email": "system:admin", "roles": []string{"devs"}})
 	random := make([]byte, 64)
 	_, _ = rand.Read(random)
 	bad := map[string]struct{ authenticator, token string }{
@@ -134,6 +139,8 @@ func TestTokenCredentialRequestJWT(t *testing.T) {
 		"unknown authenticator": {"nope", mint()},
 		"empty token":           {"dex", ""},
 		"random bytes":          {"dex", base64.RawURLEncoding.EncodeToString(random)},
+		"reserved group":        {"dex", reservedGroup},
+		"reserved username":     {"dex", reservedUser},
 	}
 	for name, tt := range bad {
 		t.Run(name, func(t *testing.T) {

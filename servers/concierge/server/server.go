@@ -97,7 +97,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	// The cluster's signing key when there is one; else the impersonation proxy's signer, whose
 	// certificates only the proxy accepts.
 	proxySigner := dynamicca.New("impersonation proxy signer")
-	exchanger := &credential.Exchanger{Authenticators: &authenticators, Issuer: dynamicca.FirstLoaded{signer, proxySigner}}
+	exchanger := &credential.Exchanger{
+		Authenticators: &authenticators, Issuer: dynamicca.FirstLoaded{signer, proxySigner}, Reserved: c.File.AllowedReservedNames,
+	}
 	proxy, err := c.impersonationProxy(signer, proxySigner, exchanger)
 	if err != nil {
 		return nil, err

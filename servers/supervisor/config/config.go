@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"sealion.dev/core/groupsuffix"
+	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/internal/serverboot"
 )
 
@@ -31,6 +32,9 @@ type Config struct {
 	AggregatedAPIServerPort *int64 `json:"aggregatedAPIServerPort,omitempty"`
 	// AggregatedAPIServerDisableAdmissionPlugins names admission plugins of that API to turn off.
 	AggregatedAPIServerDisableAdmissionPlugins []string `json:"aggregatedAPIServerDisableAdmissionPlugins,omitempty"`
+	// AllowedReservedNames are the exact "system:" usernames and groups a downstream identity may
+	// still carry. Empty by default: no upstream or transformation can log in such an identity.
+	AllowedReservedNames reservednames.Exceptions `json:"allowedReservedNames"`
 }
 
 // Names of the objects the Supervisor reads.
@@ -165,6 +169,9 @@ func (c *Config) validate() error {
 	}
 	if https.Enabled() && http.Enabled() && https.Network == http.Network && https.Address == http.Address {
 		errs = append(errs, fmt.Errorf("endpoints: https and http both listen on %s %s", https.Network, https.Address))
+	}
+	if err := c.AllowedReservedNames.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("allowedReservedNames: %w", err))
 	}
 	return errors.Join(errs...)
 }

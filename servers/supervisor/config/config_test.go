@@ -82,6 +82,8 @@ endpoints:
 		{name: "both disabled", doc: minimal + "endpoints: {https: {network: disabled}, http: {network: disabled}}\n", want: []string{"cannot both be disabled"}},
 		{name: "same address", doc: minimal + "endpoints: {https: {network: tcp, address: \"127.0.0.1:1\"}, http: {network: tcp, address: \"127.0.0.1:1\"}}\n", want: []string{"both listen on"}},
 		{name: "unix without a path", doc: minimal + "endpoints: {https: {network: unix}}\n", want: []string{"endpoints.https.address: required"}},
+		{name: "reserved-name exceptions that are not reserved names or are patterns", doc: minimal + "allowedReservedNames: {usernames: [admin], groups: [\"system:*\"]}\n",
+			want: []string{`allowedReservedNames: usernames: "admin"`, `groups: "system:*"`}},
 		{name: "aggregated API port out of range", doc: minimal + "aggregatedAPIServerPort: 443\n", want: []string{"aggregatedAPIServerPort: must be within 1024-65535, got 443"}},
 		{name: "aggregated API port of the HTTPS listener", doc: minimal + "aggregatedAPIServerPort: 8443\n", want: []string{"aggregatedAPIServerPort: 8443 is also the port of endpoints.https"}},
 		{name: "invalid API Service name", doc: minimal[:len(minimal)-1] + "\n  apiService: Not.A.Service\n", want: []string{`names.apiService: "Not.A.Service" is not a valid Service name`}},

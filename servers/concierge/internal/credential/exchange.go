@@ -13,10 +13,12 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/klog/v2"
 
+	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/concierge/internal/authncache"
 )
 
-// ErrAuthenticationFailed is the one answer to any token that does not yield a credential.
+// ErrAuthenticationFailed is the one answer to any token that does not yield a credential, including
+// one for a name Kubernetes reserves (package reservednames).
 var ErrAuthenticationFailed = errors.New("authentication failed")
 
 // DefaultTTL is the lifetime of issued client certificates.
@@ -47,8 +49,11 @@ type Credential struct {
 type Exchanger struct {
 	Authenticators TokenAuthenticator
 	Issuer         ClientCertIssuer
-	TTL            time.Duration // DefaultTTL when zero
-	Now            func() time.Time
+	// Reserved are the operator's exceptions to the refusal of "system:" names; the zero value
+	// refuses them all.
+	Reserved reservednames.Exceptions
+	TTL      time.Duration // DefaultTTL when zero
+	Now      func() time.Time
 }
 
 // Exchange authenticates token with the authenticator under key and, for a user a client
@@ -74,6 +79,12 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 	}
 	if reason := unsupportedUser(resp.User); reason != "" {
 		logger.V(4).Info("token credential request refused", "reason", reason)
+		return nil, ErrAuthenticationFailed
+	}
+	// An authenticator that yields a reserved name is misconfigured or attacked: that is worth an
+	// operator's attention, so it is logged at the default level (names only, never the token).
+	if reason := e.Reserved.Refused(resp.User.GetName(), resp.User.GetGroups()); reason != "" {
+		logger.Info("token credential request refused", "reason", reason)
 		return nil, ErrAuthenticationFailed
 	}
 	ttl := e.TTL

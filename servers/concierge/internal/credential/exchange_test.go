@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/concierge/internal/authncache"
 )
 
@@ -49,6 +50,10 @@ func TestExchange(t *testing.T) {
 		"uid":       {User: &user.DefaultInfo{Name: "sa", UID: "1234"}},
 		"extras":    {User: &user.DefaultInfo{Name: "carol", Extra: map[string][]string{"scopes": {"x"}}}},
 		"nilresult": {},
+		"admin":     {User: &user.DefaultInfo{Name: "system:admin"}},
+		"masters":   {User: &user.DefaultInfo{Name: "mallory", Groups: []string{"devs", "system:masters"}}},
+		"mixedcase": {User: &user.DefaultInfo{Name: "mallory", Groups: []string{"System:Masters"}}},
+		"monitor":   {User: &user.DefaultInfo{Name: "prometheus", Groups: []string{"system:monitoring"}}},
 	}
 	known := authncache.Key{APIGroup: "authentication.concierge.pinniped.dev", Kind: "JWTAuthenticator", Name: "known"}
 	tests := []struct {
@@ -56,6 +61,7 @@ func TestExchange(t *testing.T) {
 		key        authncache.Key
 		token      string
 		issuerErr  error
+		reserved   reservednames.Exceptions
 		wantUser   string
 		wantGroups []string
 	}{
@@ -70,11 +76,17 @@ func TestExchange(t *testing.T) {
 		{name: "other extras", key: known, token: "extras"},
 		{name: "no user in response", key: known, token: "nilresult"},
 		{name: "issuer fails", key: known, token: "alice", issuerErr: errors.New("no CA loaded")},
+		{name: "reserved username", key: known, token: "admin"},
+		{name: "reserved group", key: known, token: "masters"},
+		{name: "reserved group in another case", key: known, token: "mixedcase"},
+		{name: "reserved group not among the exceptions", key: known, token: "masters", reserved: reservednames.Exceptions{Groups: []string{"system:monitoring"}}},
+		{name: "reserved group allowed by exception", key: known, token: "monitor", reserved: reservednames.Exceptions{Groups: []string{"system:monitoring"}},
+			wantUser: "prometheus", wantGroups: []string{"system:monitoring"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			issuer := &fakeIssuer{err: tt.issuerErr}
-			e := &Exchanger{Authenticators: users, Issuer: issuer, Now: func() time.Time { return now }}
+			e := &Exchanger{Authenticators: users, Issuer: issuer, Reserved: tt.reserved, Now: func() time.Time { return now }}
 			cred, err := e.Exchange(context.Background(), tt.key, tt.token)
 			if tt.wantUser == "" {
 				if !errors.Is(err, ErrAuthenticationFailed) || err.Error() != "authentication failed" || cred != nil {

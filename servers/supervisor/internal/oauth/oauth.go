@@ -10,6 +10,7 @@ package oauth
 import (
 	"time"
 
+	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/authorize"
 	"sealion.dev/servers/supervisor/internal/oauth/callback"
@@ -38,6 +39,13 @@ func New(storage *sessions.Storage, connectors sessions.Connectors) *Endpoints {
 // pinniped-cli. Call it before the first issuer is mounted.
 func (e *Endpoints) WithClients(clients *provider.OIDCClients) *Endpoints {
 	e.shared.Clients = clients
+	return e
+}
+
+// WithReservedNameExceptions lets identities carry the given "system:" names; every other reserved
+// name stays refused. Call it before the endpoints serve their first request.
+func (e *Endpoints) WithReservedNameExceptions(allowed reservednames.Exceptions) *Endpoints {
+	e.shared.Reserved = allowed
 	return e
 }
 

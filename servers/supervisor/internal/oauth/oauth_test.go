@@ -52,6 +52,7 @@ type harness struct {
 	issuerURL string
 	jwks      *signingkeys.JWKS
 	browser   *http.Client
+	endpoints *Endpoints
 	// oidcClients and clientSecrets are the informer caches of the OIDCClients and their
 	// storage Secrets (see addOIDCClient).
 	oidcClients, clientSecrets cache.Indexer
@@ -83,11 +84,12 @@ func newHarnessWith(t *testing.T, ups *fakeUpstreams, idps ...issuer.IdentityPro
 	ups.add(issuer.TypeOIDC, "upstream-idp", oidcidp.New(oidcidp.Config{IssuerURL: h.upstream.server.URL, ClientID: "upstream-client", ClientSecret: "upstream-secret",
 		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: h.upstream.server.Client(),
 		AuthorizeParameters: map[string]string{"acr_values": "phr"}, AdditionalClaims: map[string]string{"upstreamEmail": "email", "absent": "no-such-claim"}}))
-	mux := issuer.NewMux(New(sessions.NewStorage(h.clientset.CoreV1().Secrets(namespace), ups), ups).WithClients(&provider.OIDCClients{
+	h.endpoints = New(sessions.NewStorage(h.clientset.CoreV1().Secrets(namespace), ups), ups).WithClients(&provider.OIDCClients{
 		Clients:       configlisters.NewOIDCClientLister(h.oidcClients).OIDCClients(namespace),
 		Secrets:       corev1listers.NewSecretLister(h.clientSecrets).Secrets(namespace),
 		MinBcryptCost: bcrypt.MinCost,
-	}))
+	})
+	mux := issuer.NewMux(h.endpoints)
 	h.server = httptest.NewTLSServer(mux)
 	t.Cleanup(h.server.Close)
 	h.issuerURL = h.server.URL + "/fd"

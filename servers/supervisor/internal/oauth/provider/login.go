@@ -69,7 +69,7 @@ func LoginError(ctx context.Context, res *Resolved, err error) error {
 // our own authorization code.
 func (p *Provider) FinishLogin(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, idp *issuer.IdentityProvider, user *connectors.Identity, browserless bool) {
 	ctx := r.Context()
-	downstream, err := Transform(ctx, idp, idtransform.Identity{Username: user.Username, Groups: user.Groups})
+	downstream, err := p.Transform(ctx, idp, idtransform.Identity{Username: user.Username, Groups: user.Groups})
 	if err != nil {
 		p.AuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()), browserless)
 		return
@@ -97,8 +97,14 @@ func GrantScopes(ar fosite.AuthorizeRequester) {
 	}
 }
 
-// Transform runs the identity provider's identity transformations.
-func Transform(ctx context.Context, idp *issuer.IdentityProvider, id idtransform.Identity) (idtransform.Identity, error) {
+// ErrReservedIdentity is the answer, as a hint, to a login or refresh whose identity carries a
+// name Kubernetes reserves: the uniform wording of the Concierge, so that the answer tells nothing
+// about which name was refused.
+var ErrReservedIdentity = errors.New("authentication failed")
+
+// Transform runs the identity provider's identity transformations and refuses a result that
+// carries a reserved name (RefuseReserved).
+func (s *Shared) Transform(ctx context.Context, idp *issuer.IdentityProvider, id idtransform.Identity) (idtransform.Identity, error) {
 	res, err := idp.Transforms.Evaluate(ctx, id)
 	if err != nil {
 		return idtransform.Identity{}, fmt.Errorf("identity transformations failed: %w", err)
@@ -106,7 +112,23 @@ func Transform(ctx context.Context, idp *issuer.IdentityProvider, id idtransform
 	if res.Rejected {
 		return idtransform.Identity{}, errors.New(res.Message)
 	}
+	if err := s.RefuseReserved(ctx, idp.DisplayName, res.Identity); err != nil {
+		return idtransform.Identity{}, err
+	}
 	return res.Identity, nil
+}
+
+// RefuseReserved returns ErrReservedIdentity when id carries a "system:" username or group the
+// operator did not allow: the downstream token would be a credential for Kubernetes' own
+// identities on every cluster that trusts this Supervisor. The checked identity is the one after
+// the transformations, so neither an upstream nor a transformation can produce such a name. The
+// refused name goes to the log at the default level; tokens never do.
+func (s *Shared) RefuseReserved(ctx context.Context, idpName string, id idtransform.Identity) error {
+	if reason := s.Reserved.Refused(id.Username, id.Groups); reason != "" {
+		klog.FromContext(ctx).Info("Identity refused", "idp", idpName, "reason", reason)
+		return ErrReservedIdentity
+	}
+	return nil
 }
 
 // newLoginSession is the session of a fresh login for the authorize request ar.

@@ -17,6 +17,7 @@ import (
 	"github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/token/jwt"
 
+	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 )
@@ -95,7 +96,10 @@ type Shared struct {
 	Clients *OIDCClients
 	// Logins limits password attempts per user of an identity provider, whatever the issuer.
 	Logins *LoginLimiter
-	Now    func() time.Time
+	// Reserved are the operator's exceptions to the refusal of "system:" usernames and groups; the
+	// zero value refuses them all.
+	Reserved reservednames.Exceptions
+	Now      func() time.Time
 }
 
 // Provider is the fosite provider of one issuer and what its endpoints share.

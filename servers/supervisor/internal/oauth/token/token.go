@@ -87,7 +87,7 @@ func (p endpoint) refreshUpstream(ctx context.Context, s *sessions.Session, ar f
 	if up.Username != s.Custom.UpstreamUsername {
 		return refusedRefresh("the upstream identity changed since the login")
 	}
-	down, err := provider.Transform(ctx, res.IDP, idtransform.Identity{Username: s.Custom.UpstreamUsername, Groups: up.Groups})
+	down, err := p.Transform(ctx, res.IDP, idtransform.Identity{Username: s.Custom.UpstreamUsername, Groups: up.Groups})
 	if err != nil {
 		return refusedRefresh("%v", err)
 	}
@@ -201,6 +201,11 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 	s, ok := orig.GetSession().(*sessions.Session)
 	if !ok {
 		return fosite.ErrServerError.WithHint("unexpected session type")
+	}
+	// The session's identity was checked at login and at each refresh; checking it again here
+	// covers sessions stored before an operator narrowed the reserved-name exceptions.
+	if err := t.RefuseReserved(ctx, s.Custom.ProviderName, idtransform.Identity{Username: s.Custom.Username, Groups: s.Custom.Groups}); err != nil {
+		return fosite.ErrAccessDenied.WithHint(err.Error())
 	}
 	now := t.Now().UTC()
 	claims := &jwt.IDTokenClaims{
