@@ -97,6 +97,16 @@ func TestTokenCredentialRequestWithLocalUsers(t *testing.T) {
 				t.Errorf("got %+v, want the uniform authentication failure", resp.Status)
 			}
 			return ctx
+		}).
+		Assess("a user the webhook puts in system:masters gets no credential", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// The hole this closes: the certificate (or, behind the impersonation proxy, the
+			// impersonated identity) would have been cluster-admin.
+			createLocalUser(ctx, t, cfg, "mallory", "correct horse", "seals,system:masters")
+			resp := kubectlExchange(ctx, t, cfg, "mallory:correct horse", "WebhookAuthenticator", "local-users")
+			if resp.Status.Credential != nil || resp.Status.Message == nil || *resp.Status.Message != "authentication failed" {
+				t.Errorf("got %+v, want the uniform authentication failure", resp.Status)
+			}
+			return ctx
 		}).Feature()
 	testenv.Test(t, f)
 }
@@ -106,17 +116,7 @@ func TestTokenCredentialRequestWithLocalUsers(t *testing.T) {
 func setUpLocalUsers(ctx context.Context, t *testing.T, cfg *envconf.Config) {
 	t.Helper()
 	kube := kubeClient(t, cfg)
-	hash, err := bcrypt.GenerateFromPassword([]byte("correct horse"), bcrypt.DefaultCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "pinny", Namespace: "local-user-authenticator"},
-		Data:       map[string][]byte{"passwordHash": hash, "groups": []byte("seals,walruses")},
-	}
-	if _, err := kube.CoreV1().Secrets("local-user-authenticator").Create(ctx, user, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	createLocalUser(ctx, t, cfg, "pinny", "correct horse", "seals,walruses")
 	// The webhook's CA is published by the local-user-authenticator itself.
 	var ca []byte
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -129,7 +129,7 @@ func setUpLocalUsers(ctx context.Context, t *testing.T, cfg *envconf.Config) {
 	}); err != nil {
 		t.Fatalf("the local-user-authenticator never published its CA: %v", err)
 	}
-	_, err = steps.Kubectl(ctx, cfg.KubeconfigFile(), fmt.Sprintf(`apiVersion: authentication.concierge.pinniped.dev/v1alpha1
+	_, err := steps.Kubectl(ctx, cfg.KubeconfigFile(), fmt.Sprintf(`apiVersion: authentication.concierge.pinniped.dev/v1alpha1
 kind: WebhookAuthenticator
 metadata: {name: local-users}
 spec:
@@ -140,6 +140,22 @@ spec:
 		t.Fatal(err)
 	}
 	waitForWebhookReady(ctx, t, cfg, "local-users")
+}
+
+// createLocalUser creates a local-user-authenticator user (groups comma-separated), unless it exists.
+func createLocalUser(ctx context.Context, t *testing.T, cfg *envconf.Config, name, password, groups string) {
+	t.Helper()
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "local-user-authenticator"},
+		Data:       map[string][]byte{"passwordHash": hash, "groups": []byte(groups)},
+	}
+	if _, err := kubeClient(t, cfg).CoreV1().Secrets("local-user-authenticator").Create(ctx, user, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 }
 
 // expectedSigner is the CA of TokenCredentialRequest certificates where it is not the cluster's:
