@@ -81,10 +81,20 @@ func TestStopKillsProcessGroupIgnoringTERM(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("Stop took %v", time.Since(start))
 	}
-	waitFor(t, "the grandchild to die", func() bool {
-		_, err := os.Stat("/proc/" + strings.TrimSpace(string(data)))
-		return os.IsNotExist(err)
-	})
+	waitFor(t, "the grandchild to die", func() bool { return dead(strings.TrimSpace(string(data))) })
+}
+
+// dead reports whether the process pid has exited: gone, or a zombie. Killed together with its
+// parent, the grandchild may be reparented before it is reaped, and whoever adopts it (PID 1 here
+// is not an init that reaps) may leave it a zombie for good.
+func dead(pid string) bool {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if os.IsNotExist(err) {
+		return true
+	}
+	// The state follows the command name, which is in parentheses and may itself hold some.
+	i := strings.LastIndexByte(string(stat), ')')
+	return err == nil && i >= 0 && strings.HasPrefix(string(stat[i+1:]), " Z")
 }
 
 func TestFirstStartFailureIsReturned(t *testing.T) {
