@@ -37,8 +37,12 @@ type Exceptions struct {
 // namespace (it needs no exception, so it is most likely a typo) or a pattern.
 func (e Exceptions) Validate() error {
 	var errs []error
-	for field, names := range map[string][]string{"usernames": e.Usernames, "groups": e.Groups} {
-		for _, name := range names {
+	for _, f := range []struct {
+		field string
+		names []string
+	}{{"usernames", e.Usernames}, {"groups", e.Groups}} {
+		field := f.field
+		for _, name := range f.names {
 			switch {
 			case !IsReserved(name):
 				errs = append(errs, fmt.Errorf("%s: %q does not start with %q and needs no exception", field, name, Prefix))
