@@ -193,6 +193,27 @@ integration: host-deps-if-allowed kube-binaries images ## integration tests agai
 fuzz: deps ## fuzz the token authentication path for a short time
 	$(GO) test -run '^$$' -fuzz '^FuzzTokenCredentialRequest$$' -fuzztime $(FUZZTIME) ./servers/concierge/internal/credential/
 
+# Known advisories, checked offline: the golang.org/x/vulndb module (served by the Go module proxy
+# like any other) holds every report of the Go vulnerability database as OSV files, and its indexdb
+# command turns them into the database govulncheck reads. Raise VULNDB_VERSION to the newest
+# pseudo-version served to check against newer advisories. The Dex fixture (fixtures/dex/server) is
+# left out: the database lists every version of github.com/dexidp/dex as affected by GO-2024-2476,
+# fixed in Dex v2.37 long before the pinned commit; it is a test upstream, never shipped.
+VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
+GOVULNCHECK_VERSION := v1.9.0
+VULNDB_DIR := $(SEALION_CACHE)/vulndb/$(VULNDB_VERSION)
+
+.PHONY: vulncheck
+vulncheck: deps ## report known advisories (as of VULNDB_VERSION) in our modules and in the Go toolchain's standard library
+	@if [ ! -e $(VULNDB_DIR)/index/db.json ]; then \
+		src=$$(cd / && $(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+		rm -rf $(VULNDB_DIR).tmp; \
+		(cd / && $(GO) run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) -vulns $$src/data/osv -out $(VULNDB_DIR).tmp); \
+		mv $(VULNDB_DIR).tmp $(VULNDB_DIR); \
+	fi
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db file://$(VULNDB_DIR) ./...
+	cd tools && $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db file://$(VULNDB_DIR) ./...
+
 .PHONY: test
 test: verify-generate unit integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci)
 

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coreos/go-oidc"
+	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
@@ -42,7 +42,10 @@ const (
 
 	wellKnownPath  = "/.well-known/openid-configuration"
 	requestTimeout = 30 * time.Second
-	maxJWKSBytes   = 1 << 20
+	// maxResponseBytes bounds every response read from an issuer (discovery document, key set):
+	// go-oidc reads them whole, and neither an issuer nor whoever answers in its name may make the
+	// Concierge hold an unbounded document.
+	maxResponseBytes = 1 << 20
 )
 
 // steps are the condition types New reports, in the order it checks them.
@@ -213,7 +216,41 @@ func httpClient(caBundle []byte) (*http.Client, error) {
 	transport := utilnet.SetTransportDefaults(&http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 	})
-	return &http.Client{Transport: transport, Timeout: requestTimeout}, nil
+	return &http.Client{Transport: boundedBodies{transport}, Timeout: requestTimeout}, nil
+}
+
+// boundedBodies fails the reading of any response body longer than maxResponseBytes.
+type boundedBodies struct{ http.RoundTripper }
+
+func (b boundedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.RoundTripper.RoundTrip(r)
+	if err == nil {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxResponseBytes}
+	}
+	return resp, err
+}
+
+// boundedBody errors, rather than truncating, once more than its limit is read: a truncated
+// document would fail later with a misleading parse error.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var probe [1]byte
+		if n, err := b.ReadCloser.Read(probe[:]); n == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("the response is larger than %d bytes", maxResponseBytes)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 func tlsMessage(caBundle []byte) string {
@@ -235,7 +272,7 @@ func fetchKeySet(ctx context.Context, client *http.Client, jwksURL string) error
 		return fmt.Errorf("could not fetch jwks from %q: %w", jwksURL, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes))
+	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("could not read jwks from %q: %w", jwksURL, err)
 	}

@@ -3,6 +3,7 @@ package jwt
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
@@ -145,6 +146,7 @@ func TestNewReportsEachStep(t *testing.T) {
 	httpJWKS := oidcissuer.New(t, oidcissuer.WithDiscoveryOverrides(map[string]any{"jwks_uri": "http://127.0.0.1/jwks.json"}))
 	noJWKS := oidcissuer.New(t, oidcissuer.WithDiscoveryOverrides(map[string]any{"jwks_uri": ""}))
 	deadJWKS := oidcissuer.New(t, oidcissuer.WithDiscoveryOverrides(map[string]any{"jwks_uri": closedIssuer.JWKSURL()}))
+	hugeDiscovery := oidcissuer.New(t, oidcissuer.WithDiscoveryOverrides(map[string]any{"padding": strings.Repeat("x", maxResponseBytes)}))
 
 	tests := []struct {
 		name       string
@@ -170,6 +172,8 @@ func TestNewReportsEachStep(t *testing.T) {
 		{name: "CA of another issuer", cfg: Config{Issuer: iss.Issuer, Audience: audience, CABundle: otherIssuer.CABundle},
 			failedType: authv1alpha1.ConditionDiscoveryURLValid, wantReason: authv1alpha1.ReasonInvalidDiscoveryProbe},
 		{name: "system roots do not trust a private issuer", cfg: Config{Issuer: iss.Issuer, Audience: audience},
+			failedType: authv1alpha1.ConditionDiscoveryURLValid, wantReason: authv1alpha1.ReasonInvalidDiscoveryProbe},
+		{name: "discovery document over the size limit", cfg: Config{Issuer: hugeDiscovery.Issuer, Audience: audience, CABundle: hugeDiscovery.CABundle},
 			failedType: authv1alpha1.ConditionDiscoveryURLValid, wantReason: authv1alpha1.ReasonInvalidDiscoveryProbe},
 		{name: "http jwks_uri", cfg: Config{Issuer: httpJWKS.Issuer, Audience: audience, CABundle: httpJWKS.CABundle},
 			failedType: authv1alpha1.ConditionJWKSURLValid, wantReason: authv1alpha1.ReasonInvalidProviderJWKSURLScheme},
