@@ -179,9 +179,6 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 	if c := verify(refreshed.Extra("id_token").(string), provider.PinnipedCLIClientID); c["sub"] != claims["sub"] || c["username"] != claims["username"] {
 		t.Errorf("refreshed ID token claims %v; want the same user", c)
 	}
-	if _, err := cli.TokenSource(cliCtx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); err == nil {
-		t.Error("the rotated refresh token still works")
-	}
 
 	// Token exchange for a cluster's audience.
 	resp, err := cliHTTP.PostForm(issuerURL+provider.TokenPath, url.Values{
@@ -202,6 +199,14 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 	}
 	if c := verify(exchanged.AccessToken, "cluster-1"); c["username"] != dex.DefaultUser.Email {
 		t.Errorf("cluster ID token claims %v", c)
+	}
+
+	// The rotated refresh token used again: refused, and the login ends (RFC 6819 5.2.2.3).
+	if _, err := cli.TokenSource(cliCtx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); err == nil {
+		t.Error("the rotated refresh token still works")
+	}
+	if _, err := cli.TokenSource(cliCtx, &oauth2.Token{RefreshToken: refreshed.RefreshToken}).Token(); err == nil {
+		t.Error("after the rotated refresh token was used again, the newest one still works")
 	}
 }
 

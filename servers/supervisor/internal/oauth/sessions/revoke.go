@@ -43,16 +43,14 @@ const offlineAccess = "offline_access"
 
 // endsLogin reports whether dropping a stored record of kind ends its login, so that its
 // upstream tokens must be revoked. The short-lived PKCE and OpenID Connect records, a redeemed
-// authorization code and the access token of a login that has a refresh token all expire
-// while the login goes on with another record of the same session.
+// authorization code, a rotated refresh token and the access token of a login that has a
+// refresh token all expire while the login goes on with another record of the same session.
 func endsLogin(kind string, rec *record) bool {
 	switch kind {
-	case typeRefreshToken:
-		return true
+	case typeRefreshToken, typeAuthcode:
+		return rec.Active
 	case typeAccessToken:
 		return !slices.Contains(rec.GrantedScope, offlineAccess)
-	case typeAuthcode:
-		return rec.Active
 	}
 	return false
 }

@@ -102,7 +102,7 @@ type record struct {
 	GrantedAudience   []string        `json:"grantedAudience"`
 	Form              url.Values      `json:"form"`
 	Session           json.RawMessage `json:"session"`
-	// Active is false once an authorization code was used.
+	// Active is false once an authorization code or a refresh token was used.
 	Active bool `json:"active"`
 }
 
@@ -246,21 +246,46 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, signature string, s
 	return req, nil
 }
 
+// ErrAlreadyUsed is the error of the losers of concurrent uses of one authorization code or
+// refresh token: exactly one use deactivates it.
+var ErrAlreadyUsed = errors.New("already used by a concurrent request")
+
+// InvalidateAuthorizeCodeSession deactivates a code once, atomically: a code that another
+// request deactivated since fosite read it, or concurrently with this call, gives ErrAlreadyUsed,
+// and that request fails.
 func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, signature string) error {
 	_, rec, secret, err := s.get(ctx, typeAuthcode, signature, nil)
 	if err != nil {
 		return err
 	}
+	return s.deactivate(ctx, secret, rec, false)
+}
+
+// deactivate marks a stored code or refresh token used. The update carries the resourceVersion
+// of the read that found it active, so of two concurrent uses exactly one passes: the other
+// finds it inactive, or its update conflicts. strip drops what a used record no longer needs
+// (the session, which may hold upstream tokens, and the request form).
+func (s *Store) deactivate(ctx context.Context, secret *corev1.Secret, rec *record, strip bool) error {
+	kind := secret.Labels[TypeLabel]
+	if !rec.Active {
+		return fmt.Errorf("%s: %w", kind, ErrAlreadyUsed)
+	}
 	rec.Active = false
+	if strip {
+		rec.Session, rec.Form = json.RawMessage("{}"), nil
+	}
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("encoding authcode: %w", err)
+		return fmt.Errorf("encoding %s: %w", kind, err)
 	}
+	secret = secret.DeepCopy()
 	secret.Data[DataKey] = data
-	// The update carries the resourceVersion read above, so two concurrent redemptions of the
-	// same code cannot both succeed.
-	if _, err := s.secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("invalidating authcode: %w", err)
+	_, err = s.secrets.Update(ctx, secret, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("%s: %w", kind, ErrAlreadyUsed)
+	case err != nil:
+		return fmt.Errorf("deactivating %s: %w", kind, err)
 	}
 	return nil
 }
@@ -285,10 +310,16 @@ func (s *Store) CreateRefreshTokenSession(ctx context.Context, signature, _ stri
 	return s.create(ctx, typeRefreshToken, signature, req)
 }
 
+// GetRefreshTokenSession returns the request with fosite.ErrInactiveToken for a refresh token
+// that was already rotated: fosite then revokes the whole login (RFC 6819 5.2.2.3), since
+// either the client or a thief holds a copy that should no longer exist.
 func (s *Store) GetRefreshTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	req, _, _, err := s.get(ctx, typeRefreshToken, signature, session)
+	req, rec, _, err := s.get(ctx, typeRefreshToken, signature, session)
 	if err != nil {
 		return nil, err
+	}
+	if !rec.Active {
+		return req, fosite.ErrInactiveToken
 	}
 	return req, nil
 }
@@ -297,10 +328,40 @@ func (s *Store) DeleteRefreshTokenSession(ctx context.Context, signature string)
 	return s.delete(ctx, typeRefreshToken, signature)
 }
 
-// RotateRefreshToken deletes the refresh and access tokens of the login before new ones are
-// stored: a refresh token works once. The login goes on, so its upstream tokens stay.
-func (s *Store) RotateRefreshToken(ctx context.Context, requestID, _ string) error {
-	return errors.Join(s.deleteRequest(ctx, typeRefreshToken, requestID), s.deleteRequest(ctx, typeAccessToken, requestID))
+// RotateRefreshToken retires the refresh token just used and deletes the login's access tokens
+// before new ones are stored: a refresh token works once. The used token stays, inactive and
+// without its session, so that its reuse is recognized (GetRefreshTokenSession); the one retired
+// at the previous rotation is deleted, so that a login keeps at most one. Of concurrent uses of
+// one refresh token exactly one gets here first: the others fail with
+// fosite.ErrSerializationFailure. The login goes on, so its upstream tokens stay.
+func (s *Store) RotateRefreshToken(ctx context.Context, requestID, signature string) error {
+	selector := labels.Set{TypeLabel: typeRefreshToken, RequestIDLabel: requestID}.String()
+	list, err := s.secrets.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return fmt.Errorf("listing refresh tokens of request %s: %w", requestID, err)
+	}
+	used := SecretName(typeRefreshToken, signature)
+	var errs []error
+	for i := range list.Items {
+		secret := &list.Items[i]
+		if secret.Name != used {
+			if err := s.secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		var rec record
+		if err := json.Unmarshal(secret.Data[DataKey], &rec); err != nil {
+			errs = append(errs, fmt.Errorf("decoding refresh token: %w", err))
+			continue
+		}
+		if err := s.deactivate(ctx, secret, &rec, true); errors.Is(err, ErrAlreadyUsed) {
+			return fosite.ErrSerializationFailure.WithWrap(err)
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(append(errs, s.deleteRequest(ctx, typeAccessToken, requestID))...)
 }
 
 // RevokeRefreshToken and RevokeAccessToken end a login (fosite calls them when an authorization

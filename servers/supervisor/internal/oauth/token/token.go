@@ -52,6 +52,11 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	resp, err := p.OAuth.NewAccessResponse(ctx, ar)
+	if errors.Is(err, sessions.ErrAlreadyUsed) && ar.GetGrantTypes().ExactOne(provider.GrantAuthorizationCode) {
+		// fosite answers a storage failure with server_error; losing a race for a code is a
+		// replay (RFC 6749 4.1.2).
+		err = fosite.ErrInvalidGrant.WithHint("The authorization code has already been used.").WithWrap(err)
+	}
 	if err != nil {
 		p.OAuth.WriteAccessError(ctx, w, ar, err)
 		return

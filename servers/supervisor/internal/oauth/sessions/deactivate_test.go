@@ -1,0 +1,134 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ory/fosite"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// oneClient is a fosite.ClientManager that knows one client.
+type oneClient struct{ fosite.Client }
+
+func (c oneClient) GetClient(context.Context, string) (fosite.Client, error) { return c.Client, nil }
+func (oneClient) ClientAssertionJWTValid(context.Context, string) error      { return nil }
+func (oneClient) SetClientAssertionJWT(context.Context, string, time.Time) error {
+	return nil
+}
+
+// optimisticClientset is a fake clientset whose Secrets have resourceVersions that updates must
+// match, as the kube-apiserver's do (the fake's tracker ignores them).
+func optimisticClientset() *fake.Clientset {
+	clientset := fake.NewClientset()
+	var version int
+	gvr := corev1.SchemeGroupVersion.WithResource("secrets")
+	bump := func(s *corev1.Secret) { version++; s.ResourceVersion = strconv.Itoa(version) }
+	clientset.PrependReactor("create", "secrets", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		bump(action.(k8stesting.CreateAction).GetObject().(*corev1.Secret))
+		return false, nil, nil
+	})
+	clientset.PrependReactor("update", "secrets", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		s := action.(k8stesting.UpdateAction).GetObject().(*corev1.Secret)
+		current, err := clientset.Tracker().Get(gvr, s.Namespace, s.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		if current.(*corev1.Secret).ResourceVersion != s.ResourceVersion {
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), s.Name, errors.New("the object has been modified"))
+		}
+		bump(s)
+		return false, nil, nil
+	})
+	return clientset
+}
+
+func newStore(t *testing.T) (*Store, *fosite.Request) {
+	t.Helper()
+	client := &fosite.DefaultClient{ID: "pinniped-cli"}
+	store := NewStorage(optimisticClientset().CoreV1().Secrets(namespace), noConnectors{}).ForClients(oneClient{client})
+	req := fosite.NewRequest()
+	req.ID, req.Client, req.Session = "login-1", client, NewSession()
+	return store, req
+}
+
+// Two token requests that both read a code while it was active cannot both redeem it: the read
+// and the deactivation are one step.
+func TestAuthorizationCodeDeactivatesOnce(t *testing.T) {
+	ctx := context.Background()
+	store, req := newStore(t)
+	if err := store.CreateAuthorizeCodeSession(ctx, "code-sig", req); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := store.GetAuthorizeCodeSession(ctx, "code-sig", NewSession()); err != nil {
+			t.Fatalf("reading the active code: %v", err)
+		}
+	}
+	if err := store.InvalidateAuthorizeCodeSession(ctx, "code-sig"); err != nil {
+		t.Fatalf("first redemption: %v", err)
+	}
+	if err := store.InvalidateAuthorizeCodeSession(ctx, "code-sig"); !errors.Is(err, ErrAlreadyUsed) {
+		t.Fatalf("second redemption: %v, want ErrAlreadyUsed", err)
+	}
+	if _, err := store.GetAuthorizeCodeSession(ctx, "code-sig", NewSession()); !errors.Is(err, fosite.ErrInvalidatedAuthorizeCode) {
+		t.Errorf("reading the used code: %v, want fosite.ErrInvalidatedAuthorizeCode", err)
+	}
+}
+
+// Both writers read the Secret before either wrote: the second update carries a stale
+// resourceVersion and loses.
+func TestDeactivateConflictLoses(t *testing.T) {
+	ctx := context.Background()
+	store, req := newStore(t)
+	if err := store.CreateAuthorizeCodeSession(ctx, "code-sig", req); err != nil {
+		t.Fatal(err)
+	}
+	_, recA, secretA, errA := store.get(ctx, typeAuthcode, "code-sig", nil)
+	_, recB, secretB, errB := store.get(ctx, typeAuthcode, "code-sig", nil)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	if err := store.deactivate(ctx, secretA, recA, false); err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	if err := store.deactivate(ctx, secretB, recB, false); !errors.Is(err, ErrAlreadyUsed) {
+		t.Fatalf("second, from the same read: %v, want ErrAlreadyUsed", err)
+	}
+}
+
+// A rotated refresh token is kept inactive, without its session, and found again as reused; the
+// one retired before it is deleted.
+func TestRefreshTokenRotation(t *testing.T) {
+	ctx := context.Background()
+	store, req := newStore(t)
+	req.Session.(*Session).Custom.ProviderName = "upstream"
+	for _, sig := range []string{"refresh-1", "refresh-2"} {
+		if err := store.CreateRefreshTokenSession(ctx, sig, "", req); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.RotateRefreshToken(ctx, req.ID, sig); err != nil {
+			t.Fatalf("rotating %s: %v", sig, err)
+		}
+	}
+	if err := store.RotateRefreshToken(ctx, req.ID, "refresh-2"); !errors.Is(err, fosite.ErrSerializationFailure) {
+		t.Errorf("rotating refresh-2 again: %v, want fosite.ErrSerializationFailure", err)
+	}
+	got, err := store.GetRefreshTokenSession(ctx, "refresh-2", NewSession())
+	if !errors.Is(err, fosite.ErrInactiveToken) || got == nil || got.GetID() != req.ID {
+		t.Fatalf("reading the rotated refresh-2: %v, %v; want the request with fosite.ErrInactiveToken", got, err)
+	}
+	if name := got.GetSession().(*Session).Custom.ProviderName; name != "" {
+		t.Errorf("the retired refresh token still holds its session (provider %q)", name)
+	}
+	if _, err := store.GetRefreshTokenSession(ctx, "refresh-1", NewSession()); !errors.Is(err, fosite.ErrNotFound) {
+		t.Errorf("reading refresh-1, retired two rotations ago: %v, want fosite.ErrNotFound", err)
+	}
+}
