@@ -387,3 +387,25 @@ func TestOIDCClientCannotSendPasswords(t *testing.T) {
 		t.Errorf("password headers from an OIDCClient: %s %v; want an error redirect", resp.Status, loc)
 	}
 }
+
+// A client that fails to authenticate again and again is refused before its secret is compared,
+// even with the right one, for a while; unknown client IDs count for nothing.
+func TestOIDCClientAuthenticationFailuresAreLimited(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addOIDCClient(clientID, fullSpec(), clientSecret)
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"not-a-token"}}
+	for range 50 {
+		if status, body := h.postToken(form, "client.oauth.pinniped.dev-nobody", "x"); status != http.StatusUnauthorized || body["error"] != "invalid_client" {
+			t.Fatalf("unknown client: %d %v", status, body)
+		}
+	}
+	for i := range 10 {
+		if status, body := h.postToken(form, clientID, "guess"); body["error"] != "invalid_client" {
+			t.Fatalf("wrong secret, attempt %d: %d %v", i+1, status, body)
+		}
+	}
+	status, body := h.postToken(form, clientID, clientSecret)
+	if body["error"] != "invalid_client" || !strings.Contains(body["error_description"].(string), "Too many failed client authentications") {
+		t.Errorf("right secret after 10 failures: %d %v; want invalid_client, too many failures", status, body)
+	}
+}

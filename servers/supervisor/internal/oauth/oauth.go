@@ -31,7 +31,8 @@ var _ issuer.Endpoints = (*Endpoints)(nil)
 // identity providers in connectors.
 func New(storage *sessions.Storage, connectors sessions.Connectors) *Endpoints {
 	return &Endpoints{shared: provider.Shared{
-		Storage: storage, Connectors: connectors, Logins: provider.NewLoginLimiter(time.Now), Now: time.Now,
+		Storage: storage, Connectors: connectors, Logins: provider.NewLoginLimiter(time.Now),
+		Secrets: provider.NewSecretChecker(time.Now), ClientFailures: provider.NewClientFailures(time.Now), Now: time.Now,
 	}}
 }
 

@@ -96,6 +96,10 @@ type Shared struct {
 	Clients *OIDCClients
 	// Logins limits password attempts per user of an identity provider, whatever the issuer.
 	Logins *LoginLimiter
+	// Secrets compares client secrets with their hashes for every issuer (SecretChecker), and
+	// ClientFailures counts the failed client authentications at the token endpoints.
+	Secrets        *SecretChecker
+	ClientFailures *ClientFailures
 	// Reserved are the operator's exceptions to the refusal of "system:" usernames and groups; the
 	// zero value refuses them all.
 	Reserved reservednames.Exceptions
@@ -132,6 +136,7 @@ func New(iss *issuer.Issuer, shared *Shared) *Provider {
 	p := &Provider{Shared: shared, Issuer: iss, keyID: iss.JWKS.Active.KeyID}
 	p.signer = &jwt.DefaultSigner{GetPrivateKey: func(context.Context) (any, error) { return key, nil }}
 	p.config = newConfig(iss)
+	p.config.ClientSecretsHasher = shared.Secrets
 	p.hmac = compose.NewOAuth2HMACStrategy(p.config)
 	p.store = shared.Storage.ForClients(&clients{cli: pinnipedCLI(), oidcClients: shared.Clients})
 	p.OAuth = p.compose(p.config, p.store)
@@ -140,6 +145,12 @@ func New(iss *issuer.Issuer, shared *Shared) *Provider {
 	p.Validate = p.compose(newConfig(iss), nullStore{p.store})
 	p.state = &stateCodec{key: iss.StateEncryptionKey}
 	return p
+}
+
+// KnownClient reports whether id names a client of this issuer.
+func (p *Provider) KnownClient(ctx context.Context, id string) bool {
+	_, err := p.store.GetClient(ctx, id)
+	return err == nil
 }
 
 // AddTokenEndpointHandler adds a grant to the token endpoint; fosite reads the handlers of its

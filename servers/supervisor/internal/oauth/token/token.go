@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -36,8 +37,18 @@ func New(p *provider.Provider) http.Handler {
 // at the next refresh.
 func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	client := clientID(r)
+	if p.ClientFailures.Blocked(client) {
+		p.OAuth.WriteAccessError(ctx, w, fosite.NewAccessRequest(nil), errClientBlocked)
+		return
+	}
 	ar, err := p.OAuth.NewAccessRequest(ctx, r, sessions.NewSession())
 	if err != nil {
+		// Only failures that cost a secret comparison count: an unknown client costs nothing,
+		// and counting it would let made-up client IDs crowd out the real ones.
+		if errors.Is(err, fosite.ErrInvalidClient) && p.KnownClient(ctx, client) {
+			p.ClientFailures.Failed(client)
+		}
 		p.OAuth.WriteAccessError(ctx, w, ar, err)
 		return
 	}
@@ -62,6 +73,22 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.OAuth.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// errClientBlocked answers a client that failed to authenticate too often, before its secret is
+// compared: invalid_client, as any failed client authentication.
+var errClientBlocked = fosite.ErrInvalidClient.WithHint("Too many failed client authentications; try again later.")
+
+// clientID is the client a token request names, in its HTTP basic credentials (form-encoded, RFC
+// 6749 2.3.1) or its form.
+func clientID(r *http.Request) string {
+	if id, _, ok := r.BasicAuth(); ok {
+		if unescaped, err := url.QueryUnescape(id); err == nil {
+			return unescaped
+		}
+		return id
+	}
+	return r.PostFormValue("client_id")
 }
 
 // refusedRefresh is the error of a refresh that the upstream check refused.
