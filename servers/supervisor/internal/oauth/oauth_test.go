@@ -32,6 +32,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions/sessionstest"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
 )
 
@@ -68,7 +69,7 @@ func newHarness(t *testing.T, transforms *idtransform.Pipeline) *harness {
 // newHarnessWith serves an issuer with idps, whose upstreams are the fakeUpstream (for the
 // OIDCIdentityProvider upstream-idp) and those of ups.
 func newHarnessWith(t *testing.T, ups *fakeUpstreams, idps ...issuer.IdentityProvider) *harness {
-	h := &harness{t: t, ctx: context.Background(), upstream: newFakeUpstream(t), clientset: fake.NewClientset(),
+	h := &harness{t: t, ctx: context.Background(), upstream: newFakeUpstream(t), clientset: sessionstest.OptimisticClientset(),
 		oidcClients:   cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		clientSecrets: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
 	data, err := signingkeys.NewJWKS()

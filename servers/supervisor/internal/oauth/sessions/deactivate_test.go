@@ -3,16 +3,12 @@ package sessions
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/ory/fosite"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+
+	"sealion.dev/servers/supervisor/internal/oauth/sessions/sessionstest"
 )
 
 // oneClient is a fosite.ClientManager that knows one client.
@@ -24,36 +20,10 @@ func (oneClient) SetClientAssertionJWT(context.Context, string, time.Time) error
 	return nil
 }
 
-// optimisticClientset is a fake clientset whose Secrets have resourceVersions that updates must
-// match, as the kube-apiserver's do (the fake's tracker ignores them).
-func optimisticClientset() *fake.Clientset {
-	clientset := fake.NewClientset()
-	var version int
-	gvr := corev1.SchemeGroupVersion.WithResource("secrets")
-	bump := func(s *corev1.Secret) { version++; s.ResourceVersion = strconv.Itoa(version) }
-	clientset.PrependReactor("create", "secrets", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		bump(action.(k8stesting.CreateAction).GetObject().(*corev1.Secret))
-		return false, nil, nil
-	})
-	clientset.PrependReactor("update", "secrets", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		s := action.(k8stesting.UpdateAction).GetObject().(*corev1.Secret)
-		current, err := clientset.Tracker().Get(gvr, s.Namespace, s.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		if current.(*corev1.Secret).ResourceVersion != s.ResourceVersion {
-			return true, nil, apierrors.NewConflict(gvr.GroupResource(), s.Name, errors.New("the object has been modified"))
-		}
-		bump(s)
-		return false, nil, nil
-	})
-	return clientset
-}
-
 func newStore(t *testing.T) (*Store, *fosite.Request) {
 	t.Helper()
 	client := &fosite.DefaultClient{ID: "pinniped-cli"}
-	store := NewStorage(optimisticClientset().CoreV1().Secrets(namespace), noConnectors{}).ForClients(oneClient{client})
+	store := NewStorage(sessionstest.OptimisticClientset().CoreV1().Secrets(namespace), noConnectors{}).ForClients(oneClient{client})
 	req := fosite.NewRequest()
 	req.ID, req.Client, req.Session = "login-1", client, NewSession()
 	return store, req

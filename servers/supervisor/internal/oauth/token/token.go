@@ -63,7 +63,7 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	resp, err := p.OAuth.NewAccessResponse(ctx, ar)
-	if errors.Is(err, sessions.ErrAlreadyUsed) && ar.GetGrantTypes().ExactOne(provider.GrantAuthorizationCode) {
+	if ar.GetGrantTypes().ExactOne(provider.GrantAuthorizationCode) && lostCodeRace(err) {
 		// fosite answers a storage failure with server_error; losing a race for a code is a
 		// replay (RFC 6749 4.1.2).
 		err = fosite.ErrInvalidGrant.WithHint("The authorization code has already been used.").WithWrap(err)
@@ -73,6 +73,13 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.OAuth.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// lostCodeRace reports whether a code redemption failed because a concurrent one won: the code
+// was deactivated between fosite's reads of it or under this request, or the winner already
+// deleted the login's PKCE or OpenID Connect record.
+func lostCodeRace(err error) bool {
+	return errors.Is(err, sessions.ErrAlreadyUsed) || errors.Is(err, fosite.ErrInvalidatedAuthorizeCode) || errors.Is(err, fosite.ErrNotFound)
 }
 
 // errClientBlocked answers a client that failed to authenticate too often, before its secret is
