@@ -18,9 +18,12 @@ FUZZTIME ?= 20s
 # Packages whose tests start real processes (etcd, kube-apiserver, our servers).
 # (e2e/clilogin needs no cluster: the built CLI against Dex and Chromium.)
 INTEGRATION_PKGS := ./core/... ./servers/... ./cli/... ./fixtures/... ./e2e/clilogin
-# The providers' own cluster tests skip unless host changes are allowed. They run one package at a
-# time: each compares the host before and after its cluster, and only one cluster fits the host.
-PROVIDER_PKGS := ./providers/...
+# The providers' own cluster tests skip unless host changes are allowed (and fail under CI=true
+# when something they need is missing). They run one package at a time: each compares the host
+# before and after its cluster, and only one cluster fits the host. kind's runs last, in Docker,
+# with the node image make builds for it.
+PROVIDER_PKGS := ./providers/kubeadm ./providers/managed/...
+KIND_PROVIDER_PKG := ./providers/kind
 
 # The cluster providers of `make e2e`, one after the other: kind (in Docker, what contributors
 # use), kubeadm, gke, eks, aks (simulated managed clusters) or existing (the cluster of $$KUBECONFIG).
@@ -36,6 +39,9 @@ TEST_PACKAGES := ca-certificates iproute2 chromium slapd samba samba-ad-provisio
 # Debian packages a cluster on this machine needs (installed only when host changes are allowed).
 CLUSTER_PACKAGES := containerd runc containernetworking-plugins iptables conntrack socat ethtool iproute2
 HOST_PACKAGES := $(TEST_PACKAGES) $(CLUSTER_PACKAGES)
+# Debian packages of the unit tests: the race detector (go test -race) needs cgo, hence a C compiler
+# and the C library's headers.
+UNIT_PACKAGES := gcc libc6-dev
 # kind needs a Docker engine (Debian's docker.io), and its node image built here a debootstrap.
 KIND_HOST_PACKAGES := docker.io debootstrap
 DOCKER_ENGINE := bash tools/dockerengine/dockerd.sh
@@ -177,16 +183,20 @@ verify-generate: deps ## fail when generated files are stale
 	bash tools/codegen/verify.sh
 
 .PHONY: unit
-unit: deps ## unit tests
-	$(GO) test -short -count=1 ./...
-	cd tools && $(GO) test -short -count=1 ./...
-	cd fixtures/dex/server && $(GO) test -short -count=1 ./...
+unit: deps ## unit tests, with the race detector
+	@$(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(UNIT_PACKAGES)"
+	$(GO) test -short -race -count=1 ./...
+	cd tools && $(GO) test -short -race -count=1 ./...
+	cd fixtures/dex/server && $(GO) test -short -race -count=1 ./...
 
 .PHONY: integration
 integration: host-deps-if-allowed kube-binaries images ## integration tests against a real etcd and kube-apiserver (they build our servers)
 	$(GO) test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || echo "the providers' cluster tests ($(PROVIDER_PKGS)) skip: they start clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"
 	$(GO) test -count=1 -timeout 20m -p 1 $(PROVIDER_PKGS)
+	$(if $(HOST_CHANGES_ALLOWED),$(MAKE) $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
+	rc=0; $(GO) test -count=1 -timeout 15m $(KIND_PROVIDER_PKG) || rc=$$?; \
+	$(if $(HOST_CHANGES_ALLOWED),$(DOCKER_ENGINE) stop;) exit $$rc
 	cd tools && $(GO) test -count=1 ./deploycheck/ ./internal/debpkg/
 
 .PHONY: fuzz

@@ -15,6 +15,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"sigs.k8s.io/yaml"
 
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/e2e/steps"
 	"sealion.dev/fixtures/browser"
 	"sealion.dev/fixtures/dex"
@@ -28,9 +29,7 @@ func TestLoginOIDCWithDex(t *testing.T) {
 		t.Skip("builds the CLI and starts Dex and headless Chromium as processes; skipped under -short")
 	}
 	chromium, err := browser.FindChromium()
-	if err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	testdeps.Require(t, err)
 	// The first run builds Dex from source, which takes minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/providers"
 	"sealion.dev/providers/internal/clusterready"
 	"sealion.dev/providers/internal/command"
@@ -38,15 +39,11 @@ func TestClusterLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: creates a real kind cluster on this machine, which -short excludes")
 	}
-	if err := providers.CheckHostChangesAllowed(Name, false, os.Getenv); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	testdeps.Require(t, providers.CheckHostChangesAllowed(Name, false, os.Getenv))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	d := docker{run: command.Runner{}}
-	if err := d.ping(ctx); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	testdeps.Require(t, d.ping(ctx))
 	requireLocalNodeImage(ctx, t, d)
 
 	const name = "sealion-kind-it"
@@ -209,15 +206,15 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 }
 
-// requireLocalNodeImage skips unless Docker has a node image for the default version: the test
-// never pulls one.
+// requireLocalNodeImage stops the test (testdeps.Require) unless Docker has a node image for the
+// default version: the test never pulls one.
 func requireLocalNodeImage(ctx context.Context, t *testing.T, d docker) {
 	t.Helper()
 	_, err := chooseNodeImage(ctx, "", DefaultKubernetesVersion, d.imagePresent, func(context.Context, string) error {
 		return errors.New("this test does not pull")
 	})
 	if err != nil {
-		t.Skipf("skipping: no node image for %s in Docker (make kind-node-image ALLOW_HOST_CHANGES=true builds one): %v", DefaultKubernetesVersion, err)
+		testdeps.Require(t, fmt.Errorf("no node image for %s in Docker (make kind-node-image ALLOW_HOST_CHANGES=true builds one): %w", DefaultKubernetesVersion, err))
 	}
 }
 

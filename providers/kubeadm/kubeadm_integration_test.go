@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/providers"
 	"sealion.dev/providers/internal/clusterready"
 	"sealion.dev/providers/internal/command"
@@ -36,9 +37,7 @@ func TestClusterLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: creates a real kubeadm cluster on this machine, which -short excludes")
 	}
-	if err := providers.CheckHostChangesAllowed(Name, false, os.Getenv); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	testdeps.Require(t, providers.CheckHostChangesAllowed(Name, false, os.Getenv))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	const name = "sealion-it"
@@ -162,9 +161,7 @@ func TestFailedCreateKeepsLogsAndCleansUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: creates a real kubeadm cluster on this machine, which -short excludes")
 	}
-	if err := providers.CheckHostChangesAllowed(Name, false, os.Getenv); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	testdeps.Require(t, providers.CheckHostChangesAllowed(Name, false, os.Getenv))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const name = "sealion-it-fail"

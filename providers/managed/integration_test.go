@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/providers"
 	"sealion.dev/providers/internal/command"
 	"sealion.dev/providers/internal/hoststate"
@@ -40,19 +41,16 @@ func TestIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: creates a real cluster on this machine, which -short excludes")
 	}
-	if err := providers.CheckHostChangesAllowed("gke", false, nil); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	testdeps.Require(t, providers.CheckHostChangesAllowed("gke", false, nil))
 	if os.Geteuid() != 0 {
-		t.Skip("skipping: running a kubelet and containerd needs root")
+		testdeps.Require(t, errors.New("running a kubelet and containerd needs root"))
 	}
 	p, err := New("gke")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.(*provider).clusterConfig("probe", providers.CreateOptions{}); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	_, err = p.(*provider).clusterConfig("probe", providers.CreateOptions{})
+	testdeps.Require(t, err)
 	archive := buildEchoImage(t)
 
 	ctx := context.Background()

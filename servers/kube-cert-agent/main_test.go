@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sealion.dev/core/testing/testdeps"
 )
 
 func TestRun(t *testing.T) {
@@ -106,9 +108,7 @@ func TestSleepingMemory(t *testing.T) {
 	if waitErr := cmd.Wait(); waitErr != nil {
 		t.Errorf("sleep did not exit cleanly on SIGTERM: %v", waitErr)
 	}
-	if err != nil {
-		t.Skipf("no /proc on this system: %v", err)
-	}
+	testdeps.Require(t, err)
 	kib := map[string]int{}
 	for _, line := range strings.Split(string(status), "\n") {
 		name, value, ok := strings.Cut(line, ":")

@@ -32,6 +32,7 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/ldap"
 )
 
@@ -59,9 +60,8 @@ func TestLoad(t *testing.T) {
 	if !*load {
 		t.Skip("load run is opt-in: go test -load (make bench runs it)")
 	}
-	if _, err := ldap.FindSlapd(); err != nil {
-		t.Skipf("skipping: no slapd (make host-deps installs it): %v", err)
-	}
+	_, err := ldap.FindSlapd()
+	testdeps.Require(t, err)
 	ctx := context.Background()
 	users := make([]ldap.User, loadUsers)
 	for i := range users {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/oauth2"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/activedirectory"
 	"sealion.dev/servers/supervisor/internal/connectors/activedirectoryidp"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
@@ -30,9 +31,7 @@ func TestCLIPasswordLoginWithActiveDirectory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, kube-apiserver and a Samba domain controller as processes; skipped under -short")
 	}
-	if err := activedirectory.Available(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	testdeps.Require(t, activedirectory.Available())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

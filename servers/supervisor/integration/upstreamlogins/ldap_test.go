@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/ldap"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
@@ -52,9 +53,8 @@ func TestPasswordLoginsWithLDAP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, kube-apiserver and slapd as processes; skipped under -short")
 	}
-	if _, err := ldap.FindSlapd(); err != nil {
-		t.Skipf("skipping: no slapd (make installs it): %v", err)
-	}
+	_, err := ldap.FindSlapd()
+	testdeps.Require(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/ldap"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
 )
@@ -29,9 +30,8 @@ func TestPinnipedCLIPasswordLoginWithLDAP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the CLI and starts etcd, kube-apiserver and slapd as processes; skipped under -short")
 	}
-	if _, err := ldap.FindSlapd(); err != nil {
-		t.Skipf("skipping: no slapd (make installs it): %v", err)
-	}
+	_, err := ldap.FindSlapd()
+	testdeps.Require(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cli := buildCLI(ctx, t)

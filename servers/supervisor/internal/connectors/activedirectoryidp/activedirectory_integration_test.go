@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/activedirectory"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/activedirectoryidp"
@@ -26,9 +27,7 @@ func start(t *testing.T, opts activedirectory.Options) (*activedirectory.AD, con
 	if testing.Short() {
 		t.Skip("runs a Samba domain controller (fixtures/activedirectory); skipped under -short")
 	}
-	if err := activedirectory.Available(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	testdeps.Require(t, activedirectory.Available())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	a, err := activedirectory.Start(ctx, opts)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/browser"
 	"sealion.dev/fixtures/github"
 	"sealion.dev/servers/supervisor/internal/connectors/githubidp"
@@ -24,9 +25,7 @@ func TestBrowserLogin(t *testing.T) {
 		t.Skip("starts headless Chromium as a process; skipped under -short")
 	}
 	chromium, err := browser.FindChromium()
-	if err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	testdeps.Require(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 

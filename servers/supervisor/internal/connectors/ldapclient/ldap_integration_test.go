@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sealion.dev/core/certauthority"
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/ldap"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 )
@@ -21,9 +22,8 @@ func startLDAP(t *testing.T) (*ldap.LDAP, context.Context) {
 	if testing.Short() {
 		t.Skip("runs slapd (fixtures/ldap); skipped under -short")
 	}
-	if _, err := ldap.FindSlapd(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	_, err := ldap.FindSlapd()
+	testdeps.Require(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	l, err := ldap.Start(ctx, ldap.Options{})

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/ldap"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
@@ -25,9 +26,8 @@ func TestOpenAndLogIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs slapd (fixtures/ldap); skipped under -short")
 	}
-	if _, err := ldap.FindSlapd(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	_, err := ldap.FindSlapd()
+	testdeps.Require(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l, err := ldap.Start(ctx, ldap.Options{})
