@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzStateDecode feeds arbitrary state parameters, starting from a genuine one and its near
-// misses, to the callback's state decoding. Only the state this issuer sealed decodes, to exactly
+// misses, to the callback's state decoding. Only a state this issuer sealed decodes, to exactly
 // what was sealed; anything else (a flipped bit, a truncation, a state of another issuer,
 // garbage) is an error and no state.
 func FuzzStateDecode(f *testing.F) {
@@ -44,9 +44,8 @@ func FuzzStateDecode(f *testing.F) {
 			}
 			return
 		}
-		if raw, _ := base64.RawURLEncoding.DecodeString(encoded); !bytes.Equal(raw, sealed) {
-			t.Fatalf("decode(%q) accepted a state this issuer did not seal: %+v", encoded, got)
-		}
+		// Every fuzzing process seals issued with its own nonce, so other genuine seals turn up;
+		// nothing else is ever sealed with this key.
 		if *got != issued {
 			t.Fatalf("decode(%q) = %+v; want the sealed %+v", encoded, got, issued)
 		}
