@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/ext"
+	"k8s.io/apiserver/pkg/cel/library"
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 )
@@ -29,6 +30,13 @@ const DefaultRejectionMessage = "authentication was rejected by a configured pol
 // EvaluationTimeout caps the run time of each expression, so that a costly one cannot hold a
 // login (or a controller checking examples) for long.
 const EvaluationTimeout = 5 * time.Second
+
+// CostLimit caps the work of each run of an expression, in CEL's cost units as Kubernetes counts
+// them (strings functions by the size of what they traverse). The timeout alone does not bound
+// it: CEL checks for a timeout only every 100 steps of one comprehension, so nested small
+// comprehensions (ten elements each, six deep) ran for seconds after their deadline. Kubernetes
+// allows a validation rule the same.
+const CostLimit = 1_000_000
 
 // Variable names, as expressions use them.
 const (
@@ -135,7 +143,8 @@ func compileStep(env *cel.Env, e configv1alpha1.FederationDomainTransformsExpres
 	if got := ast.OutputType(); !got.IsExactType(want) {
 		return step{}, fmt.Errorf("%s expression must return %s, but returns %s", e.Type, want, got)
 	}
-	program, err := env.Program(ast, cel.InterruptCheckFrequency(100))
+	program, err := env.Program(ast, cel.InterruptCheckFrequency(100),
+		cel.CostTracking(&library.CostEstimator{}), cel.CostLimit(CostLimit))
 	if err != nil {
 		return step{}, fmt.Errorf("%s expression cannot be planned: %w", e.Type, err)
 	}

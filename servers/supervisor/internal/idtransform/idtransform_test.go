@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -254,5 +255,22 @@ func TestCheckExamples(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestEvaluationStopsAtCostLimit(t *testing.T) {
+	// 10^6 steps in comprehensions of ten elements each: CEL's timeout check, every 100 steps of
+	// one comprehension, barely slows it down (it ran for seconds); the cost limit stops it.
+	digits := "[0,1,2,3,4,5,6,7,8,9]"
+	p, err := Compile(configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{
+		expr(policy, digits+`.map(a, `+digits+`.map(b, `+digits+`.map(c, `+digits+`.map(d, `+digits+`.map(e, `+digits+`.map(f, a+b+c+d+e+f)))))).size() > 0`),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := p.Evaluate(ctx, Identity{Username: "pinny"}); err == nil || !strings.Contains(err.Error(), "cost limit exceeded") {
+		t.Fatalf("Evaluate = %v; want the cost limit exceeded", err)
 	}
 }

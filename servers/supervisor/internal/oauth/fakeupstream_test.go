@@ -25,7 +25,7 @@ const upstreamPassword = "upstream-password"
 // token endpoint checks PKCE, grants tokens for the user's password and serves refreshes until
 // told to refuse them.
 type fakeUpstream struct {
-	t      *testing.T
+	t      testing.TB
 	server *httptest.Server
 	key    *ecdsa.PrivateKey
 
@@ -46,7 +46,7 @@ type fakeUpstream struct {
 	refuseRevocation bool
 }
 
-func newFakeUpstream(t *testing.T) *fakeUpstream {
+func newFakeUpstream(t testing.TB) *fakeUpstream {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)

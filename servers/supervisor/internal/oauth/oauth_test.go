@@ -45,7 +45,7 @@ const (
 // harness is a Supervisor serving one issuer whose only identity provider is a fakeUpstream,
 // and a browser that stops at the CLI's loopback redirect.
 type harness struct {
-	t         *testing.T
+	t         testing.TB
 	ctx       context.Context
 	upstream  *fakeUpstream
 	clientset *fake.Clientset
@@ -59,7 +59,7 @@ type harness struct {
 	oidcClients, clientSecrets cache.Indexer
 }
 
-func newHarness(t *testing.T, transforms *idtransform.Pipeline) *harness {
+func newHarness(t testing.TB, transforms *idtransform.Pipeline) *harness {
 	return newHarnessWith(t, nil, issuer.IdentityProvider{
 		DisplayName: idpName, Type: issuer.TypeOIDC, Flows: []issuer.Flow{issuer.FlowBrowserAuthcode},
 		Kind: "OIDCIdentityProvider", Name: "upstream-idp", UID: "idp-uid", Transforms: transforms,
@@ -68,7 +68,7 @@ func newHarness(t *testing.T, transforms *idtransform.Pipeline) *harness {
 
 // newHarnessWith serves an issuer with idps, whose upstreams are the fakeUpstream (for the
 // OIDCIdentityProvider upstream-idp) and those of ups.
-func newHarnessWith(t *testing.T, ups *fakeUpstreams, idps ...issuer.IdentityProvider) *harness {
+func newHarnessWith(t testing.TB, ups *fakeUpstreams, idps ...issuer.IdentityProvider) *harness {
 	h := &harness{t: t, ctx: context.Background(), upstream: newFakeUpstream(t), clientset: sessionstest.OptimisticClientset(),
 		oidcClients:   cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		clientSecrets: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
@@ -117,7 +117,7 @@ func newHarnessWith(t *testing.T, ups *fakeUpstreams, idps ...issuer.IdentityPro
 	return h
 }
 
-func randomKey(t *testing.T) []byte {
+func randomKey(t testing.TB) []byte {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
