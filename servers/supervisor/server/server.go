@@ -23,6 +23,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/connectors/kinds"
 	"sealion.dev/servers/supervisor/internal/controllers/federationdomain"
 	oidcclientcontroller "sealion.dev/servers/supervisor/internal/controllers/oidcclient"
+	"sealion.dev/servers/supervisor/internal/controllers/sessionkeys"
 	"sealion.dev/servers/supervisor/internal/controllers/upstreamidp"
 	"sealion.dev/servers/supervisor/internal/discovery"
 	"sealion.dev/servers/supervisor/internal/issuer"
@@ -30,6 +31,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 	"sealion.dev/servers/supervisor/internal/sni"
+	"sealion.dev/servers/supervisor/internal/tokenseal"
 )
 
 // NewCommand returns the pinniped-supervisor command.
@@ -94,7 +96,15 @@ func (c CompletedConfig) New() (*Server, error) {
 	// OAuth state lives in Secrets of the namespace; the endpoints find the upstreams the
 	// upstreamidp controller made Ready in the registry, at each request.
 	registry := &connectors.Registry{}
-	storage := sessions.NewStorage(c.KubeClient.CoreV1().Secrets(c.Namespace), registry)
+	// The sessions' upstream tokens are sealed with keys the sessionkeys controller keeps in a
+	// Secret; a replaced key opens what it sealed as long as a session record can live.
+	sealKeys := tokenseal.NewRing()
+	storage := sessions.NewStorage(c.KubeClient.CoreV1().Secrets(c.Namespace), registry, sealKeys)
+	sessionKeys := sessionkeys.New(sessionkeys.Config{
+		Namespace:   c.Namespace,
+		Labels:      c.File.Labels,
+		RetireAfter: sessions.MaxRecordLifetime,
+	}, c.KubeClient, secrets, sealKeys)
 	// OIDCClients are looked up in the informer caches at each request.
 	oidcClients := c.CRInformers.Config().V1alpha1().OIDCClients()
 	endpoints := oauth.New(storage, registry).WithClients(&provider.OIDCClients{
@@ -136,7 +146,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	return &Server{
 		informers: []informerFactory{c.KubeInformers, c.CRInformers},
-		runners:   []runner{federationDomains, upstreamIDPs, clients, runFunc(storage.RunGarbageCollector)},
+		runners:   []runner{federationDomains, upstreamIDPs, clients, sessionKeys, runFunc(storage.RunGarbageCollector)},
 		api:       api,
 		listeners: listeners,
 		suffix:    *c.File.APIGroupSuffix,

@@ -33,6 +33,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/oauth"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions/sessionstest"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
 )
 
@@ -61,7 +62,7 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 
 	// The Supervisor listens first, so that Dex knows its callback URL.
 	ups := &upstreams{}
-	mux := issuer.NewMux(oauth.New(sessions.NewStorage(kube.CoreV1().Secrets(namespace), ups), ups))
+	mux := issuer.NewMux(oauth.New(sessions.NewStorage(kube.CoreV1().Secrets(namespace), ups, sessionstest.Keys()), ups))
 	supervisor := httptest.NewTLSServer(mux)
 	defer supervisor.Close()
 	issuerURL := supervisor.URL + "/fd"

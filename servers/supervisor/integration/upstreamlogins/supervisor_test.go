@@ -18,6 +18,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/oauth"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions/sessionstest"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
 )
 
@@ -46,7 +47,7 @@ func startSupervisor(ctx context.Context, t *testing.T, ups *upstreams, idps ...
 		t.Fatal(err)
 	}
 	// Mounted as servers/supervisor mounts them: the CLI starts from the discovery documents.
-	mux := issuer.NewMux(discovery.Endpoints{}, oauth.New(sessions.NewStorage(kube.CoreV1().Secrets(namespace), ups), ups))
+	mux := issuer.NewMux(discovery.Endpoints{}, oauth.New(sessions.NewStorage(kube.CoreV1().Secrets(namespace), ups, sessionstest.Keys()), ups))
 	s := &supervisor{server: httptest.NewTLSServer(mux)}
 	t.Cleanup(s.server.Close)
 	s.issuerURL = s.server.URL + "/fd"

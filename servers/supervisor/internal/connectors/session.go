@@ -50,6 +50,19 @@ func (s Session) Clone() Session {
 	return s
 }
 
+// Tokens are the session's upstream credentials, which the session storage seals: an OIDC
+// provider's refresh token, a GitHub access token.
+func (s *Session) Tokens() []*string {
+	var tokens []*string
+	if s.OIDC != nil {
+		tokens = append(tokens, &s.OIDC.UpstreamRefreshToken)
+	}
+	if s.GitHub != nil {
+		tokens = append(tokens, &s.GitHub.UpstreamAccessToken)
+	}
+	return tokens
+}
+
 // Revocable reports whether the session holds an upstream token to revoke when it ends: an OIDC
 // refresh token. GitHub's access tokens are not revoked: GitHub has no RFC 7009 endpoint.
 func (s Session) Revocable() bool {

@@ -34,6 +34,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions/sessionstest"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
+	"sealion.dev/servers/supervisor/internal/tokenseal"
 )
 
 const (
@@ -54,6 +55,8 @@ type harness struct {
 	jwks      *signingkeys.JWKS
 	browser   *http.Client
 	endpoints *Endpoints
+	// keys seal the upstream tokens of the stored sessions, as every replica's do.
+	keys *tokenseal.Ring
 	// oidcClients and clientSecrets are the informer caches of the OIDCClients and their
 	// storage Secrets (see addOIDCClient).
 	oidcClients, clientSecrets cache.Indexer
@@ -85,7 +88,8 @@ func newHarnessWith(t testing.TB, ups *fakeUpstreams, idps ...issuer.IdentityPro
 	ups.add(issuer.TypeOIDC, "upstream-idp", oidcidp.New(oidcidp.Config{IssuerURL: h.upstream.server.URL, ClientID: "upstream-client", ClientSecret: "upstream-secret",
 		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: h.upstream.server.Client(),
 		AuthorizeParameters: map[string]string{"acr_values": "phr"}, AdditionalClaims: map[string]string{"upstreamEmail": "email", "absent": "no-such-claim"}}))
-	h.endpoints = New(sessions.NewStorage(h.clientset.CoreV1().Secrets(namespace), ups), ups).WithClients(&provider.OIDCClients{
+	h.keys = sessionstest.Keys()
+	h.endpoints = New(sessions.NewStorage(h.clientset.CoreV1().Secrets(namespace), ups, h.keys), ups).WithClients(&provider.OIDCClients{
 		Clients:       configlisters.NewOIDCClientLister(h.oidcClients).OIDCClients(namespace),
 		Secrets:       corev1listers.NewSecretLister(h.clientSecrets).Secrets(namespace),
 		MinBcryptCost: bcrypt.MinCost,

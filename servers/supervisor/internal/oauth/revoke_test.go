@@ -84,7 +84,7 @@ func expireAll(h *harness, ups sessions.Connectors) *sessions.Storage {
 			h.t.Fatal(err)
 		}
 	}
-	return sessions.NewStorage(secrets, ups)
+	return sessions.NewStorage(secrets, ups, h.keys)
 }
 
 // twoLogins logs in twice at h: the first login's code is redeemed, the second's never is.

@@ -23,7 +23,7 @@ func (oneClient) SetClientAssertionJWT(context.Context, string, time.Time) error
 func newStore(t *testing.T) (*Store, *fosite.Request) {
 	t.Helper()
 	client := &fosite.DefaultClient{ID: "pinniped-cli"}
-	store := NewStorage(sessionstest.OptimisticClientset().CoreV1().Secrets(namespace), noConnectors{}).ForClients(oneClient{client})
+	store := NewStorage(sessionstest.OptimisticClientset().CoreV1().Secrets(namespace), noConnectors{}, sessionstest.Keys()).ForClients(oneClient{client})
 	req := fosite.NewRequest()
 	req.ID, req.Client, req.Session = "login-1", client, NewSession()
 	return store, req

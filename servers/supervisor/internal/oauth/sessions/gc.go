@@ -50,9 +50,15 @@ func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
 	return deleted, errors.Join(errs...)
 }
 
-// RunGarbageCollector sweeps at once and then every GarbageCollectInterval until ctx ends, as a
-// singleton controller without informers: nothing but time makes Secrets expire.
+// RunGarbageCollector sweeps once the keys that open upstream tokens are loaded (revocation needs
+// them), then every GarbageCollectInterval until ctx ends, as a singleton controller without
+// informers: nothing but time makes Secrets expire.
 func (s *Storage) RunGarbageCollector(ctx context.Context) {
+	select {
+	case <-s.keys.Ready():
+	case <-ctx.Done():
+		return
+	}
 	controller.New(controller.Options{
 		Name:   "oauth-storage-gc",
 		Sync:   func(ctx context.Context, _ string) error { s.sweep(ctx); return nil },

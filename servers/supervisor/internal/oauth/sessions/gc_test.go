@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"sealion.dev/servers/supervisor/internal/oauth/sessions/sessionstest"
 )
 
 func TestGarbageCollect(t *testing.T) {
@@ -32,7 +34,7 @@ func TestGarbageCollect(t *testing.T) {
 		secret("unlabeled", SecretType(typeAccessToken), nil, past),
 		secret("other-type", corev1.SecretTypeOpaque, stored, past),
 	)
-	s := NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{})
+	s := NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}, sessionstest.Keys())
 	s.now = func() time.Time { return now }
 
 	n, err := s.GarbageCollect(context.Background())
@@ -66,7 +68,7 @@ func TestRunGarbageCollectorSweepsAtOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}).RunGarbageCollector(ctx)
+		NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}, sessionstest.Keys()).RunGarbageCollector(ctx)
 	}()
 	defer func() {
 		cancel()

@@ -17,6 +17,7 @@ import (
 
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/tokenseal"
 )
 
 // When a login ends, because its Secrets expired or because fosite revoked it (a replayed
@@ -56,7 +57,8 @@ func endsLogin(kind string, rec *record) bool {
 }
 
 // revokeUpstreamOf revokes the upstream tokens of the login whose record secret holds, when
-// dropping the Secret ends the login. Records it cannot read hold nothing it could revoke.
+// dropping the Secret ends the login. Records it cannot read hold nothing it could revoke; those
+// whose tokens cannot be opened yet (no keys loaded) are retried.
 func (s *Storage) revokeUpstreamOf(ctx context.Context, secret *corev1.Secret) error {
 	kind := secret.Labels[TypeLabel]
 	if secret.Type != SecretType(kind) || string(secret.Data[VersionKey]) != storageVersion {
@@ -67,7 +69,9 @@ func (s *Storage) revokeUpstreamOf(ctx context.Context, secret *corev1.Secret) e
 		return nil
 	}
 	session := NewSession()
-	if err := json.Unmarshal(rec.Session, session); err != nil {
+	if err := s.decodeSession(rec.Session, rec.ID, session); errors.Is(err, tokenseal.ErrNotReady) {
+		return err
+	} else if err != nil {
 		return nil
 	}
 	return s.revokeUpstream(ctx, secret.Namespace, session)

@@ -9,6 +9,7 @@ import (
 
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions/sessionstest"
 )
 
 const namespace = "supervisor"
@@ -80,7 +81,7 @@ func TestRevokeUpstream(t *testing.T) {
 			if conn == nil {
 				conn = r
 			}
-			s := NewStorage(fake.NewClientset().CoreV1().Secrets(namespace), oneConnector{conn})
+			s := NewStorage(fake.NewClientset().CoreV1().Secrets(namespace), oneConnector{conn}, sessionstest.Keys())
 			err := s.revokeUpstream(context.Background(), tt.namespace, tt.session)
 			if (err != nil) != tt.wantErr {
 				t.Errorf("revokeUpstream() = %v, want error %v", err, tt.wantErr)

@@ -3,6 +3,7 @@
 // PKCE and OpenID Connect requests, each with the Session of its login. Any replica can continue
 // a login from them. A login that ends (its records expire or fosite revokes it) has its
 // upstream tokens revoked by its connector, and the garbage collector deletes expired records.
+// Upstream tokens are stored sealed (tokenseal), bound to their login.
 // Revocation lives here, with the storage, because both of its callers do: fosite's revocation
 // of a replayed code and the garbage collector, which share the retry bookkeeping kept in the
 // Secrets' annotations.
@@ -27,6 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"sealion.dev/servers/supervisor/internal/tokenseal"
 )
 
 // Secret layout of stored OAuth state.
@@ -62,12 +65,16 @@ const (
 )
 
 var storageLifetimes = map[string]time.Duration{
-	typeAuthcode:     AuthorizeCodeLifetime + SessionLifetime,
+	typeAuthcode:     MaxRecordLifetime,
 	typeAccessToken:  SessionLifetime + AccessTokenLifetime,
 	typeRefreshToken: SessionLifetime + AccessTokenLifetime,
 	typePKCE:         AuthorizeCodeLifetime + time.Minute,
 	typeOIDC:         AuthorizeCodeLifetime + time.Minute,
 }
+
+// MaxRecordLifetime is the longest a record is kept: an authorization code's, which outlives its
+// login so that a replay can still be recognized and revoke it.
+const MaxRecordLifetime = AuthorizeCodeLifetime + SessionLifetime
 
 // SecretType is the type of the Secrets holding state of kind t.
 func SecretType(t string) corev1.SecretType { return corev1.SecretType("storage.pinniped.dev/" + t) }
@@ -83,12 +90,15 @@ type Storage struct {
 	now     func() time.Time
 	// connectors revoke the upstream tokens of the logins that end.
 	connectors Connectors
+	// keys seal the upstream tokens of stored sessions.
+	keys *tokenseal.Ring
 }
 
-// NewStorage stores OAuth state with secrets (the Supervisor's namespace) and revokes the
-// upstream tokens of the logins that end with the connectors of their identity providers.
-func NewStorage(secrets corev1client.SecretInterface, connectors Connectors) *Storage {
-	return &Storage{secrets: secrets, now: time.Now, connectors: connectors}
+// NewStorage stores OAuth state with secrets (the Supervisor's namespace), sealing upstream
+// tokens with keys, and revokes the upstream tokens of the logins that end with the connectors
+// of their identity providers.
+func NewStorage(secrets corev1client.SecretInterface, connectors Connectors, keys *tokenseal.Ring) *Storage {
+	return &Storage{secrets: secrets, now: time.Now, connectors: connectors, keys: keys}
 }
 
 // record is the stored form of a fosite request; the client is stored by ID.
@@ -129,7 +139,7 @@ func (s *Storage) ForClients(clients fosite.ClientManager) *Store {
 }
 
 func (s *Store) create(ctx context.Context, kind, signature string, req fosite.Requester) error {
-	sess, err := json.Marshal(req.GetSession())
+	sess, err := s.encodeSession(req)
 	if err != nil {
 		return fmt.Errorf("encoding %s session: %w", kind, err)
 	}
@@ -185,7 +195,10 @@ func (s *Store) get(ctx context.Context, kind, signature string, session fosite.
 	if session == nil {
 		session = NewSession()
 	}
-	if err := json.Unmarshal(rec.Session, session); err != nil {
+	if err := s.decodeSession(rec.Session, rec.ID, session); errors.Is(err, tokenseal.ErrCannotOpen) {
+		// Its key was retired or the record changed: the login cannot go on upstream.
+		return nil, nil, nil, fosite.ErrNotFound.WithHintf("stored %s holds an upstream token that cannot be opened", kind).WithWrap(err)
+	} else if err != nil {
 		return nil, nil, nil, fmt.Errorf("decoding %s session: %w", kind, err)
 	}
 	client, err := s.GetClient(ctx, rec.ClientID)
@@ -203,6 +216,41 @@ func (s *Store) get(ctx context.Context, kind, signature string, session fosite.
 		Form:              rec.Form,
 		Session:           session,
 	}, &rec, secret, nil
+}
+
+// encodeSession is the stored JSON of req's session, its upstream tokens sealed to the login.
+func (s *Storage) encodeSession(req fosite.Requester) (json.RawMessage, error) {
+	sess := req.GetSession()
+	if ours, ok := sess.(*Session); ok {
+		sealed := ours.Clone().(*Session)
+		for _, token := range sealed.Custom.Tokens() {
+			var err error
+			if *token, err = s.keys.Seal(*token, req.GetID()); err != nil {
+				return nil, err
+			}
+		}
+		sess = sealed
+	}
+	return json.Marshal(sess)
+}
+
+// decodeSession decodes a stored session into session and opens its upstream tokens, sealed to
+// the login requestID.
+func (s *Storage) decodeSession(stored json.RawMessage, requestID string, session fosite.Session) error {
+	if err := json.Unmarshal(stored, session); err != nil {
+		return err
+	}
+	ours, ok := session.(*Session)
+	if !ok {
+		return nil
+	}
+	for _, token := range ours.Custom.Tokens() {
+		var err error
+		if *token, err = s.keys.Open(*token, requestID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) delete(ctx context.Context, kind, signature string) error {

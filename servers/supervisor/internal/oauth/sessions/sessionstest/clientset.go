@@ -1,5 +1,6 @@
-// Package sessionstest helps tests of the session storage: client-go's fake clientset ignores
-// resourceVersions, so on it the storage's optimistic concurrency could never be seen to work.
+// Package sessionstest helps tests of what the Supervisor keeps in Secrets (the session storage,
+// its keys): client-go's fake clientset ignores resourceVersions, so on it their optimistic
+// concurrency could never be seen to work.
 package sessionstest
 
 import (
