@@ -156,7 +156,7 @@ func forward(w http.ResponseWriter, r *http.Request, asServiceAccount, withoutCr
 		return
 	}
 	r = r.Clone(r.Context())
-	scrubIdentityHeaders(r.Header)
+	scrubClientHeaders(r.Header)
 	switch {
 	case isAnonymous(u):
 		withoutCredentials.ServeHTTP(w, r)
