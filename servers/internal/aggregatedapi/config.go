@@ -6,6 +6,7 @@ package aggregatedapi
 import (
 	"fmt"
 	"net"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +59,8 @@ func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
 	}
 
 	c := genericapiserver.NewRecommendedConfig(o.Codecs)
+	// Before ApplyTo: priority and fairness takes its concurrency from the in-flight limits there.
+	limit(&c.Config)
 	// Version information for /version and the emulation checks, from the Kubernetes libraries.
 	c.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	namer := openapinamer.NewDefinitionNamer(o.Scheme)
@@ -70,4 +73,27 @@ func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
 	}
 	c.SecureServing.Cert = o.Cert
 	return c, nil
+}
+
+// Limits of the generic server, set here rather than left to the library's defaults.
+const (
+	// maxRequestsInFlight and maxMutatingRequestsInFlight add up to the concurrency that priority
+	// and fairness shares among the cluster's priority levels: the kube-apiserver's defaults, as
+	// every request through the aggregation layer was admitted by it under the same shares.
+	maxRequestsInFlight         = 400
+	maxMutatingRequestsInFlight = 200
+	// requestTimeout ends a request that is still running: TokenCredentialRequests wait for a
+	// webhook or an issuer's keys at most 10s each; nothing else we serve waits for anything.
+	requestTimeout = 60 * time.Second
+	// maxRequestBodyBytes bounds a request's body, where the library allows 3 MiB, an object
+	// stored in etcd. Ours are never stored: the largest is a TokenCredentialRequest, whose token
+	// has no reason to be larger than the 1 MiB the impersonation proxy accepts for it.
+	maxRequestBodyBytes = 1 << 20
+)
+
+func limit(c *genericapiserver.Config) {
+	c.MaxRequestsInFlight = maxRequestsInFlight
+	c.MaxMutatingRequestsInFlight = maxMutatingRequestsInFlight
+	c.RequestTimeout = requestTimeout
+	c.MaxRequestBodyBytes = maxRequestBodyBytes
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"time"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -19,6 +20,16 @@ const (
 	defaultShutdownTimeout   = 10 * time.Second
 	defaultReadHeaderTimeout = 10 * time.Second
 	defaultIdleTimeout       = 90 * time.Second
+)
+
+// The listeners' in-flight limits, by default. A login takes a handful of requests of a fraction
+// of a second each, and a CLI refreshes its session every few minutes: thousands of users keep a
+// few requests in flight, so these leave ample room and turn a flood into 429s before it
+// exhausts the pod. The POSTs (token, login form, authorize with a form) are fewer because each
+// may hold a form of up to 1 MiB: 30 of them fit well within the 128 MiB the pod is given.
+const (
+	defaultMaxRequestsInFlight         = 100
+	defaultMaxMutatingRequestsInFlight = 30
 )
 
 // Config is what Options.Config reads and builds; nothing in it runs yet.
@@ -46,6 +57,9 @@ type Config struct {
 	// ReadHeaderTimeout and IdleTimeout are the listeners' HTTP server timeouts; 10s and 90s by
 	// default.
 	ReadHeaderTimeout, IdleTimeout time.Duration
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the GETs and the POSTs (or other
+	// methods) that the listeners serve at once, together; 100 and 30 by default.
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
 }
 
 type completedConfig struct {
@@ -68,5 +82,7 @@ func (c *Config) Complete() CompletedConfig {
 			*field = def
 		}
 	}
+	c.MaxRequestsInFlight = cmp.Or(c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
+	c.MaxMutatingRequestsInFlight = cmp.Or(c.MaxMutatingRequestsInFlight, defaultMaxMutatingRequestsInFlight)
 	return CompletedConfig{&completedConfig{c}}
 }

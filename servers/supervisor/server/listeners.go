@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"time"
 
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	"k8s.io/klog/v2"
 
 	"sealion.dev/servers/supervisor/config"
@@ -24,9 +27,18 @@ type listener struct {
 	shutdownTimeout time.Duration
 }
 
+// maxHeaderBytes bounds a request's line and headers. Ours are small: the longest is an authorize
+// URL of a few kilobytes, with the Supervisor's cookies. 64 KiB is more than the reverse proxies
+// usually put in front of it let through (nginx 32 KiB, Envoy 60 KiB), where net/http's default
+// would take 1 MiB.
+const maxHeaderBytes = 64 << 10
+
 // listen opens the configured listeners for handler, HTTPS with the certificate getCertificate
-// chooses. Listening here, before Run, reports a port in use when the server is constructed.
+// chooses. Listening here, before Run, reports a port in use when the server is constructed. The
+// listeners share one in-flight limit, and answer /healthz outside it, so that a flood does not
+// fail the probes and get the pod restarted.
 func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) ([]*listener, error) {
+	handler = withHealthz(withInFlightLimit(handler, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight))
 	var listeners []*listener
 	for _, e := range []struct {
 		name      string
@@ -57,6 +69,7 @@ func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.C
 				TLSConfig:         e.tlsConfig,
 				ReadHeaderTimeout: c.ReadHeaderTimeout,
 				IdleTimeout:       c.IdleTimeout,
+				MaxHeaderBytes:    maxHeaderBytes,
 			},
 		})
 	}
@@ -91,6 +104,14 @@ func (l *listener) serve(ctx context.Context, errc chan<- error) {
 		}
 	}()
 	klog.FromContext(ctx).Info("listening", "listener", l.name, "network", l.network, "address", l.ln.Addr().String())
+}
+
+// withInFlightLimit answers 429 with Retry-After to a GET beyond reads in flight, and to a request
+// of any other method (POST above all) beyond writes, with the kube-apiserver's filter. Its request information
+// is only the method: no path of ours is a Kubernetes API path, and none is long-running.
+func withInFlightLimit(next http.Handler, reads, writes int) http.Handler {
+	next = genericfilters.WithMaxInFlightLimit(next, reads, writes, nil)
+	return genericapifilters.WithRequestInfo(next, &genericapirequest.RequestInfoFactory{})
 }
 
 // withHealthz answers /healthz on any host, for probes, and passes everything else to next.

@@ -140,7 +140,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	// Last, so that no listener stays open when something else fails.
-	listeners, err := c.listen(withHealthz(issuers), certs.GetCertificate)
+	listeners, err := c.listen(issuers, certs.GetCertificate)
 	if err != nil {
 		return nil, err
 	}

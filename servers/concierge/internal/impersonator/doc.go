@@ -10,6 +10,9 @@
 // reach (managed clusters): certificates signed by the proxy's signer are valid here and nowhere
 // else.
 //
+// Before authentication, the kube-apiserver's own limits apply (limits.go): at most 400 requests
+// and 200 mutating ones in flight, watches and streams not counted, and 3 MiB request bodies.
+//
 // The handler chain is assembled from k8s.io/apiserver filters rather than a full generic API
 // server: the proxy serves no APIs of its own apart from an anonymous TokenCredentialRequest
 // endpoint, so storage, admission, OpenAPI and audit would be dead weight.

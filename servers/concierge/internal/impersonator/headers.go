@@ -3,6 +3,7 @@ package impersonator
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,12 +15,19 @@ import (
 // the kube-apiserver: impersonation and front-proxy (request-header) authentication.
 var scrubbedPrefixes = []string{"Impersonate-", "X-Remote-"}
 
-// scrubIdentityHeaders removes every header that carries an identity or a credential, so that
-// nothing the client sent can speak for it at the kube-apiserver: the proxy sets them afresh.
-func scrubIdentityHeaders(h http.Header) {
+// scrubbedHeaders are the canonical names of the other headers the proxy sets itself or that
+// claim something only a proxy may say: the credential, and where the request came from (the
+// kube-apiserver records X-Forwarded-For and X-Real-Ip as the source IPs of its audit events;
+// the proxy's forwarder appends the real client address to an X-Forwarded-For of its own).
+var scrubbedHeaders = []string{"Authorization", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded"}
+
+// scrubClientHeaders removes every header that carries an identity, a credential or a claim
+// about the client's address, so that nothing the client sent can speak for it at the
+// kube-apiserver: the proxy sets them afresh.
+func scrubClientHeaders(h http.Header) {
 	for name := range h {
 		canonical := http.CanonicalHeaderKey(name)
-		if canonical == "Authorization" {
+		if slices.Contains(scrubbedHeaders, canonical) {
 			delete(h, name)
 			continue
 		}

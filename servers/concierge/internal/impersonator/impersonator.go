@@ -1,6 +1,7 @@
 package impersonator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,9 @@ type Config struct {
 	TokenCredentialRequests http.Handler
 	// TokenCredentialRequestPath is /apis/login.concierge.<suffix>/v1alpha1/tokencredentialrequests.
 	TokenCredentialRequestPath string
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight are DefaultMaxRequestsInFlight and
+	// DefaultMaxMutatingRequestsInFlight when zero.
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
 }
 
 // FlushInterval is how often streamed responses (watches, logs -f) are flushed to the client.
@@ -86,6 +90,11 @@ func New(c Config) (http.Handler, error) {
 	if c.TokenCredentialRequests != nil {
 		h = withTokenCredentialRequests(h, c.TokenCredentialRequestPath, c.TokenCredentialRequests)
 	}
+	// Limits come before authentication, which costs the cluster TokenReviews: a flood of
+	// requests is refused here, whoever sends it.
+	h = withRequestBodyLimit(h)
+	h = genericfilters.WithMaxInFlightLimit(h, cmp.Or(c.MaxRequestsInFlight, DefaultMaxRequestsInFlight),
+		cmp.Or(c.MaxMutatingRequestsInFlight, DefaultMaxMutatingRequestsInFlight), isLongRunning)
 	h = genericapifilters.WithRequestInfo(h, resolver)
 	h = genericfilters.WithPanicRecovery(h, resolver)
 	return h, nil
@@ -156,7 +165,7 @@ func forward(w http.ResponseWriter, r *http.Request, asServiceAccount, withoutCr
 		return
 	}
 	r = r.Clone(r.Context())
-	scrubIdentityHeaders(r.Header)
+	scrubClientHeaders(r.Header)
 	switch {
 	case isAnonymous(u):
 		withoutCredentials.ServeHTTP(w, r)
@@ -183,6 +192,10 @@ func isAnonymous(u user.Info) bool {
 type errorResponder struct{}
 
 func (errorResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
+	if isTooLarge(err) {
+		writeTooLarge(w)
+		return
+	}
 	klog.FromContext(r.Context()).Error(err, "impersonation proxy could not reach the kube-apiserver", "path", r.URL.Path)
 	http.Error(w, "the impersonation proxy could not reach the kube-apiserver", http.StatusBadGateway)
 }

@@ -19,18 +19,19 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-func TestScrubIdentityHeaders(t *testing.T) {
+func TestScrubClientHeaders(t *testing.T) {
 	h := http.Header{}
 	for _, name := range []string{"Authorization", "Impersonate-User", "impersonate-group", "Impersonate-Extra-Scopes", "Impersonate-Uid",
-		"X-Remote-User", "x-remote-group", "X-Remote-Extra-Foo", "Accept", "User-Agent", "X-Forwarded-For"} {
+		"X-Remote-User", "x-remote-group", "X-Remote-Extra-Foo", "Accept", "User-Agent", "X-Forwarded-For", "x-forwarded-host",
+		"X-Forwarded-Proto", "X-Real-IP", "Forwarded", "X-Request-Id"} {
 		h[name] = []string{"v"}
 	}
-	scrubIdentityHeaders(h)
+	scrubClientHeaders(h)
 	var left []string
 	for name := range h {
 		left = append(left, name)
 	}
-	assert.ElementsMatch(t, []string{"Accept", "User-Agent", "X-Forwarded-For"}, left)
+	assert.ElementsMatch(t, []string{"Accept", "User-Agent", "X-Request-Id"}, left)
 }
 
 func TestSetImpersonationHeaders(t *testing.T) {
@@ -79,6 +80,9 @@ func TestForwarding(t *testing.T) {
 			return &authenticator.Response{User: &user.DefaultInfo{Name: "pinny", Groups: []string{"seals"}}}, true, nil
 		case "reserved-extra-token":
 			return &authenticator.Response{User: &user.DefaultInfo{Name: "mallory", Extra: map[string][]string{OriginalUserInfoExtraKey: {"{}"}}}}, true, nil
+		case "mixed-case-reserved-extra-token":
+			// The kube-apiserver lowercases extra keys: this one would arrive as OriginalUserInfoExtraKey.
+			return &authenticator.Response{User: &user.DefaultInfo{Name: "mallory", Extra: map[string][]string{"Original-User-Info.Impersonation-Proxy.Concierge.Pinniped.DEV": {"{}"}}}}, true, nil
 		}
 		return nil, false, nil
 	}))
@@ -173,6 +177,31 @@ func TestForwarding(t *testing.T) {
 			name: "nor be authenticated with it", path: "/api/v1/pods",
 			headers:  map[string]string{"Authorization": "Bearer reserved-extra-token"},
 			wantCode: http.StatusForbidden,
+		},
+		{
+			name: "nor in another case", path: "/api/v1/pods",
+			headers:  map[string]string{"Authorization": "Bearer mixed-case-reserved-extra-token"},
+			wantCode: http.StatusForbidden,
+		},
+		{
+			name: "nor ask for it in another case", path: "/api/v1/pods",
+			headers: map[string]string{
+				"Authorization": "Bearer user-token", "Impersonate-User": "allowed-target",
+				"Impersonate-Extra-Original-User-Info.Impersonation-Proxy.Concierge.Pinniped.Dev": "allowed-target",
+			},
+			wantCode: http.StatusForbidden,
+		},
+		{
+			// The kube-apiserver would record the client's claims as the source of the request.
+			name: "the client's address is the proxy's to tell", path: "/api/v1/pods",
+			headers: map[string]string{
+				"Authorization": "Bearer user-token", "X-Forwarded-For": "192.0.2.1", "X-Real-Ip": "192.0.2.1",
+				"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "http", "Forwarded": "for=192.0.2.1",
+			},
+			wantCode: http.StatusOK,
+			wantHeader: map[string][]string{
+				"X-Forwarded-For": {"127.0.0.1"}, "X-Real-Ip": nil, "X-Forwarded-Host": nil, "X-Forwarded-Proto": nil, "Forwarded": nil,
+			},
 		},
 		{
 			name: "nested impersonation the user may not do", path: "/api/v1/pods",

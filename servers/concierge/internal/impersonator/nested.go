@@ -39,10 +39,12 @@ func withOriginalUser(next http.Handler) http.Handler {
 
 // withOriginalUserInfo returns u as it is forwarded: with OriginalUserInfoExtraKey added when u
 // is the result of a nested impersonation. No client may set an extra of the reserved suffix
-// itself, as its own or through impersonation, even where RBAC would let it.
+// itself, as its own or through impersonation, even where RBAC would let it, and in no case: the
+// kube-apiserver reads extra keys from Impersonate-Extra-* header names, which are
+// case-insensitive, so it lowercases them.
 func withOriginalUserInfo(ctx context.Context, u user.Info) (user.Info, error) {
 	for k := range u.GetExtra() {
-		if strings.HasSuffix(k, reservedExtraSuffix) {
+		if strings.HasSuffix(strings.ToLower(k), reservedExtraSuffix) {
 			return nil, fmt.Errorf("the user extra %q is reserved for the impersonation proxy", k)
 		}
 	}

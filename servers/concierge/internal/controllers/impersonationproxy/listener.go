@@ -88,9 +88,13 @@ func (l *listener) start(ctx context.Context) error {
 			GetCertificate: l.cert.get,
 			NextProtos:     []string{"h2", "http/1.1"},
 		},
-		// No timeouts on bodies: watches, logs -f, exec and port-forward stay open as long as the
-		// client wants. Only slow header senders are cut off.
+		// No timeouts on bodies or responses: watches, logs -f, exec and port-forward stay open
+		// as long as the client wants (upgraded connections are no longer the server's to time
+		// out). Slow header senders and idle keep-alive connections are cut off, and headers are
+		// bounded, as by the kube-apiserver: its limits are 32s, 90s and 1 MiB.
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    1 << 20,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	l.server = server

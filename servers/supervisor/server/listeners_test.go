@@ -1,0 +1,90 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The listeners bound what a client may send and how many requests they serve at once.
+func TestListenerLimits(t *testing.T) {
+	c, _ := testConfig(t, minimalFile+`endpoints:
+  https: {network: disabled}
+  http: {network: tcp, address: "127.0.0.1:0"}
+`)
+	c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight = 1, 1
+	arrived, release := make(chan struct{}, 2), make(chan struct{})
+	listeners, err := c.Complete().listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			arrived <- struct{}{}
+			<-release
+		}
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listeners) != 1 {
+		t.Fatalf("%d listeners, want the http one", len(listeners))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	listeners[0].serve(ctx, errc)
+	defer func() {
+		cancel()
+		<-errc
+	}()
+	url := "http://" + listeners[0].ln.Addr().String()
+	client := &http.Client{Timeout: 10 * time.Second}
+	send := func(method, path string, header http.Header) (int, error) {
+		req, err := http.NewRequest(method, url+path, nil)
+		if err != nil {
+			return 0, err
+		}
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	want := func(method, path string, header http.Header, code int) {
+		t.Helper()
+		got, err := send(method, path, header)
+		if err != nil || got != code {
+			t.Errorf("%s %s: %d, %v; want %d", method, path, got, err, code)
+		}
+	}
+
+	// net/http lets a few kilobytes more through than it is told.
+	want(http.MethodGet, "/", http.Header{"Cookie": {strings.Repeat("x", 60<<10)}}, http.StatusOK)
+	want(http.MethodGet, "/", http.Header{"Cookie": {strings.Repeat("x", 100<<10)}}, http.StatusRequestHeaderFieldsTooLarge)
+
+	codes := make(chan int, 2)
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		go func() {
+			code, _ := send(method, "/block", nil)
+			codes <- code
+		}()
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Second):
+			close(release)
+			t.Fatalf("%s /block did not arrive", method)
+		}
+	}
+	want(http.MethodGet, "/", nil, http.StatusTooManyRequests)
+	want(http.MethodPost, "/token", nil, http.StatusTooManyRequests)
+	want(http.MethodGet, "/healthz", nil, http.StatusOK)
+	close(release)
+	for range 2 {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a blocked request ended with %d", code)
+		}
+	}
+	want(http.MethodPost, "/token", nil, http.StatusOK)
+}
