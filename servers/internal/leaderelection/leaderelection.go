@@ -8,7 +8,7 @@
 // given (Wrap), with ErrNotLeader. Reads pass, and so do the creates that are questions rather
 // than writes: token and access reviews, and exec into a pod (how the kube cert agent's key is
 // read). Requests a replica serves for its clients (OAuth sessions, proxied requests) are not
-// the controllers' and use clients that are not wrapped; neither does the Lease's own client.
+// the controllers' and use clients that are not wrapped, as does the Lease's own client.
 // A refused write fails its controller's sync, which core/controller retries with a backoff
 // growing to two minutes, besides its resync every minute: a replica that does not lead does not
 // spin, and one that comes to lead catches up within a resync.
