@@ -39,7 +39,8 @@ func TestIntegrationTwoReplicas(t *testing.T) {
 	start := func(identity string) *replica {
 		e, err := New(Config{
 			Namespace: ns, Name: "pinniped-concierge", Identity: identity,
-			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 500 * time.Millisecond,
+			// Short, but with a renew deadline a busy machine meets: a's Lease must not lapse.
+			LeaseDuration: 5 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		}, admin.CoordinationV1())
 		if err != nil {
 			t.Fatal(err)
