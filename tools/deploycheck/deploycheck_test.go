@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -667,4 +668,74 @@ func compareBool(a, b bool) int {
 		return 1
 	}
 	return -1
+}
+
+// Both servers run two replicas that elect, through a Lease named after their Deployment, the
+// one whose controllers write: each knows its pod's name, may write that Lease, and a
+// PodDisruptionBudget keeps a voluntary disruption from taking both at once.
+func TestHighAvailability(t *testing.T) {
+	sets := []struct {
+		name, server, namespace string
+		objects                 []*unstructured.Unstructured
+	}{
+		{"concierge", "concierge", "pinniped-concierge", kustomize(t, conciergeDeploy)},
+		{"concierge chart", "concierge", "tuna", render(t, conciergeChart, map[string]any{"namespace": "tuna"})},
+		{"supervisor", "supervisor", "pinniped-supervisor", kustomize(t, supervisorDeploy)},
+		{"supervisor chart", "supervisor", "tuna", render(t, supervisorChart, map[string]any{"namespace": "tuna"})},
+	}
+	for _, set := range sets {
+		t.Run(set.name, func(t *testing.T) {
+			m := byKey(t, set.objects)
+			name := "pinniped-" + set.server
+			deployment := m[Key{APIVersion: "apps/v1", Kind: "Deployment", Namespace: set.namespace, Name: name}]
+			if deployment == nil {
+				t.Fatal("no Deployment")
+			}
+			if replicas, _, _ := unstructured.NestedFieldNoCopy(deployment.Object, "spec", "replicas"); fmt.Sprint(replicas) != "2" {
+				t.Errorf("%v replicas, want 2", replicas)
+			}
+			containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+			env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+			var podName string
+			for _, e := range env {
+				if e := e.(map[string]any); e["name"] == "POD_NAME" {
+					podName, _, _ = unstructured.NestedString(e, "valueFrom", "fieldRef", "fieldPath")
+				}
+			}
+			if podName != "metadata.name" {
+				t.Errorf("POD_NAME comes from %q, want the downward API's metadata.name", podName)
+			}
+
+			pdb := m[Key{APIVersion: "policy/v1", Kind: "PodDisruptionBudget", Namespace: set.namespace, Name: name}]
+			if pdb == nil {
+				t.Fatal("no PodDisruptionBudget named after the Deployment")
+			}
+			want, _, _ := unstructured.NestedMap(deployment.Object, "spec", "selector")
+			got, _, _ := unstructured.NestedMap(pdb.Object, "spec", "selector")
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the PodDisruptionBudget selects %v, the Deployment %v", got, want)
+			}
+			if maxUnavailable, _, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "maxUnavailable"); fmt.Sprint(maxUnavailable) != "1" {
+				t.Errorf("maxUnavailable %v, want 1", maxUnavailable)
+			}
+
+			role := m[Key{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role", Namespace: set.namespace, Name: name}]
+			if role == nil {
+				t.Fatal("no Role in the server's namespace")
+			}
+			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+			verbs := map[string]bool{}
+			for _, r := range rules {
+				r := r.(map[string]any)
+				if fmt.Sprint(r["apiGroups"]) == "[coordination.k8s.io]" && fmt.Sprint(r["resources"]) == "[leases]" {
+					for _, v := range r["verbs"].([]any) {
+						verbs[v.(string)] = true
+					}
+				}
+			}
+			if !verbs["get"] || !verbs["create"] || !verbs["update"] {
+				t.Errorf("the Role grants %v on leases, want get, create and update", verbs)
+			}
+		})
+	}
 }

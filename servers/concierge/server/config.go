@@ -15,6 +15,7 @@ import (
 	"sealion.dev/core/servingcert"
 	"sealion.dev/servers/concierge/apiserver"
 	"sealion.dev/servers/concierge/config"
+	"sealion.dev/servers/internal/leaderelection"
 )
 
 // defaultSignerReloadInterval is how often the signer's files are re-read, when the configuration
@@ -28,7 +29,12 @@ type Config struct {
 	// Namespace and PodName are the Concierge's own; its listeners listen on BindAddress.
 	Namespace, PodName, BindAddress string
 
-	RESTConfig      *rest.Config
+	// RESTConfig writes whether this replica leads or not: the impersonation proxy forwards its
+	// users' requests with it.
+	RESTConfig *rest.Config
+	// Elector elects the replica whose controllers write; KubeClient and ConciergeClient are
+	// the controllers', and their writes are refused while this replica does not lead.
+	Elector         *leaderelection.Elector
 	KubeClient      kubernetes.Interface
 	ConciergeClient conciergeclientset.Interface
 	// NamespaceInformers watch the Concierge's own namespace, CRInformers its custom resources.

@@ -17,6 +17,7 @@ import (
 	generatedopenapi "sealion.dev/core/generated/openapi"
 	"sealion.dev/servers/concierge/apiserver"
 	"sealion.dev/servers/concierge/config"
+	"sealion.dev/servers/internal/leaderelection"
 )
 
 const minimalFile = `
@@ -62,8 +63,13 @@ func testConfig(t *testing.T, file string) (*Config, fakes) {
 	// Both come from the secure serving options otherwise, and the test listens nowhere.
 	generic.ExternalAddress = "127.0.0.1:10250"
 	generic.LoopbackClientConfig = &rest.Config{Host: "https://127.0.0.1:10250"}
+	elector, err := leaderelection.New(leaderelection.Config{Namespace: "concierge-ns", Name: "pinniped-concierge", Identity: "concierge-pod"}, f.kube.CoordinationV1())
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &Config{
 		File:               parsed,
+		Elector:            elector,
 		Namespace:          "concierge-ns",
 		PodName:            "concierge-pod",
 		BindAddress:        "127.0.0.1",

@@ -21,26 +21,31 @@ import (
 	"sealion.dev/servers/concierge/apiserver"
 	"sealion.dev/servers/concierge/config"
 	"sealion.dev/servers/internal/aggregatedapi"
+	"sealion.dev/servers/internal/leaderelection"
 	"sealion.dev/servers/internal/serverboot"
 )
 
 // Options are the command-line flags. Everything else is in the configuration file.
 type Options struct {
-	ConfigFile  string
-	Kubeconfig  string
-	Namespace   string
-	PodName     string
-	BindAddress string
+	ConfigFile string
+	Kubeconfig string
+	Namespace  string
+	PodName    string
+	// DeploymentName names the Lease through which the Deployment's replicas elect the one
+	// whose controllers write.
+	DeploymentName string
+	BindAddress    string
 }
 
 // NewOptions returns the flags' defaults: the pod's namespace and name come from the environment
 // the Deployment sets, so that the install needs no flags besides --config.
 func NewOptions() *Options {
 	return &Options{
-		ConfigFile:  "/etc/config/pinniped.yaml",
-		Namespace:   os.Getenv("POD_NAMESPACE"),
-		PodName:     os.Getenv("POD_NAME"),
-		BindAddress: "0.0.0.0",
+		ConfigFile:     "/etc/config/pinniped.yaml",
+		Namespace:      os.Getenv("POD_NAMESPACE"),
+		PodName:        os.Getenv("POD_NAME"),
+		DeploymentName: "pinniped-concierge",
+		BindAddress:    "0.0.0.0",
 	}
 }
 
@@ -49,7 +54,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "path to the configuration file")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig for running outside a cluster (in-cluster config otherwise)")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace the Concierge runs in (default $POD_NAMESPACE)")
-	fs.StringVar(&o.PodName, "pod-name", o.PodName, "the Concierge's own pod, whose image the kube cert agent runs by default (default $POD_NAME)")
+	fs.StringVar(&o.PodName, "pod-name", o.PodName, "the Concierge's own pod, whose image the kube cert agent runs by default and whose name identifies it in leader election (default $POD_NAME, else the host name)")
+	fs.StringVar(&o.DeploymentName, "deployment-name", o.DeploymentName, "the Concierge's Deployment, whose replicas elect a leader through a Lease of this name in --namespace")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the aggregated API listens on")
 }
 
@@ -58,6 +64,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("the Concierge's namespace is unknown: set --namespace or POD_NAMESPACE"))
+	}
+	if o.DeploymentName == "" {
+		errs = append(errs, errors.New("--deployment-name must not be empty: it names the leader election's Lease"))
 	}
 	// The generic API server listens on an IP only; a host name would fail later, obscurely.
 	if net.ParseIP(o.BindAddress) == nil {
@@ -80,15 +89,22 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	kubeClient, err := kubernetes.NewForConfig(restConfig)
+	elector, err := o.elector(restConfig)
 	if err != nil {
 		return nil, err
 	}
-	aggregator, err := aggregatorclient.NewForConfig(restConfig)
+	// Everything the Concierge writes, its controllers write: only the leader's clients do. The
+	// impersonation proxy forwards its users' requests with restConfig itself.
+	controllerConfig := elector.Wrap(restConfig)
+	kubeClient, err := kubernetes.NewForConfig(controllerConfig)
 	if err != nil {
 		return nil, err
 	}
-	conciergeConfig := rest.CopyConfig(restConfig)
+	aggregator, err := aggregatorclient.NewForConfig(controllerConfig)
+	if err != nil {
+		return nil, err
+	}
+	conciergeConfig := rest.CopyConfig(controllerConfig)
 	conciergeConfig.Wrap(groupsuffix.Transport(*file.APIGroupSuffix))
 	conciergeClient, err := conciergeclientset.NewForConfig(conciergeConfig)
 	if err != nil {
@@ -122,6 +138,7 @@ func (o *Options) Config() (*Config, error) {
 		PodName:         o.PodName,
 		BindAddress:     o.BindAddress,
 		RESTConfig:      restConfig,
+		Elector:         elector,
 		KubeClient:      kubeClient,
 		ConciergeClient: conciergeClient,
 		// The Concierge's own namespace is the only place it reads Secrets and ConfigMaps from.
@@ -131,6 +148,20 @@ func (o *Options) Config() (*Config, error) {
 		Serving:            serving,
 		APIServer:          generic,
 	}, nil
+}
+
+// elector builds the leader election among the Deployment's replicas, whose Lease is written with
+// a client of its own: the one client that writes whether this replica leads or not.
+func (o *Options) elector(restConfig *rest.Config) (*leaderelection.Elector, error) {
+	identity, err := leaderelection.Identity(o.PodName)
+	if err != nil {
+		return nil, err
+	}
+	leases, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	return leaderelection.New(leaderelection.Config{Namespace: o.Namespace, Name: o.DeploymentName, Identity: identity}, leases.CoordinationV1())
 }
 
 // servingCertificate builds the controller of the aggregated API's serving certificate, which

@@ -21,6 +21,7 @@ import (
 	"sealion.dev/servers/concierge/internal/controllers/authenticator"
 	"sealion.dev/servers/concierge/internal/credential"
 	"sealion.dev/servers/concierge/internal/dynamicca"
+	"sealion.dev/servers/internal/leaderelection"
 )
 
 // NewCommand returns the pinniped-concierge command.
@@ -52,6 +53,8 @@ func NewCommand(ctx context.Context) *cobra.Command {
 
 // Server is the Concierge, constructed and not yet running.
 type Server struct {
+	// elector elects the replica whose controllers write.
+	elector   *leaderelection.Elector
 	informers []informerFactory
 	// runners are the controllers and the watchers of CA sources.
 	runners []runner
@@ -77,6 +80,7 @@ func (f runFunc) Run(ctx context.Context) { f(ctx) }
 // token credential request signer is fed from the configured files, or else by the kube cert agent.
 func (c CompletedConfig) New() (*Server, error) {
 	s := &Server{
+		elector:   c.Elector,
 		informers: []informerFactory{c.NamespaceInformers, c.CRInformers},
 		serving:   c.Serving,
 		suffix:    *c.File.APIGroupSuffix,
@@ -135,6 +139,10 @@ func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	logger := klog.FromContext(ctx)
+	// The controllers write once this replica leads; on the way out it hands the Lease over.
+	elected := make(chan struct{})
+	go func() { defer close(elected); s.elector.Run(ctx) }()
+	defer func() { cancel(); <-elected }()
 	go func() {
 		if err := s.serving.Run(ctx); err != nil {
 			logger.Error(err, "serving certificate controller stopped")

@@ -11,6 +11,7 @@ import (
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	"sealion.dev/core/servingcert"
+	"sealion.dev/servers/internal/leaderelection"
 	"sealion.dev/servers/supervisor/apiserver"
 	"sealion.dev/servers/supervisor/config"
 )
@@ -39,8 +40,15 @@ type Config struct {
 	// Namespace is the Supervisor's own.
 	Namespace string
 
+	// KubeClient and SupervisorClient serve requests, on every replica: the OAuth endpoints'
+	// sessions and the OIDCClientSecretRequest API write with them.
 	KubeClient       kubernetes.Interface
 	SupervisorClient supervisorclientset.Interface
+	// Elector elects the replica whose controllers and session garbage collector write;
+	// Controllers are the controllers' clients, whose writes are refused while this replica
+	// does not lead.
+	Elector     *leaderelection.Elector
+	Controllers Clients
 	// KubeInformers and CRInformers watch the Supervisor's namespace.
 	KubeInformers kubeinformers.SharedInformerFactory
 	CRInformers   supervisorinformers.SharedInformerFactory
@@ -60,6 +68,12 @@ type Config struct {
 	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the GETs and the POSTs (or other
 	// methods) that the listeners serve at once, together; 100 and 30 by default.
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+}
+
+// Clients are the API clients of the Supervisor's controllers.
+type Clients struct {
+	Kube       kubernetes.Interface
+	Supervisor supervisorclientset.Interface
 }
 
 type completedConfig struct {

@@ -15,6 +15,7 @@ import (
 	generatedopenapi "sealion.dev/core/generated/openapi"
 	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	"sealion.dev/servers/internal/leaderelection"
 	"sealion.dev/servers/supervisor/apiserver"
 	"sealion.dev/servers/supervisor/config"
 )
@@ -61,11 +62,17 @@ func testConfig(t *testing.T, file string) (*Config, fakes) {
 	// Both come from the secure serving options otherwise, and the test listens nowhere.
 	generic.ExternalAddress = "127.0.0.1:10250"
 	generic.LoopbackClientConfig = &rest.Config{Host: "https://127.0.0.1:10250"}
+	elector, err := leaderelection.New(leaderelection.Config{Namespace: namespace, Name: "pinniped-supervisor", Identity: "supervisor-pod"}, f.kube.CoordinationV1())
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &Config{
 		File:             parsed,
 		Namespace:        namespace,
 		KubeClient:       f.kube,
 		SupervisorClient: f.supervisor,
+		Elector:          elector,
+		Controllers:      Clients{Kube: f.kube, Supervisor: f.supervisor},
 		KubeInformers:    kubeinformers.NewSharedInformerFactoryWithOptions(f.kube, 0, kubeinformers.WithNamespace(namespace)),
 		CRInformers:      supervisorinformers.NewSharedInformerFactoryWithOptions(f.supervisor, 0, supervisorinformers.WithNamespace(namespace)),
 		Scheme:           scheme,

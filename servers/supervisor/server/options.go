@@ -18,6 +18,7 @@ import (
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/servingcert"
 	"sealion.dev/servers/internal/aggregatedapi"
+	"sealion.dev/servers/internal/leaderelection"
 	"sealion.dev/servers/internal/serverboot"
 	"sealion.dev/servers/supervisor/apiserver"
 	"sealion.dev/servers/supervisor/config"
@@ -28,14 +29,23 @@ type Options struct {
 	ConfigFile string
 	Kubeconfig string
 	Namespace  string
+	// PodName identifies this replica in leader election; DeploymentName names the Lease through
+	// which the Deployment's replicas elect the one whose controllers write.
+	PodName, DeploymentName string
 	// BindAddress is where the aggregated API listens.
 	BindAddress string
 }
 
-// NewOptions returns the flags' defaults: the pod's namespace comes from the environment the
-// Deployment sets, so that the install needs no flags besides --config.
+// NewOptions returns the flags' defaults: the pod's namespace and name come from the environment
+// the Deployment sets, so that the install needs no flags besides --config.
 func NewOptions() *Options {
-	return &Options{ConfigFile: "/etc/config/pinniped.yaml", Namespace: os.Getenv("POD_NAMESPACE"), BindAddress: "0.0.0.0"}
+	return &Options{
+		ConfigFile:     "/etc/config/pinniped.yaml",
+		Namespace:      os.Getenv("POD_NAMESPACE"),
+		PodName:        os.Getenv("POD_NAME"),
+		DeploymentName: "pinniped-supervisor",
+		BindAddress:    "0.0.0.0",
+	}
 }
 
 // AddFlags adds the flags to fs, with the current values as their defaults.
@@ -43,6 +53,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "path to the configuration file")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig for running outside a cluster (in-cluster config otherwise)")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace the Supervisor runs in, where its FederationDomains, identity providers and Secrets are (default $POD_NAMESPACE)")
+	fs.StringVar(&o.PodName, "pod-name", o.PodName, "the Supervisor's own pod, whose name identifies it in leader election (default $POD_NAME, else the host name)")
+	fs.StringVar(&o.DeploymentName, "deployment-name", o.DeploymentName, "the Supervisor's Deployment, whose replicas elect a leader through a Lease of this name in --namespace")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the aggregated API (OIDCClientSecretRequest) listens on")
 }
 
@@ -51,6 +63,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("the Supervisor's namespace is unknown: set --namespace or POD_NAMESPACE"))
+	}
+	if o.DeploymentName == "" {
+		errs = append(errs, errors.New("--deployment-name must not be empty: it names the leader election's Lease"))
 	}
 	if net.ParseIP(o.BindAddress) == nil {
 		errs = append(errs, fmt.Errorf("--bind-address: %q is not an IP address", o.BindAddress))
@@ -86,7 +101,24 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	aggregator, err := aggregatorclient.NewForConfig(restConfig)
+	elector, err := o.elector(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	// The controllers' clients write only while this replica leads; the clients above serve
+	// requests (logins, OIDCClientSecretRequests) on every replica.
+	controllerConfig := elector.Wrap(restConfig)
+	controllerKube, err := kubernetes.NewForConfig(controllerConfig)
+	if err != nil {
+		return nil, err
+	}
+	controllerSupervisorConfig := rest.CopyConfig(controllerConfig)
+	controllerSupervisorConfig.Wrap(groupsuffix.Transport(*file.APIGroupSuffix))
+	controllerSupervisor, err := supervisorclientset.NewForConfig(controllerSupervisorConfig)
+	if err != nil {
+		return nil, err
+	}
+	aggregator, err := aggregatorclient.NewForConfig(controllerConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +126,7 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	serving, err := servingCertificate(o.Namespace, file, scheme, kubeClient, aggregator)
+	serving, err := servingCertificate(o.Namespace, file, scheme, controllerKube, aggregator)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +149,8 @@ func (o *Options) Config() (*Config, error) {
 		Namespace:        o.Namespace,
 		KubeClient:       kubeClient,
 		SupervisorClient: supervisorClient,
+		Elector:          elector,
+		Controllers:      Clients{Kube: controllerKube, Supervisor: controllerSupervisor},
 		// Everything the Supervisor reads lives in its own namespace.
 		KubeInformers: kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithNamespace(o.Namespace)),
 		CRInformers:   supervisorinformers.NewSharedInformerFactoryWithOptions(supervisorClient, 0, supervisorinformers.WithNamespace(o.Namespace)),
@@ -124,6 +158,20 @@ func (o *Options) Config() (*Config, error) {
 		Serving:       serving,
 		APIServer:     generic,
 	}, nil
+}
+
+// elector builds the leader election among the Deployment's replicas, whose Lease is written with
+// a client of its own: the one client that writes whether this replica leads or not.
+func (o *Options) elector(restConfig *rest.Config) (*leaderelection.Elector, error) {
+	identity, err := leaderelection.Identity(o.PodName)
+	if err != nil {
+		return nil, err
+	}
+	leases, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	return leaderelection.New(leaderelection.Config{Namespace: o.Namespace, Name: o.DeploymentName, Identity: identity}, leases.CoordinationV1())
 }
 
 // servingCertificate builds the controller of the aggregated API's serving certificate, which

@@ -11,8 +11,9 @@ import (
 
 func TestNewOptionsReadsThePodsEnvironment(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "supervisor-ns")
+	t.Setenv("POD_NAME", "supervisor-pod")
 	o := NewOptions()
-	want := Options{ConfigFile: "/etc/config/pinniped.yaml", Namespace: "supervisor-ns", BindAddress: "0.0.0.0"}
+	want := Options{ConfigFile: "/etc/config/pinniped.yaml", Namespace: "supervisor-ns", PodName: "supervisor-pod", DeploymentName: "pinniped-supervisor", BindAddress: "0.0.0.0"}
 	if *o != want {
 		t.Errorf("NewOptions() = %+v, want %+v", *o, want)
 	}
@@ -23,17 +24,17 @@ func TestAddFlags(t *testing.T) {
 	o := NewOptions()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--config", "c.yaml", "--kubeconfig", "k", "--bind-address", "127.0.0.1"}); err != nil {
+	if err := fs.Parse([]string{"--config", "c.yaml", "--kubeconfig", "k", "--bind-address", "127.0.0.1", "--pod-name", "p", "--deployment-name", "d"}); err != nil {
 		t.Fatal(err)
 	}
-	want := Options{ConfigFile: "c.yaml", Kubeconfig: "k", Namespace: "from-env", BindAddress: "127.0.0.1"}
+	want := Options{ConfigFile: "c.yaml", Kubeconfig: "k", Namespace: "from-env", PodName: "p", DeploymentName: "d", BindAddress: "127.0.0.1"}
 	if *o != want {
 		t.Errorf("after parsing: %+v, want %+v", *o, want)
 	}
 }
 
 func TestValidate(t *testing.T) {
-	valid := Options{Namespace: "ns", BindAddress: "0.0.0.0"}
+	valid := Options{Namespace: "ns", DeploymentName: "pinniped-supervisor", BindAddress: "0.0.0.0"}
 	tests := []struct {
 		name   string
 		change func(*Options)
@@ -52,9 +53,14 @@ func TestValidate(t *testing.T) {
 			want:   []string{`--bind-address: "localhost" is not an IP address`},
 		},
 		{
+			name:   "no deployment name",
+			change: func(o *Options) { o.DeploymentName = "" },
+			want:   []string{"--deployment-name must not be empty: it names the leader election's Lease"},
+		},
+		{
 			name:   "every problem at once",
-			change: func(o *Options) { o.Namespace, o.BindAddress = "", "" },
-			want:   []string{"namespace is unknown", `--bind-address: "" is not an IP address`},
+			change: func(o *Options) { o.Namespace, o.BindAddress, o.DeploymentName = "", "", "" },
+			want:   []string{"namespace is unknown", "--deployment-name", `--bind-address: "" is not an IP address`},
 		},
 	}
 	for _, tt := range tests {

@@ -18,6 +18,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // the JSON log format
 	"k8s.io/klog/v2"
 
+	"sealion.dev/servers/internal/leaderelection"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/kinds"
@@ -63,6 +64,8 @@ func NewCommand(ctx context.Context) *cobra.Command {
 
 // Server is the Supervisor, constructed and not yet running.
 type Server struct {
+	// elector elects the replica whose controllers and garbage collector write.
+	elector   *leaderelection.Elector
 	informers []informerFactory
 	// runners are the controllers and the session garbage collector.
 	runners   []runner
@@ -104,7 +107,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		Namespace:   c.Namespace,
 		Labels:      c.File.Labels,
 		RetireAfter: sessions.MaxRecordLifetime,
-	}, c.KubeClient, secrets, sealKeys)
+	}, c.Controllers.Kube, secrets, sealKeys)
 	// OIDCClients are looked up in the informer caches at each request.
 	oidcClients := c.CRInformers.Config().V1alpha1().OIDCClients()
 	endpoints := oauth.New(storage, registry).WithClients(&provider.OIDCClients{
@@ -118,7 +121,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		APIGroupSuffix:              *c.File.APIGroupSuffix,
 		DefaultTLSCertificateSecret: c.File.Names.DefaultTLSCertificateSecret,
 		Labels:                      c.File.Labels,
-	}, c.SupervisorClient, c.KubeClient, kinds.All, federationdomain.Informers{
+	}, c.Controllers.Supervisor, c.Controllers.Kube, kinds.All, federationdomain.Informers{
 		FederationDomains: c.CRInformers.Config().V1alpha1().FederationDomains(),
 		IDPs:              idps,
 		Secrets:           secrets,
@@ -126,12 +129,12 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	upstreamIDPs := upstreamidp.New(c.Namespace, c.SupervisorClient, kinds.All, upstreamidp.Informers{
+	upstreamIDPs := upstreamidp.New(c.Namespace, c.Controllers.Supervisor, kinds.All, upstreamidp.Informers{
 		IDPs:       idps,
 		Secrets:    secrets,
 		ConfigMaps: c.KubeInformers.Core().V1().ConfigMaps(),
 	}, registry)
-	clients := oidcclientcontroller.New(c.Namespace, c.SupervisorClient, oidcclientcontroller.Informers{
+	clients := oidcclientcontroller.New(c.Namespace, c.Controllers.Supervisor, oidcclientcontroller.Informers{
 		OIDCClients: oidcClients,
 		Secrets:     secrets,
 	}, clientsecrets.BcryptCost)
@@ -146,7 +149,10 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	return &Server{
 		informers: []informerFactory{c.KubeInformers, c.CRInformers},
-		runners:   []runner{federationDomains, upstreamIDPs, clients, sessionKeys, runFunc(storage.RunGarbageCollector)},
+		elector:   c.Elector,
+		runners: []runner{federationDomains, upstreamIDPs, clients, sessionKeys, runFunc(func(ctx context.Context) {
+			storage.RunGarbageCollector(ctx, c.Elector.IsLeader)
+		})},
 		api:       api,
 		listeners: listeners,
 		suffix:    *c.File.APIGroupSuffix,
@@ -160,6 +166,10 @@ func (c CompletedConfig) New() (*Server, error) {
 func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The controllers write once this replica leads; on the way out it hands the Lease over.
+	elected := make(chan struct{})
+	go func() { defer close(elected); s.elector.Run(ctx) }()
+	defer func() { cancel(); <-elected }()
 	for _, f := range s.informers {
 		f.Start(ctx.Done())
 	}

@@ -52,16 +52,24 @@ func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
 
 // RunGarbageCollector sweeps once the keys that open upstream tokens are loaded (revocation needs
 // them), then every GarbageCollectInterval until ctx ends, as a singleton controller without
-// informers: nothing but time makes Secrets expire.
-func (s *Storage) RunGarbageCollector(ctx context.Context) {
+// informers: nothing but time makes Secrets expire. Only the replica that leads sweeps (leading
+// reports whether this one does): the storage's client writes on every replica, for the logins it
+// serves, so the others skip their sweeps rather than race the leader to revoke the same sessions,
+// and count attempts of revocations the leader makes.
+func (s *Storage) RunGarbageCollector(ctx context.Context, leading func() bool) {
 	select {
 	case <-s.keys.Ready():
 	case <-ctx.Done():
 		return
 	}
 	controller.New(controller.Options{
-		Name:   "oauth-storage-gc",
-		Sync:   func(ctx context.Context, _ string) error { s.sweep(ctx); return nil },
+		Name: "oauth-storage-gc",
+		Sync: func(ctx context.Context, _ string) error {
+			if leading() {
+				s.sweep(ctx)
+			}
+			return nil
+		},
 		Resync: GarbageCollectInterval,
 	}).Run(ctx)
 }

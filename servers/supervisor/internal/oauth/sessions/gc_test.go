@@ -68,7 +68,7 @@ func TestRunGarbageCollectorSweepsAtOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}, sessionstest.Keys()).RunGarbageCollector(ctx)
+		NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}, sessionstest.Keys()).RunGarbageCollector(ctx, func() bool { return true })
 	}()
 	defer func() {
 		cancel()
@@ -80,5 +80,38 @@ func TestRunGarbageCollectorSweepsAtOnce(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("the expired Secret was not collected well before the first interval: %v", err)
+	}
+}
+
+// A replica that does not lead leaves the sweeps to the one that does: it neither reads nor
+// deletes, so it neither revokes nor counts failed revocations.
+func TestRunGarbageCollectorSweepsOnlyWhenLeading(t *testing.T) {
+	expired := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "expired", Namespace: namespace, Labels: map[string]string{TypeLabel: typeAccessToken},
+			Annotations: map[string]string{GarbageCollectAfterAnnotation: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)},
+		},
+		Type: SecretType(typeAccessToken),
+	}
+	clientset := fake.NewClientset(expired)
+	asked := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}, sessionstest.Keys()).RunGarbageCollector(ctx, func() bool {
+			close(asked) // the first sweep's question; the next comes after GarbageCollectInterval
+			return false
+		})
+	}()
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the garbage collector never asked whether it leads")
+	}
+	cancel()
+	<-done
+	if actions := clientset.Actions(); len(actions) != 0 {
+		t.Errorf("a replica that does not lead sent %d requests, want none: %v", len(actions), actions)
 	}
 }
