@@ -192,7 +192,7 @@ unit: deps ## unit tests, with the race detector
 .PHONY: integration
 integration: host-deps-if-allowed kube-binaries images ## integration tests against a real etcd and kube-apiserver (they build our servers)
 	$(GO) test -count=1 -timeout 20m $(INTEGRATION_PKGS)
-	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || echo "the providers' cluster tests ($(PROVIDER_PKGS)) skip: they start clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"
+	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || echo "the providers' cluster tests ($(PROVIDER_PKGS) $(KIND_PROVIDER_PKG)) skip: they start clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"
 	$(GO) test -count=1 -timeout 20m -p 1 $(PROVIDER_PKGS)
 	$(if $(HOST_CHANGES_ALLOWED),$(MAKE) $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
 	rc=0; $(GO) test -count=1 -timeout 15m $(KIND_PROVIDER_PKG) || rc=$$?; \
