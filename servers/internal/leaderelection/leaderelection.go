@@ -30,7 +30,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -167,4 +169,19 @@ func (e *Elector) stoppedLeading() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.leading = false
+}
+
+// ForPod builds the election among the replicas of the Deployment deploymentName in namespace, as
+// the pod podName (see Identity). The Lease is written with a client of its own, made from
+// restConfig: the one client that writes whether this replica leads or not.
+func ForPod(restConfig *rest.Config, namespace, deploymentName, podName string) (*Elector, error) {
+	identity, err := Identity(podName)
+	if err != nil {
+		return nil, err
+	}
+	leases, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	return New(Config{Namespace: namespace, Name: deploymentName, Identity: identity}, leases.CoordinationV1())
 }

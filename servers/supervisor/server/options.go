@@ -101,7 +101,7 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	elector, err := o.elector(restConfig)
+	elector, err := leaderelection.ForPod(restConfig, o.Namespace, o.DeploymentName, o.PodName)
 	if err != nil {
 		return nil, err
 	}
@@ -158,20 +158,6 @@ func (o *Options) Config() (*Config, error) {
 		Serving:       serving,
 		APIServer:     generic,
 	}, nil
-}
-
-// elector builds the leader election among the Deployment's replicas, whose Lease is written with
-// a client of its own: the one client that writes whether this replica leads or not.
-func (o *Options) elector(restConfig *rest.Config) (*leaderelection.Elector, error) {
-	identity, err := leaderelection.Identity(o.PodName)
-	if err != nil {
-		return nil, err
-	}
-	leases, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return nil, err
-	}
-	return leaderelection.New(leaderelection.Config{Namespace: o.Namespace, Name: o.DeploymentName, Identity: identity}, leases.CoordinationV1())
 }
 
 // servingCertificate builds the controller of the aggregated API's serving certificate, which
