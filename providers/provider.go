@@ -73,3 +73,12 @@ type CreateOptions struct {
 	// the provider's default when zero.
 	WaitTimeout time.Duration
 }
+
+// APIServerRestarter is implemented by providers that can restart a cluster's kube-apiserver the
+// way an upgrade or a crash does, for fault tests; clusters of other providers skip those tests.
+type APIServerRestarter interface {
+	// RestartAPIServer stops the cluster's kube-apiserver gracefully (SIGTERM) and returns once
+	// the process has exited; what runs the control plane (the kubelet, for a static pod) starts
+	// it again, as it would after a crash. The caller waits for it to serve.
+	RestartAPIServer(ctx context.Context, name string) error
+}

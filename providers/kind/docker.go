@@ -17,6 +17,7 @@ import (
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
 	"sealion.dev/providers/internal/command"
+	"sealion.dev/providers/internal/hostproc"
 )
 
 // docker runs the Docker CLI, which the kind library drives too.
@@ -129,18 +130,11 @@ func waitLockHolderGone(ctx context.Context, pid int, container string) error {
 // isLockHolder reports whether pid is still a live `docker wait container` (pids are reused).
 func isLockHolder(pid int, container string) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil || isZombie(stat) {
+	if err != nil || hostproc.IsZombie(stat) {
 		return false
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	return err == nil && strings.Contains(string(cmdline), "wait\x00"+container)
-}
-
-// isZombie reads the state field of /proc/<pid>/stat, which follows the parenthesised command.
-func isZombie(stat []byte) bool {
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && len(s) > i+2 && s[i+2] == 'Z'
 }
 
 // logger writes the kind library's messages (up to verbosity 1) to a file.

@@ -144,21 +144,6 @@ func TestKubeconfigPathOfMissingCluster(t *testing.T) {
 	}
 }
 
-func TestIsZombie(t *testing.T) {
-	t.Parallel()
-	for stat, want := range map[string]bool{
-		"42 (docker) S 1 42 42 0 -1":      false,
-		"42 (docker) Z 1 42 42 0 -1":      true,
-		"42 (odd) name) Z 1 42 42 0 -1":   true,
-		"42 (odd) Z name) R 1 42 42 0 -1": false,
-		"garbage":                         false,
-	} {
-		if got := isZombie([]byte(stat)); got != want {
-			t.Errorf("isZombie(%q) = %v, want %v", stat, got, want)
-		}
-	}
-}
-
 func TestStateRoundTrip(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "cluster.json")

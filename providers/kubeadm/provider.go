@@ -27,6 +27,7 @@ import (
 	"sealion.dev/providers/internal/containerd"
 	"sealion.dev/providers/internal/daemon"
 	"sealion.dev/providers/internal/hostlock"
+	"sealion.dev/providers/internal/hostproc"
 )
 
 const (
@@ -71,7 +72,10 @@ func New(opts Options) providers.Provider {
 	return &provider{opts: opts, clusters: map[string]*cluster{}}
 }
 
-var _ providers.Provider = (*provider)(nil)
+var (
+	_ providers.Provider           = (*provider)(nil)
+	_ providers.APIServerRestarter = (*provider)(nil)
+)
 
 type provider struct {
 	opts Options
@@ -147,6 +151,30 @@ func (p *provider) LoadImageArchives(ctx context.Context, name string, archives 
 		return fmt.Errorf("loading images into kubeadm cluster %q: containerd is not running: %w", name, err)
 	}
 	return containerd.ImportImages(ctx, runner(nil, ""), l.socket(), archives...)
+}
+
+// apiserverStopGrace bounds the kube-apiserver's graceful shutdown before it is killed.
+const apiserverStopGrace = 90 * time.Second
+
+// RestartAPIServer is part of the providers.APIServerRestarter interface: the process of the
+// kube-apiserver static pod's container gets SIGTERM, and the kubelet starts the container again
+// once it has exited, as after a crash.
+func (p *provider) RestartAPIServer(ctx context.Context, name string) error {
+	l, err := p.layout(name)
+	if err != nil {
+		return err
+	}
+	pids, err := containerd.RunningPIDs(ctx, runner(nil, ""), l.socket(), "kube-apiserver")
+	if err != nil {
+		return fmt.Errorf("restarting the kube-apiserver of kubeadm cluster %q: %w", name, err)
+	}
+	if len(pids) != 1 {
+		return fmt.Errorf("restarting the kube-apiserver of kubeadm cluster %q: %d running kube-apiserver containers, want 1", name, len(pids))
+	}
+	if err := hostproc.Terminate(ctx, pids[0], apiserverStopGrace); err != nil {
+		return fmt.Errorf("restarting the kube-apiserver of kubeadm cluster %q: %w", name, err)
+	}
+	return nil
 }
 
 var namePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$`)

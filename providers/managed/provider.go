@@ -20,6 +20,7 @@ import (
 	"sealion.dev/providers/internal/command"
 	"sealion.dev/providers/internal/containerd"
 	"sealion.dev/providers/internal/hostlock"
+	"sealion.dev/providers/internal/hostproc"
 	"sealion.dev/providers/internal/hoststate"
 	"sealion.dev/providers/managed/loadbalancer"
 )
@@ -38,6 +39,11 @@ const (
 
 // binaries are the programs the cluster runs from CreateOptions.BinDir.
 var binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"}
+
+var (
+	_ providers.Provider           = (*provider)(nil)
+	_ providers.APIServerRestarter = (*provider)(nil)
+)
 
 type provider struct {
 	profile   profile
@@ -360,34 +366,15 @@ func (p *provider) Delete(ctx context.Context, name string) error {
 // stopSupervisor sends SIGTERM to the cluster's supervisor and waits for it to finish taking the
 // cluster down, killing it after supervisorStopTimeout. Its children die with it (PDEATHSIG).
 func stopSupervisor(l layout) error {
-	data, err := os.ReadFile(l.pidFile())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading the supervisor's pid file: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return fmt.Errorf("parsing the supervisor's pid file %s: %w", l.pidFile(), err)
-	}
-	alive := func() bool {
-		// The pid may have been reused since a crash: only a process naming the state folder is ours.
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !strings.Contains(string(cmdline), l.marker()) {
-			return false
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		return err == nil && !isZombie(stat)
-	}
-	if !alive() {
-		return nil
+	pid, alive, err := supervisorPID(l)
+	if err != nil || !alive {
+		return err
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("signalling the supervisor (pid %d): %w", pid, err)
 	}
 	deadline := time.Now().Add(supervisorStopTimeout)
-	for alive() {
+	for supervisorAlive(l, pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			return fmt.Errorf("the supervisor (pid %d) did not stop within %s; killed it (see %s)", pid, supervisorStopTimeout, l.logFile("supervisor"))
@@ -397,11 +384,59 @@ func stopSupervisor(l layout) error {
 	return nil
 }
 
-// isZombie reads the state field of /proc/<pid>/stat, after the parenthesised command name.
-func isZombie(stat []byte) bool {
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+// supervisorPID reads the supervisor's pid file; alive is false when there is none or the
+// process is gone.
+func supervisorPID(l layout) (pid int, alive bool, err error) {
+	data, err := os.ReadFile(l.pidFile())
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the supervisor's pid file: %w", err)
+	}
+	pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return 0, false, fmt.Errorf("parsing the supervisor's pid file %s: %w", l.pidFile(), err)
+	}
+	return pid, supervisorAlive(l, pid), nil
+}
+
+// supervisorAlive reports whether pid runs and is the supervisor of l: the pid may have been
+// reused since a crash, and only a process naming the state folder is ours.
+func supervisorAlive(l layout, pid int) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.Contains(string(cmdline), l.marker()) && hostproc.Running(pid)
+}
+
+// apiserverStopGrace bounds the kube-apiserver's graceful shutdown before it is killed.
+const apiserverStopGrace = 90 * time.Second
+
+// RestartAPIServer is part of the providers.APIServerRestarter interface: the supervisor's
+// kube-apiserver child gets SIGTERM, and the supervisor starts it again once it has exited, as it
+// does for any control-plane process that exits.
+func (p *provider) RestartAPIServer(ctx context.Context, name string) error {
+	l, err := newLayout(p.stateRoot, name)
+	if err != nil {
+		return err
+	}
+	pid, alive, err := supervisorPID(l)
+	if err != nil {
+		return err
+	}
+	if !alive {
+		return fmt.Errorf("restarting the kube-apiserver of cluster %q: its supervisor is not running", name)
+	}
+	children, err := hostproc.ChildrenNamed(pid, "kube-apiserver")
+	if err != nil {
+		return fmt.Errorf("restarting the kube-apiserver of cluster %q: %w", name, err)
+	}
+	if len(children) != 1 {
+		return fmt.Errorf("restarting the kube-apiserver of cluster %q: the supervisor (pid %d) has %d kube-apiserver processes, want 1", name, pid, len(children))
+	}
+	if err := hostproc.Terminate(ctx, children[0], apiserverStopGrace); err != nil {
+		return fmt.Errorf("restarting the kube-apiserver of cluster %q: %w", name, err)
+	}
+	return nil
 }
 
 func cacheDir(getenv func(string) string) (string, error) {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -231,4 +233,40 @@ func RemoveAllContainers(ctx context.Context, run command.Runner, socket string)
 		return fmt.Errorf("removing containers: %v", errs)
 	}
 	return nil
+}
+
+// RunningPIDs returns the host pids of the running tasks of the containers in Namespace whose
+// Kubernetes container name (the kubelet's io.kubernetes.container.name label) is name.
+func RunningPIDs(ctx context.Context, run command.Runner, socket, name string) ([]int, error) {
+	ctr := func(args ...string) ([]byte, error) {
+		return run.Output(ctx, "ctr", append([]string{"--address", socket, "--namespace", Namespace}, args...)...)
+	}
+	out, err := ctr("containers", "list", "--quiet", `labels."io.kubernetes.container.name"==`+name)
+	if err != nil {
+		return nil, fmt.Errorf("listing the containers of %s: %w", name, err)
+	}
+	ids := strings.Fields(string(out))
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out, err = ctr("tasks", "list")
+	if err != nil {
+		return nil, fmt.Errorf("listing tasks: %w", err)
+	}
+	return runningTaskPIDs(string(out), ids), nil
+}
+
+// runningTaskPIDs reads `ctr tasks list` (TASK PID STATUS) for the pids of ids' running tasks.
+func runningTaskPIDs(tasks string, ids []string) []int {
+	var pids []int
+	for _, line := range strings.Split(tasks, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[2] != "RUNNING" || !slices.Contains(ids, f[0]) {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[1]); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,19 @@ func TestImportArgs(t *testing.T) {
 	want := "ctr --address /run/x.sock --namespace k8s.io images import /cache/images/v1.33.13/etcd.tar"
 	if got != want {
 		t.Errorf("ImportArgs = %q, want %q", got, want)
+	}
+}
+
+func TestRunningTaskPIDs(t *testing.T) {
+	t.Parallel()
+	tasks := `TASK                                                                PID     STATUS
+aaa                                                                 101     RUNNING
+bbb                                                                 102     STOPPED
+ccc                                                                 103     RUNNING
+ddd                                                                 104     RUNNING
+`
+	got := runningTaskPIDs(tasks, []string{"aaa", "bbb", "ddd", "zzz"})
+	if !slices.Equal(got, []int{101, 104}) {
+		t.Errorf("runningTaskPIDs = %v, want [101 104]: the running tasks of the listed containers", got)
 	}
 }

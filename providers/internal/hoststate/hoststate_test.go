@@ -90,20 +90,6 @@ func TestUnescapeMountPath(t *testing.T) {
 	}
 }
 
-func TestIsZombie(t *testing.T) {
-	t.Parallel()
-	for stat, want := range map[string]bool{
-		"123 (sleep) Z 1 123 123 0":      true,
-		"123 (my (odd) cmd) S 1 1 1 0":   false,
-		"123 (a)":                        false, // truncated
-		"123 (kubelet) R 1 123 123 0 -1": false,
-	} {
-		if got := isZombie([]byte(stat)); got != want {
-			t.Errorf("isZombie(%q) = %v, want %v", stat, got, want)
-		}
-	}
-}
-
 func TestSnapshotRoundTrip(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "host.json")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sealion.dev/providers/internal/command"
+	"sealion.dev/providers/internal/hostproc"
 )
 
 // Cluster names what belongs to one cluster besides the snapshot's well-known places.
@@ -180,19 +181,12 @@ func killAndWait(pids []int) {
 			if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 				break
 			}
-			if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && isZombie(stat) {
+			if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && hostproc.IsZombie(stat) {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-}
-
-// isZombie reads the state field of /proc/<pid>/stat (after the parenthesised command name).
-func isZombie(stat []byte) bool {
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 func removeIfExists(path string) error {
