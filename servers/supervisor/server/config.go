@@ -18,6 +18,7 @@ import (
 
 // The listeners' HTTP server timeouts, by default.
 const (
+	defaultShutdownDelay     = 5 * time.Second
 	defaultShutdownTimeout   = 10 * time.Second
 	defaultReadHeaderTimeout = 10 * time.Second
 	defaultIdleTimeout       = 90 * time.Second
@@ -59,9 +60,11 @@ type Config struct {
 	Serving   *servingcert.Controller
 	APIServer *genericapiserver.RecommendedConfig
 
-	// ShutdownTimeout bounds how long the listeners' in-flight requests may take once the
-	// Supervisor stops; 10s by default.
-	ShutdownTimeout time.Duration
+	// ShutdownDelay is how long the listeners keep accepting connections once the Supervisor is
+	// told to stop, while Kubernetes takes the pod out of its Services' endpoints; 5s by
+	// default. ShutdownTimeout bounds how long the requests in flight may then take; 10s by
+	// default. Together they stay well within the pod's 30s termination grace period.
+	ShutdownDelay, ShutdownTimeout time.Duration
 	// ReadHeaderTimeout and IdleTimeout are the listeners' HTTP server timeouts; 10s and 90s by
 	// default.
 	ReadHeaderTimeout, IdleTimeout time.Duration
@@ -88,6 +91,7 @@ type CompletedConfig struct {
 // Complete fills in the settings left empty.
 func (c *Config) Complete() CompletedConfig {
 	for field, def := range map[*time.Duration]time.Duration{
+		&c.ShutdownDelay:     defaultShutdownDelay,
 		&c.ShutdownTimeout:   defaultShutdownTimeout,
 		&c.ReadHeaderTimeout: defaultReadHeaderTimeout,
 		&c.IdleTimeout:       defaultIdleTimeout,

@@ -84,6 +84,9 @@ func testConfig(t *testing.T, file string) (*Config, fakes) {
 func TestCompleteFillsDefaults(t *testing.T) {
 	c, _ := testConfig(t, minimalFile)
 	completed := c.Complete()
+	if completed.ShutdownDelay != 5*time.Second {
+		t.Errorf("shutdown delay %v, want 5s", completed.ShutdownDelay)
+	}
 	if completed.ShutdownTimeout != 10*time.Second || completed.ReadHeaderTimeout != 10*time.Second || completed.IdleTimeout != 90*time.Second {
 		t.Errorf("timeouts: shutdown %v, read header %v, idle %v; want 10s, 10s, 90s",
 			completed.ShutdownTimeout, completed.ReadHeaderTimeout, completed.IdleTimeout)

@@ -21,10 +21,10 @@ import (
 // the HTTP server that serves them there.
 type listener struct {
 	// name (https or http) and network are for messages.
-	name, network   string
-	ln              net.Listener
-	server          *http.Server
-	shutdownTimeout time.Duration
+	name, network                  string
+	ln                             net.Listener
+	server                         *http.Server
+	shutdownDelay, shutdownTimeout time.Duration
 }
 
 // maxHeaderBytes bounds a request's line and headers. Ours are small: the longest is an authorize
@@ -63,7 +63,7 @@ func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.C
 			return nil, fmt.Errorf("%s listener: %w", e.name, err)
 		}
 		listeners = append(listeners, &listener{
-			name: e.name, network: e.config.Network, ln: ln, shutdownTimeout: c.ShutdownTimeout,
+			name: e.name, network: e.config.Network, ln: ln, shutdownDelay: c.ShutdownDelay, shutdownTimeout: c.ShutdownTimeout,
 			server: &http.Server{
 				Handler:           handler,
 				TLSConfig:         e.tlsConfig,
@@ -76,9 +76,16 @@ func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.C
 	return listeners, nil
 }
 
-// serve serves until ctx ends, then sends the outcome to errc: nil after a clean shutdown.
+// serve serves until ctx ends, then stops gracefully and sends the outcome to errc: nil after a
+// clean shutdown.
+//
+// A stopping pod is taken out of its Services' endpoints at once, but kube-proxy and load
+// balancers follow only within seconds, and until then new connections still arrive: the
+// listener keeps accepting them for shutdownDelay. It then stops accepting and lets the requests
+// in flight finish, for up to shutdownTimeout. Their contexts do not end with ctx: a refresh
+// that has rotated the upstream's token must still store it, or the session is lost.
 func (l *listener) serve(ctx context.Context, errc chan<- error) {
-	l.server.BaseContext = func(net.Listener) context.Context { return ctx }
+	l.server.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	done := make(chan error, 1)
 	go func() {
 		var err error
@@ -97,6 +104,12 @@ func (l *listener) serve(ctx context.Context, errc chan<- error) {
 		case err := <-done:
 			errc <- fmt.Errorf("%s listener stopped: %w", l.name, err)
 		case <-ctx.Done():
+			select {
+			case err := <-done:
+				errc <- fmt.Errorf("%s listener stopped: %w", l.name, err)
+				return
+			case <-time.After(l.shutdownDelay):
+			}
 			shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.shutdownTimeout)
 			defer cancel()
 			_ = l.server.Shutdown(shutdownCtx)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ func TestListenerLimits(t *testing.T) {
   http: {network: tcp, address: "127.0.0.1:0"}
 `)
 	c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight = 1, 1
+	c.ShutdownDelay = time.Millisecond
 	arrived, release := make(chan struct{}, 2), make(chan struct{})
 	listeners, err := c.Complete().listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/block" {
@@ -87,4 +89,73 @@ func TestListenerLimits(t *testing.T) {
 		}
 	}
 	want(http.MethodPost, "/token", nil, http.StatusOK)
+}
+
+// A stopping listener keeps accepting connections for the shutdown delay, while the pod leaves
+// the endpoints, and lets a request in flight finish with its context intact.
+func TestListenerStopsGracefully(t *testing.T) {
+	c, _ := testConfig(t, minimalFile+`endpoints:
+  https: {network: disabled}
+  http: {network: tcp, address: "127.0.0.1:0"}
+`)
+	c.ShutdownDelay, c.ShutdownTimeout = 2*time.Second, 5*time.Second
+	arrived, release := make(chan struct{}), make(chan struct{})
+	ctxErr := make(chan error, 1)
+	listeners, err := c.Complete().listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/in-flight" {
+			close(arrived)
+			<-release
+			ctxErr <- r.Context().Err()
+		}
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	listeners[0].serve(ctx, errc)
+	url := "http://" + listeners[0].ln.Addr().String()
+	get := func(path string) (int, error) {
+		// A new connection for each request, as from a client the load balancer just sent here.
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get(url + path)
+		if err != nil {
+			return 0, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	inFlight := make(chan error, 1)
+	go func() {
+		code, err := get("/in-flight")
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("status %d", code)
+		}
+		inFlight <- err
+	}()
+	<-arrived
+	cancel()
+	time.Sleep(100 * time.Millisecond)
+	if code, err := get("/new"); err != nil || code != http.StatusOK {
+		t.Errorf("a new connection right after the stop: %d, %v; want it served during the shutdown delay", code, err)
+	}
+	close(release)
+	if err := <-ctxErr; err != nil {
+		t.Errorf("the request in flight saw its context end with the stop: %v", err)
+	}
+	if err := <-inFlight; err != nil {
+		t.Errorf("the request in flight: %v", err)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("the listener stopped with %v, want a clean stop", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the listener did not stop")
+	}
+	if _, err := get("/after"); err == nil {
+		t.Error("the listener still accepts connections after its shutdown")
+	}
 }
