@@ -493,7 +493,7 @@ func TestRefreshWhileUpstreamDown(t *testing.T) {
 	iss.SetUpstreamDown(true)
 	_, err = login(t, cfg)
 	if !errors.Is(err, oidclogin.ErrUpstreamUnavailable) || !strings.Contains(err.Error(), "could not reach the identity provider") ||
-		!strings.Contains(err.Error(), `"my-ldap" is unreachable`) {
+		!strings.Contains(err.Error(), "'my-ldap' is unreachable") {
 		t.Errorf("login while the upstream is down: %v; want ErrUpstreamUnavailable with the Supervisor's hint", err)
 	}
 	if c := iss.Counts(); c.Refreshes != 1 || c.Authorizations != 1 || b.count() != 1 {

@@ -275,7 +275,7 @@ func (i *Issuer) refresh(w http.ResponseWriter, form url.Values) {
 	if i.upstreamDown {
 		i.mu.Unlock()
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable",
-			"error_description": `The identity provider "my-ldap" is unreachable; try again later.`})
+			"error_description": "The identity provider 'my-ldap' is unreachable; try again later."})
 		return
 	}
 	ok := i.refreshTokens[rt]

@@ -11,7 +11,9 @@ package connectors
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 )
 
 // Connector is a usable upstream of one identity provider object. It implements one or more of
@@ -74,7 +76,8 @@ type RevokeConnector interface {
 // is shown. Connectors return other errors for failures whose details must not reach users; the
 // endpoints log those and answer with a generic error.
 type Error struct {
-	// Unavailable means the upstream could not be reached, rather than refused the user.
+	// Unavailable means the upstream could not be reached, rather than refused the user; the
+	// endpoints word the hint, naming the identity provider.
 	Unavailable bool
 	// Hint is shown to the client; empty shows the OAuth error's own description only.
 	Hint string
@@ -85,9 +88,9 @@ type Error struct {
 // Refused is an Error for a user the upstream refused.
 func Refused(hint string, err error) *Error { return &Error{Hint: hint, Err: err} }
 
-// Unavailable is an Error for an upstream that could not be reached.
-func Unavailable(hint string, err error) *Error {
-	return &Error{Unavailable: true, Hint: hint, Err: err}
+// Unavailable is an Error for an upstream that could not be reached: err is the cause.
+func Unavailable(err error) *Error {
+	return &Error{Unavailable: true, Hint: "the upstream identity provider is unreachable", Err: err}
 }
 
 func (e *Error) Error() string {
@@ -95,6 +98,39 @@ func (e *Error) Error() string {
 		return e.Hint
 	}
 	return fmt.Sprintf("%s: %v", e.Hint, e.Err)
+}
+
+// Unreachable reports whether err is a failure to reach a server over the network: a refused or
+// reset connection, an unknown host, a timeout. A server's answer is not, nor a TLS certificate
+// it was refused for. A joined error (one per address or protocol tried) is unreachable when each
+// of its parts is.
+func Unreachable(err error) bool {
+	for err != nil {
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			parts := e.Unwrap()
+			for _, part := range parts {
+				if !Unreachable(part) {
+					return false
+				}
+			}
+			return len(parts) > 0
+		case *net.OpError:
+			// A TLS alert from the server comes as a "remote error": it was reached.
+			return e.Op != "remote error"
+		case *net.DNSError:
+			return true
+		case interface{ Timeout() bool }:
+			if e.Timeout() {
+				return true
+			}
+		}
+		if err == context.DeadlineExceeded { //nolint:errorlint // each level of the chain is looked at
+			return true
+		}
+		err = errors.Unwrap(err)
+	}
+	return false
 }
 
 func (e *Error) Unwrap() error { return e.Err }

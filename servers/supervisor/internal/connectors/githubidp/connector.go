@@ -68,12 +68,18 @@ func (c *Connector) AuthorizeURL(_ context.Context, login connectors.Login, stat
 // ID) becomes the downstream sub.
 func (c *Connector) Exchange(ctx context.Context, login connectors.Login, code string, _ connectors.BrowserSecrets) (*connectors.Identity, error) {
 	token, err := c.provider.ExchangeAuthcode(ctx, code, login.CallbackURL)
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
+	}
 	if err != nil {
 		return nil, connectors.Refused("GitHub refused the authorization code", err)
 	}
 	id, err := c.provider.GetUser(ctx, token, login.IDPName)
 	if errors.Is(err, ErrNotAllowed) {
 		return nil, connectors.Refused("The user is not a member of an organization allowed to log in.", nil)
+	}
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
 	}
 	if err != nil {
 		return nil, err
@@ -87,13 +93,16 @@ func (c *Connector) Exchange(ctx context.Context, login connectors.Login, code s
 }
 
 // Refresh reads the user again with the access token from login: they must still be allowed and
-// have the same subject.
+// have the same subject. A GitHub that cannot be reached refuses no one: the error is Unavailable.
 func (c *Connector) Refresh(ctx context.Context, login connectors.Login, prev connectors.Identity) (*connectors.Identity, error) {
 	s := prev.Session.GitHub
 	if s == nil || s.UpstreamAccessToken == "" {
 		return nil, connectors.Refused("the session holds no GitHub access token", nil)
 	}
 	id, err := c.provider.Refresh(ctx, s.UpstreamAccessToken, login.IDPName, prev.Subject)
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
+	}
 	if err != nil {
 		return nil, connectors.Refused("GitHub no longer accepts the user", err)
 	}

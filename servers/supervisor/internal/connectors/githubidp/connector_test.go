@@ -3,6 +3,7 @@ package githubidp
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,21 @@ func TestConnector(t *testing.T) {
 	var refusal *connectors.Error
 	if _, err := c.Refresh(context.Background(), login, connectors.Identity{}); !errors.As(err, &refusal) || refusal.Hint != "the session holds no GitHub access token" {
 		t.Errorf("Refresh without a token = %v, want a refusal", err)
+	}
+
+	// A GitHub that refuses connections refuses no one: the session stays valid for later.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	_ = l.Close()
+	p, err = New(Config{Host: closed, ClientID: "id", ClientSecret: "shh", AllowedOrganizations: []string{"seals"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := connectors.Identity{Subject: "sub", Session: connectors.Session{GitHub: &connectors.GitHubSession{UpstreamAccessToken: "token"}}}
+	if _, err := NewConnector(p).Refresh(context.Background(), login, session); !errors.As(err, &refusal) || !refusal.Unavailable {
+		t.Errorf("Refresh at an unreachable GitHub = %v, want Unavailable", err)
 	}
 }

@@ -102,11 +102,15 @@ func NewConnector(provider *ldapclient.Provider, typ issuer.IdentityProviderType
 }
 
 // Authenticate checks a username and password. Only a wrong username or password is the user's
-// doing, a connectors.Error; other failures are the server's or the configuration's.
+// doing, a connectors.Error, and a server that cannot be reached, an Unavailable one; other
+// failures are the server's or the configuration's.
 func (c *Connector) Authenticate(ctx context.Context, login connectors.Login, username, password string) (*connectors.Identity, error) {
 	id, err := c.provider.Authenticate(ctx, username, password)
 	if errors.Is(err, ldapclient.ErrInvalidCredentials) {
 		return nil, connectors.Refused("Username/password not accepted by LDAP provider.", nil)
+	}
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
 	}
 	if err != nil {
 		return nil, err
@@ -121,7 +125,8 @@ func (c *Connector) Authenticate(ctx context.Context, login connectors.Login, us
 }
 
 // Refresh re-reads the user, which fails when the account was deleted, changed, disabled or
-// locked, and returns the user's groups now.
+// locked, and returns the user's groups now. A server that cannot be reached refuses no one: the
+// error is Unavailable.
 func (c *Connector) Refresh(ctx context.Context, _ connectors.Login, prev connectors.Identity) (*connectors.Identity, error) {
 	s := prev.Session.LDAP
 	if s == nil || s.UserDN == "" {
@@ -130,6 +135,9 @@ func (c *Connector) Refresh(ctx context.Context, _ connectors.Login, prev connec
 	id, err := c.provider.Refresh(ctx, ldapclient.Identity{
 		Username: prev.Username, UID: s.UID, Groups: prev.Groups, DN: s.UserDN, RefreshAttributes: s.ExtraRefreshAttributes,
 	})
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
+	}
 	if err != nil {
 		return nil, connectors.Refused(fmt.Sprintf("the %s server no longer accepts the user", c.typ), err)
 	}

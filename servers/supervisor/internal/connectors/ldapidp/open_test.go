@@ -3,6 +3,7 @@ package ldapidp
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -121,14 +122,37 @@ func TestConnector(t *testing.T) {
 		refusal.Hint != "the session holds no LDAP user" {
 		t.Errorf("Refresh without LDAP session data = %v, want a refusal", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	cancel()
-	_, err = c.Refresh(ctx, connectors.Login{}, connectors.Identity{Username: "pinny", Session: connectors.Session{LDAP: &connectors.LDAPSession{UserDN: "uid=pinny"}}})
-	if !errors.As(err, &refusal) || refusal.Hint != "the activedirectory server no longer accepts the user" || refusal.Err == nil {
-		t.Errorf("Refresh at an unreachable server = %v, want a refusal naming the type, with the cause", err)
+
+	// A server that refuses connections refuses no one: the session stays valid for later.
+	down := NewConnector(closedPortProvider(t), "activedirectory")
+	session := connectors.Identity{Username: "pinny", Session: connectors.Session{LDAP: &connectors.LDAPSession{UserDN: "uid=pinny"}}}
+	if _, err = down.Refresh(ctx, connectors.Login{}, session); !errors.As(err, &refusal) || !refusal.Unavailable || refusal.Err == nil {
+		t.Errorf("Refresh at an unreachable server = %v, want Unavailable with the cause", err)
+	}
+	if _, err = down.Authenticate(ctx, connectors.Login{}, "pinny", "pw"); !errors.As(err, &refusal) || !refusal.Unavailable {
+		t.Errorf("Authenticate at an unreachable server = %v, want Unavailable", err)
 	}
 	if got, want := Subject("ldap.example.com:636", "ou=people,dc=example", "Corp LDAP", "uid-1"),
 		"ldaps://ldap.example.com:636?base=ou%3Dpeople%2Cdc%3Dexample&idpName=Corp+LDAP&sub=uid-1"; got != want {
 		t.Errorf("Subject = %q, want %q", got, want)
 	}
+}
+
+// closedPortProvider is a Provider of a loopback port where nothing listens.
+func closedPortProvider(t *testing.T) *ldapclient.Provider {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := l.Addr().String()
+	_ = l.Close()
+	p, err := ldapclient.New(ldapclient.Config{
+		Host: host, BindUsername: "cn=svc", BindPassword: "pw",
+		UserSearch: ldapclient.UserSearch{Base: "ou=people,dc=example", UsernameAttribute: "uid", UIDAttribute: "entryUUID"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
