@@ -1,8 +1,10 @@
 // Package connectors is how the Supervisor talks to upstream identity providers, one package per
 // kind of identity provider object below it. A kind's factory turns an object (with the Secrets
 // and CA bundle it refers to) into status conditions and, when they are all true, a Connector;
-// the upstreamidp controller keeps the Ready connectors in a Registry, and the login endpoints
-// find them there.
+// the upstreamidp controller keeps the connectors in a Registry, and the login endpoints find them
+// there. A connector whose upstream cannot be reached fails with an Unavailable Error, which the
+// endpoints report to the Registry so that the controller probes the upstream at once; its object
+// keeps its last good connector meanwhile (see Factory).
 //
 // A Connector offers one or more capabilities, small interfaces the endpoints check for with type
 // assertions: logging in with a password, in a browser at the upstream, refreshing a session,

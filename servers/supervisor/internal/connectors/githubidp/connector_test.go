@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,10 +23,14 @@ func TestOpen(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	caches := map[string]*connectors.ProbeCache{}
 	dials := 0
+	flakyDown := false
 	dial := func(_ context.Context, address string, _ []byte) error {
 		dials++
-		if strings.HasPrefix(address, "good") {
+		if strings.HasPrefix(address, "good") || strings.HasPrefix(address, "flaky") && !flakyDown {
 			return nil
+		}
+		if flakyDown {
+			return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 		}
 		return errors.New("connection refused")
 	}
@@ -70,6 +75,16 @@ func TestOpen(t *testing.T) {
 	}
 	if dials != 3 {
 		t.Errorf("%d dials over two openings, want 3 (the working one is cached)", dials)
+	}
+
+	// A host that refuses connections after a successful dial keeps its connector.
+	if c, _ := openIDP("flaky", "flaky.ghe.example"); c == nil {
+		t.Fatal("flaky: no connector while it answers")
+	}
+	caches["flaky"].Expire()
+	flakyDown = true
+	if c, conds := openIDP("flaky", "flaky.ghe.example"); c == nil || conds[5].Type != conn || conds[5].Status != metav1.ConditionFalse {
+		t.Errorf("flaky, refusing connections: connector %v, conditions %+v; want the connector, GitHubConnectionValid False", c, conds)
 	}
 }
 

@@ -23,13 +23,15 @@ func Flows(*idpv1alpha1.LDAPIdentityProvider) []issuer.Flow { return connectors.
 
 // Open checks an LDAPIdentityProvider with its bind Secret and CA bundle, and connects to the
 // server as the service account, unless it did so successfully for the same inputs less than
-// connectors.ProbeTTL ago.
+// connectors.ProbeTTL ago. A server that cannot be reached keeps the connector of the last
+// successful probe of the same inputs (see connectors.Factory).
 func Open(ctx context.Context, idp *idpv1alpha1.LDAPIdentityProvider, in connectors.Inputs) (connectors.Connector, []metav1.Condition, error) {
 	return open(ctx, idp, in, (*ldapclient.Provider).Probe)
 }
 
-// probed is a successful probe: the Provider that connected (it remembers the protocol that
-// worked) and its LDAPConnectionValid condition.
+// probed is a probe: the Provider to connect with (it remembers the protocol that worked) and its
+// LDAPConnectionValid condition. After a failure that only the server's absence caused, provider
+// is the last one that connected, else nil.
 type probed struct {
 	provider *ldapclient.Provider
 	cond     metav1.Condition
@@ -48,12 +50,19 @@ func open(ctx context.Context, idp *idpv1alpha1.LDAPIdentityProvider, in connect
 	if p == nil {
 		return nil, conds, nil
 	}
-	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, secret, caBundle), func(probed, bool) (probed, bool) {
+	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, secret, caBundle), func(prev probed, found bool) (probed, bool) {
 		protocol, err := probe(p, ctx)
-		return probed{p, ConnectionCondition(p, idp.Generation, protocol, err)}, err == nil
+		r := probed{p, ConnectionCondition(p, idp.Generation, protocol, err)}
+		if err != nil {
+			r.provider = nil
+			if found && connectors.Unreachable(err) {
+				r.provider = prev.provider
+			}
+		}
+		return r, err == nil
 	})
 	conds = append(conds, r.cond)
-	if r.cond.Status != metav1.ConditionTrue {
+	if r.provider == nil {
 		return nil, conds, nil
 	}
 	return NewConnector(r.provider, issuer.TypeLDAP), conds, nil

@@ -3,8 +3,10 @@ package ldapidp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,6 +101,58 @@ func TestOpen(t *testing.T) {
 	openAll()
 	if probes != 7 {
 		t.Errorf("after connectors.ProbeTTL: %d probes, want 7 (ready and down)", probes)
+	}
+}
+
+// TestOpenWhileUnreachable: a server that refuses connections after a successful probe of the same
+// inputs keeps its connector while LDAPConnectionValid is False; any other failure, or other
+// inputs, drop it.
+func TestOpenWhileUnreachable(t *testing.T) {
+	bind := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bind", ResourceVersion: "1"}, Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{"username": []byte("cn=svc,dc=example"), "password": []byte("pw")}}
+	probes := connectors.NewProbeCache(time.Now)
+	var fail error
+	open := func() (connectors.Connector, metav1.Condition) {
+		t.Helper()
+		in := connectors.Inputs{
+			Secret:   func(string) (*corev1.Secret, error) { return bind, nil },
+			CABundle: func(*idpv1alpha1.TLSSpec) ([]byte, error) { return nil, nil },
+			Probes:   probes,
+		}
+		c, conds, err := open(context.Background(), ldapIDP("dir", "ldap.example", "bind"), in, func(*ldapclient.Provider, context.Context) (ldapclient.Protocol, error) {
+			return ldapclient.LDAPS, fail
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, conds[len(conds)-1]
+	}
+	refused := fmt.Errorf("connecting to LDAP server %q: %w", "ldap.example", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+
+	fail = refused
+	if c, _ := open(); c != nil {
+		t.Error("unreachable before any success: got a connector")
+	}
+	fail = nil
+	good, _ := open()
+	if good == nil {
+		t.Fatal("no connector after a successful probe")
+	}
+	probes.Expire()
+	fail = refused
+	c, cond := open()
+	if c == nil || c.(*Connector).provider != good.(*Connector).provider || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "ldap.example") {
+		t.Errorf("unreachable after a success: connector %v, %+v; want the last good one and a False condition naming the host", c, cond)
+	}
+	fail = errors.New(`binding as the service account "cn=svc,dc=example": LDAP Result Code 49 "Invalid Credentials"`)
+	if c, _ := open(); c != nil {
+		t.Error("a server that refused the bind kept its connector")
+	}
+	fail = refused
+	bind = bind.DeepCopy()
+	bind.ResourceVersion = "2"
+	if c, _ := open(); c != nil {
+		t.Error("an unreachable server kept the connector of a former bind Secret")
 	}
 }
 
