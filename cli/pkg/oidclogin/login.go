@@ -3,7 +3,10 @@
 //
 // Login first looks in a session cache for tokens of an earlier login with the same issuer,
 // client, scopes and upstream identity provider. It reuses an ID token valid for 10 more minutes,
-// else it refreshes the session with its refresh token, else it logs in again:
+// else it refreshes the session with its refresh token, else it logs in again. A refresh answered
+// temporarily_unavailable (the Supervisor cannot reach the upstream identity provider) starts no
+// new login, which would fail the same way: Login fails with ErrUpstreamUnavailable and the
+// session stays cached for the next try. The login flows:
 //
 //   - browser_authcode (the default): authorization code flow with PKCE (S256), state and nonce.
 //     The browser comes back to a listener on 127.0.0.1 (a random port unless one is given), with
@@ -114,6 +117,11 @@ var ErrNoCredentials = errors.New("the cli_password flow needs a username and a 
 // to it: a stale browser tab, another login's redirect, or a forged request.
 var ErrStateMismatch = errors.New("the authorization response's state parameter does not match this login")
 
+// ErrUpstreamUnavailable is wrapped by the error of a login whose refresh the issuer answered
+// temporarily_unavailable: a Supervisor that cannot reach the upstream identity provider. A new
+// login would fail the same way, so none is started and the cached session is kept.
+var ErrUpstreamUnavailable = errors.New("the Supervisor could not reach the identity provider; the session is kept, try again later")
+
 // Login returns tokens for cfg's issuer, from the session cache, a refresh or a new login. The
 // returned ID token has cfg.RequestAudience as audience when one is set, else cfg.ClientID.
 func Login(ctx context.Context, cfg Config) (*Token, error) {
@@ -221,6 +229,10 @@ func (l *login) sessionToken(ctx context.Context) (*Token, error) {
 			l.store(key, tok)
 			return tok, nil
 		}
+		if errors.Is(err, ErrUpstreamUnavailable) {
+			l.logf("refreshing the session failed, and so would a new login: %v", err)
+			return nil, err
+		}
 		l.logf("refreshing the session failed, so logging in again: %v", err)
 	}
 	tok, err := l.fullLogin(ctx)
@@ -294,6 +306,10 @@ func (l *login) oauth2Config(redirectURI string) *oauth2.Config {
 func (l *login) refresh(ctx context.Context, cached *Token) (*Token, error) {
 	l.logf("refreshing the session with its refresh token")
 	raw, err := l.oauth2Config("").TokenSource(ctx, &oauth2.Token{RefreshToken: cached.RefreshToken.Token}).Token()
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && re.ErrorCode == "temporarily_unavailable" {
+		return nil, fmt.Errorf("%w (the refresh was answered: %s)", ErrUpstreamUnavailable, re.ErrorDescription)
+	}
 	if err != nil {
 		return nil, describeTokenError("the refresh", err)
 	}

@@ -473,6 +473,49 @@ func TestSessionCacheAndRefresh(t *testing.T) {
 	}
 }
 
+// TestRefreshWhileUpstreamDown: a refresh answered temporarily_unavailable fails the login at once,
+// with no new login that could only fail the same way, and keeps the session for later.
+func TestRefreshWhileUpstreamDown(t *testing.T) {
+	iss := fakeissuer.New(t, fakeissuer.Options{})
+	b := &browser{iss: iss}
+	var out syncBuffer
+	cache := newMemCache()
+	cfg := config(iss, &out, b.open)
+	cfg.SessionCache = cache
+	var debug syncBuffer
+	cfg.Logf = func(format string, args ...any) { _, _ = io.WriteString(&debug, strings.TrimSpace(format)+"\n") }
+	first, err := login(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.only(t).IDToken.Expiry = metav1.NewTime(time.Now().Add(-time.Minute))
+
+	iss.SetUpstreamDown(true)
+	_, err = login(t, cfg)
+	if !errors.Is(err, oidclogin.ErrUpstreamUnavailable) || !strings.Contains(err.Error(), "could not reach the identity provider") ||
+		!strings.Contains(err.Error(), "'my-ldap' is unreachable") {
+		t.Errorf("login while the upstream is down: %v; want ErrUpstreamUnavailable with the Supervisor's hint", err)
+	}
+	if c := iss.Counts(); c.Refreshes != 1 || c.Authorizations != 1 || b.count() != 1 {
+		t.Errorf("counts %+v, browser opened %d times; want one refresh and no new login", c, b.count())
+	}
+	if got := cache.only(t).RefreshToken.Token; got != first.RefreshToken.Token {
+		t.Errorf("the cache holds refresh token %q, want the session's %q", got, first.RefreshToken.Token)
+	}
+	if !strings.Contains(debug.String(), "refreshing the session failed") {
+		t.Errorf("debug log lacks the failed refresh:\n%s", debug.String())
+	}
+
+	// Once the upstream is back, the same session refreshes.
+	iss.SetUpstreamDown(false)
+	if _, err := login(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if c := iss.Counts(); c.Refreshes != 2 || c.Authorizations != 1 || b.count() != 1 {
+		t.Errorf("counts %+v, browser opened %d times after the upstream came back; want a refresh", c, b.count())
+	}
+}
+
 func supervisor(t *testing.T) *fakeissuer.Issuer {
 	return fakeissuer.New(t, fakeissuer.Options{Supervisor: true, IdentityProviders: []fakeissuer.IdentityProvider{
 		{Name: "my-ldap", Type: "ldap", Flows: []string{"cli_password", "browser_authcode"}},

@@ -97,7 +97,8 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	// OAuth state lives in Secrets of the namespace; the endpoints find the upstreams the
-	// upstreamidp controller made Ready in the registry, at each request.
+	// upstreamidp controller keeps in the registry at each request, and report to it those they
+	// found unreachable.
 	registry := &connectors.Registry{}
 	// The sessions' upstream tokens are sealed with keys the sessionkeys controller keeps in a
 	// Secret; a replaced key opens what it sealed as long as a session record can live.

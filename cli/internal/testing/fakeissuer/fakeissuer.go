@@ -77,6 +77,7 @@ type Issuer struct {
 	refreshTokens  map[string]bool
 	authorizations []url.Values
 	counts         Counts
+	upstreamDown   bool
 }
 
 // Counts says how often each grant was served.
@@ -139,6 +140,14 @@ func (i *Issuer) Authorizations() []url.Values {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return slices.Clone(i.authorizations)
+}
+
+// SetUpstreamDown makes refreshes answer temporarily_unavailable, as the Supervisor does while
+// it cannot reach the upstream identity provider; the refresh token stays valid.
+func (i *Issuer) SetUpstreamDown(down bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.upstreamDown = down
 }
 
 // Close stops the issuer, so that later requests fail to connect.
@@ -262,9 +271,15 @@ func (i *Issuer) redeemCode(w http.ResponseWriter, form url.Values) {
 func (i *Issuer) refresh(w http.ResponseWriter, form url.Values) {
 	rt := form.Get("refresh_token")
 	i.mu.Lock()
+	i.counts.Refreshes++
+	if i.upstreamDown {
+		i.mu.Unlock()
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable",
+			"error_description": "The identity provider 'my-ldap' is unreachable; try again later."})
+		return
+	}
 	ok := i.refreshTokens[rt]
 	delete(i.refreshTokens, rt) // rotated
-	i.counts.Refreshes++
 	i.mu.Unlock()
 	if !ok {
 		oauthError(w, "invalid_grant", "unknown refresh token")

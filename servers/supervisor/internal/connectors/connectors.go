@@ -1,8 +1,10 @@
 // Package connectors is how the Supervisor talks to upstream identity providers, one package per
 // kind of identity provider object below it. A kind's factory turns an object (with the Secrets
 // and CA bundle it refers to) into status conditions and, when they are all true, a Connector;
-// the upstreamidp controller keeps the Ready connectors in a Registry, and the login endpoints
-// find them there.
+// the upstreamidp controller keeps the connectors in a Registry, and the login endpoints find them
+// there. A connector whose upstream cannot be reached fails with an Unavailable Error, which the
+// endpoints report to the Registry so that the controller probes the upstream at once; its object
+// keeps its last good connector meanwhile (see Factory).
 //
 // A Connector offers one or more capabilities, small interfaces the endpoints check for with type
 // assertions: logging in with a password, in a browser at the upstream, refreshing a session,
@@ -11,7 +13,9 @@ package connectors
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 )
 
 // Connector is a usable upstream of one identity provider object. It implements one or more of
@@ -74,7 +78,8 @@ type RevokeConnector interface {
 // is shown. Connectors return other errors for failures whose details must not reach users; the
 // endpoints log those and answer with a generic error.
 type Error struct {
-	// Unavailable means the upstream could not be reached, rather than refused the user.
+	// Unavailable means the upstream could not be reached, rather than refused the user; the
+	// endpoints word the hint, naming the identity provider.
 	Unavailable bool
 	// Hint is shown to the client; empty shows the OAuth error's own description only.
 	Hint string
@@ -85,9 +90,9 @@ type Error struct {
 // Refused is an Error for a user the upstream refused.
 func Refused(hint string, err error) *Error { return &Error{Hint: hint, Err: err} }
 
-// Unavailable is an Error for an upstream that could not be reached.
-func Unavailable(hint string, err error) *Error {
-	return &Error{Unavailable: true, Hint: hint, Err: err}
+// Unavailable is an Error for an upstream that could not be reached: err is the cause.
+func Unavailable(err error) *Error {
+	return &Error{Unavailable: true, Hint: "the upstream identity provider is unreachable", Err: err}
 }
 
 func (e *Error) Error() string {
@@ -95,6 +100,40 @@ func (e *Error) Error() string {
 		return e.Hint
 	}
 	return fmt.Sprintf("%s: %v", e.Hint, e.Err)
+}
+
+// Unreachable reports whether err is a failure to reach a server over the network: a refused or
+// reset connection, an unknown host, a timeout. A server's answer is not, nor a TLS certificate
+// it was refused for. A joined error (one per address or protocol tried) is unreachable when each
+// of its parts is.
+func Unreachable(err error) bool {
+	for err != nil {
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			parts := e.Unwrap()
+			for _, part := range parts {
+				if !Unreachable(part) {
+					return false
+				}
+			}
+			return len(parts) > 0
+		case *net.OpError:
+			// A TLS alert from the server comes as a "remote error": it was reached.
+			return e.Op != "remote error"
+		case *net.DNSError:
+			return true
+		case interface{ Timeout() bool }:
+			if e.Timeout() {
+				return true
+			}
+		}
+		// One level at a time: errors.Is would also look inside the parts of a joined error.
+		if err == context.DeadlineExceeded {
+			return true
+		}
+		err = errors.Unwrap(err)
+	}
+	return false
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -33,9 +33,12 @@ type Inputs struct {
 }
 
 // Factory opens an object: it checks the object with its inputs, probes the upstream, and
-// returns the status conditions and, when they are all true, the connector. An unusable object
-// shows in its conditions; an error means the inputs could not be read, and the object is tried
-// again.
+// returns the status conditions and, when they are all true, the connector. When the probe failed
+// only because the upstream could not be reached (Unreachable) and a probe of the same inputs
+// succeeded before, it returns the connector of those inputs with the failed condition: logins and
+// refreshes still try the upstream, and succeed as soon as it is back, while the status shows the
+// outage. An unusable object shows in its conditions; an error means the inputs could not be
+// read, and the object is tried again.
 type Factory[T Object] func(ctx context.Context, obj T, in Inputs) (Connector, []metav1.Condition, error)
 
 // Kind is one kind of identity provider object: its name and login type, the flows its objects

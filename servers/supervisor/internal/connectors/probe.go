@@ -4,43 +4,68 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// ProbeTTL is how long a successful probe stands for its inputs before it is repeated.
+// ProbeTTL is how long a successful probe stands for its inputs before it is repeated, unless a
+// login or refresh finds the upstream unreachable first (Expire).
 const ProbeTTL = 15 * time.Minute
 
 // ProbeCache remembers the last successful probe of one object with the fingerprint of what it
 // depended on, so that resyncs do not reach the upstream again for unchanged inputs. Failures are
-// not remembered: they are probed again at every sync. A cache serves one object, synced by one
-// goroutine at a time.
+// not remembered: they are probed again at every sync. A cache serves one object, probed by one
+// goroutine at a time; Expire may be called from any.
 type ProbeCache struct {
 	now         func() time.Time
+	mu          sync.Mutex
 	fingerprint string
 	at          time.Time
+	expired     bool
 	result      any
 }
 
 // NewProbeCache returns an empty cache on the clock now.
 func NewProbeCache(now func() time.Time) *ProbeCache { return &ProbeCache{now: now} }
 
-// Probe returns the result remembered under fingerprint while it is younger than ProbeTTL.
-// Otherwise it runs probe, handing it the last successful result of the same fingerprint however
-// old (found is false when there is none), and remembers the result when probe reports success.
+// Probe returns the result remembered under fingerprint while it is younger than ProbeTTL and not
+// expired. Otherwise it runs probe, handing it the last successful result of the same fingerprint
+// however old (found is false when there is none), and remembers the result when probe reports
+// success. A factory whose probe failed only because the upstream could not be reached keeps
+// serving with that last result (see Factory).
 func Probe[T any](c *ProbeCache, fingerprint string, probe func(prev T, found bool) (result T, ok bool)) T {
+	c.mu.Lock()
 	now := c.now()
 	prev, found := c.result.(T)
 	found = found && c.fingerprint == fingerprint
-	if found && now.Sub(c.at) < ProbeTTL {
+	fresh := found && !c.expired && now.Sub(c.at) < ProbeTTL
+	c.mu.Unlock()
+	if fresh {
 		return prev
 	}
 	result, ok := probe(prev, found)
 	if ok {
-		c.fingerprint, c.at, c.result = fingerprint, now, result
+		c.mu.Lock()
+		c.fingerprint, c.at, c.expired, c.result = fingerprint, now, false, result
+		c.mu.Unlock()
 	}
 	return result
+}
+
+// Expire makes the remembered success stale, so that the next Probe probes again (and is still
+// handed it). It reports whether there was a fresh success to expire: after a failed probe there
+// is none until one succeeds, so that reports of an upstream that is down cause no more probes
+// than the resyncs do.
+func (c *ProbeCache) Expire() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.result == nil || c.expired || c.now().Sub(c.at) >= ProbeTTL {
+		return false
+	}
+	c.expired = true
+	return true
 }
 
 // Fingerprint identifies what a probe depends on: the spec (by generation), the Secret (by

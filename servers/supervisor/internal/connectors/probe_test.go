@@ -43,6 +43,51 @@ func TestProbe(t *testing.T) {
 	}
 }
 
+func TestProbeExpire(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewProbeCache(func() time.Time { return now })
+	probes := 0
+	run := func(ok bool) (prev int, found bool) {
+		Probe(c, "a", func(p int, f bool) (int, bool) {
+			probes++
+			prev, found = p, f
+			return probes, ok
+		})
+		return prev, found
+	}
+	if c.Expire() {
+		t.Error("an empty cache expired something")
+	}
+	run(true)
+	if !c.Expire() {
+		t.Error("a fresh success did not expire")
+	}
+	if c.Expire() {
+		t.Error("an expired success expired again")
+	}
+	if prev, found := run(false); probes != 2 || !found || prev != 1 {
+		t.Errorf("after Expire: %d probes, handed %d (found %v); want a second probe handed the expired 1", probes, prev, found)
+	}
+	if c.Expire() {
+		t.Error("a failed probe left something to expire: reports would probe a down upstream at every request")
+	}
+	run(false)
+	if probes != 3 {
+		t.Errorf("after a failed probe: %d probes, want another", probes)
+	}
+	run(true)
+	run(true)
+	if probes != 4 || !c.Expire() {
+		t.Errorf("after a new success: %d probes, want it remembered (4) and expirable", probes)
+	}
+	now = now.Add(ProbeTTL)
+	run(true)
+	now = now.Add(ProbeTTL)
+	if c.Expire() {
+		t.Error("a success older than ProbeTTL expired: the next sync probes anyway")
+	}
+}
+
 func TestFingerprint(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7"}}
 	base := Fingerprint(1, secret, []byte("ca"))

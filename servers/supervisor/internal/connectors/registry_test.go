@@ -60,3 +60,15 @@ func TestRegistryConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestRegistryUnreachable(t *testing.T) {
+	var r Registry
+	r.Unreachable(issuer.TypeLDAP, "ns", "dir") // nobody listens: nothing happens
+	var heard []string
+	r.OnUnreachable(issuer.TypeLDAP, func(ns, name string) { heard = append(heard, ns+"/"+name) })
+	r.Unreachable(issuer.TypeLDAP, "ns", "dir")
+	r.Unreachable(issuer.TypeOIDC, "ns", "dex")
+	if len(heard) != 1 || heard[0] != "ns/dir" {
+		t.Errorf("the LDAP listener heard %v, want only ns/dir", heard)
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,7 +41,9 @@ type fakeUpstream struct {
 	email         string
 	groups        []string
 	refuseRefresh bool
-	refreshes     int
+	// down makes client() refuse every connection, as an upstream that is down.
+	down      bool
+	refreshes int
 	// revoked are the tokens revoked at the revocation endpoint, which answers 503 while
 	// refuseRevocation is set.
 	revoked          []string
@@ -175,4 +179,27 @@ func (u *fakeUpstream) revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	u.revoked = append(u.revoked, r.PostFormValue("token"))
 	delete(u.refreshTokens, r.PostFormValue("token"))
+}
+
+// client is the connector's HTTP client of the upstream: it trusts the upstream's certificate, and
+// its connections are refused while the upstream is down.
+func (u *fakeUpstream) client() *http.Client {
+	c := *u.server.Client()
+	c.Transport = refusingTransport{u: u, next: c.Transport}
+	return &c
+}
+
+type refusingTransport struct {
+	u    *fakeUpstream
+	next http.RoundTripper
+}
+
+func (t refusingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.u.mu.Lock()
+	down := t.u.down
+	t.u.mu.Unlock()
+	if down {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return t.next.RoundTrip(r)
 }

@@ -48,12 +48,15 @@ func newFakeDirectory() *fakeDirectory {
 
 func dn(username string) string { return "uid=" + username + ",ou=people,dc=example,dc=com" }
 
+// errDirectoryDown is ldapidp's answer while the server refuses connections.
+var errDirectoryDown = connectors.Unavailable(errors.New("dial tcp ldap.example.com:636: connection refused (uid=secret-service-account)"))
+
 // Authenticate answers as ldapidp's connector does.
 func (d *fakeDirectory) Authenticate(_ context.Context, login connectors.Login, username, password string) (*connectors.Identity, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.down {
-		return nil, errors.New("dial tcp ldap.example.com:636: connection refused (uid=secret-service-account)")
+		return nil, errDirectoryDown
 	}
 	u, ok := d.users[username]
 	if !ok || u.disabled || u.password != password {
@@ -71,6 +74,9 @@ func (d *fakeDirectory) Refresh(_ context.Context, _ connectors.Login, prev conn
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.refreshes++
+	if d.down {
+		return nil, errDirectoryDown
+	}
 	u, ok := d.users[prev.Username]
 	s := prev.Session.LDAP
 	switch {

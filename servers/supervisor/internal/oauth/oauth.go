@@ -29,7 +29,7 @@ var _ issuer.Endpoints = (*Endpoints)(nil)
 
 // New returns Endpoints that keep OAuth state in storage and find the connectors of upstream
 // identity providers in connectors.
-func New(storage *sessions.Storage, connectors sessions.Connectors) *Endpoints {
+func New(storage *sessions.Storage, connectors provider.Connectors) *Endpoints {
 	return &Endpoints{shared: provider.Shared{
 		Storage: storage, Connectors: connectors, Logins: provider.NewLoginLimiter(time.Now),
 		Secrets: provider.NewSecretChecker(time.Now), ClientFailures: provider.NewClientFailures(time.Now), Now: time.Now,

@@ -86,7 +86,7 @@ func newHarnessWith(t testing.TB, ups *fakeUpstreams, idps ...issuer.IdentityPro
 		ups = &fakeUpstreams{}
 	}
 	ups.add(issuer.TypeOIDC, "upstream-idp", oidcidp.New(oidcidp.Config{IssuerURL: h.upstream.server.URL, ClientID: "upstream-client", ClientSecret: "upstream-secret",
-		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: h.upstream.server.Client(),
+		UsernameClaim: "email", GroupsClaim: "groups", HTTPClient: h.upstream.client(),
 		AuthorizeParameters: map[string]string{"acr_values": "phr"}, AdditionalClaims: map[string]string{"upstreamEmail": "email", "absent": "no-such-claim"}}))
 	h.keys = sessionstest.Keys()
 	h.endpoints = New(sessions.NewStorage(h.clientset.CoreV1().Secrets(namespace), ups, h.keys), ups).WithClients(&provider.OIDCClients{

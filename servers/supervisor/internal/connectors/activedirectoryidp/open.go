@@ -19,13 +19,16 @@ func Flows(*idpv1alpha1.ActiveDirectoryIdentityProvider) []issuer.Flow {
 
 // Open checks an ActiveDirectoryIdentityProvider with its bind Secret and CA bundle, then finds
 // its search bases and connects to the domain controller (Connect), unless it did so successfully
-// for the same inputs less than connectors.ProbeTTL ago.
+// for the same inputs less than connectors.ProbeTTL ago. A domain controller that cannot be
+// reached keeps the connector of the last successful probe of the same inputs (see
+// connectors.Factory).
 func Open(ctx context.Context, idp *idpv1alpha1.ActiveDirectoryIdentityProvider, in connectors.Inputs) (connectors.Connector, []metav1.Condition, error) {
 	return open(ctx, idp, in, Connect)
 }
 
 // connected is what Connect returned: the Provider, nil when it failed, and the SearchBaseFound
-// and LDAPConnectionValid conditions.
+// and LDAPConnectionValid conditions. After a failure that only the server's absence caused,
+// provider is the last one that connected.
 type connected struct {
 	provider *ldapclient.Provider
 	conds    []metav1.Condition
@@ -33,7 +36,7 @@ type connected struct {
 
 // open is Open with Connect as a parameter, for tests.
 func open(ctx context.Context, idp *idpv1alpha1.ActiveDirectoryIdentityProvider, in connectors.Inputs,
-	connect func(context.Context, ldapclient.Config, int64) (*ldapclient.Provider, []metav1.Condition),
+	connect func(context.Context, ldapclient.Config, int64) (*ldapclient.Provider, []metav1.Condition, error),
 ) (connectors.Connector, []metav1.Condition, error) {
 	secret, err := in.Secret(idp.Spec.Bind.SecretName)
 	if err != nil {
@@ -44,9 +47,12 @@ func open(ctx context.Context, idp *idpv1alpha1.ActiveDirectoryIdentityProvider,
 	if cfg == nil {
 		return nil, conds, nil
 	}
-	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, secret, caBundle), func(connected, bool) (connected, bool) {
-		p, conds := connect(ctx, *cfg, idp.Generation)
-		return connected{p, conds}, p != nil
+	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, secret, caBundle), func(prev connected, found bool) (connected, bool) {
+		p, conds, err := connect(ctx, *cfg, idp.Generation)
+		if err != nil && found && connectors.Unreachable(err) {
+			p = prev.provider
+		}
+		return connected{p, conds}, err == nil
 	})
 	conds = append(conds, r.conds...)
 	if r.provider == nil {

@@ -2,7 +2,10 @@ package activedirectoryidp
 
 import (
 	"context"
+	"errors"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,13 +25,20 @@ func TestOpen(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	caches := map[string]*connectors.ProbeCache{}
 	connects := 0
-	connect := func(_ context.Context, cfg ldapclient.Config, gen int64) (*ldapclient.Provider, []metav1.Condition) {
+	flakyDown := false
+	connect := func(_ context.Context, cfg ldapclient.Config, gen int64) (*ldapclient.Provider, []metav1.Condition, error) {
 		connects++
-		if !strings.HasPrefix(cfg.Host, "good") {
+		if strings.HasPrefix(cfg.Host, "flaky") && flakyDown {
+			return nil, []metav1.Condition{
+				{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonUsingConfigurationFromSpec, ObservedGeneration: gen},
+				{Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionFalse, Reason: idpv1alpha1.ReasonLDAPConnectionError, ObservedGeneration: gen},
+			}, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		}
+		if !strings.HasPrefix(cfg.Host, "good") && !strings.HasPrefix(cfg.Host, "flaky") {
 			return nil, []metav1.Condition{
 				{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionFalse, Reason: idpv1alpha1.ReasonErrorFetchingSearchBase, ObservedGeneration: gen},
 				{Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionUnknown, Reason: idpv1alpha1.ReasonUnableToValidate, ObservedGeneration: gen},
-			}
+			}, errors.New("invalid credentials")
 		}
 		cfg.UserSearch.Base, cfg.GroupSearch.Base = "dc=example", "dc=example" // as if read from the rootDSE
 		p, err := New(cfg)
@@ -38,7 +48,7 @@ func TestOpen(t *testing.T) {
 		return p, []metav1.Condition{
 			{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess, ObservedGeneration: gen},
 			{Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess, ObservedGeneration: gen},
-		}
+		}, nil
 	}
 	openIDP := func(name, host string) (connectors.Connector, []metav1.Condition) {
 		t.Helper()
@@ -72,5 +82,15 @@ func TestOpen(t *testing.T) {
 	}
 	if connects != 3 {
 		t.Errorf("%d connects over two openings, want 3 (the working one is cached)", connects)
+	}
+
+	// A domain controller that refuses connections after a successful connect keeps its connector.
+	if c, _ := openIDP("flaky", "flaky.ad.example"); c == nil {
+		t.Fatal("flaky: no connector while it answers")
+	}
+	caches["flaky"].Expire()
+	flakyDown = true
+	if c, conds := openIDP("flaky", "flaky.ad.example"); c == nil || connectors.PhaseOf(conds) != idpv1alpha1.PhaseError {
+		t.Errorf("flaky, refusing connections: connector %v, conditions %+v; want the connector, phase Error", c, conds)
 	}
 }

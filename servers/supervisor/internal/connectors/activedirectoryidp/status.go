@@ -38,8 +38,9 @@ func Prepare(spec idpv1alpha1.ActiveDirectoryIdentityProviderSpec, generation in
 }
 
 // Connect resolves the search bases of a configuration from Prepare and probes the domain
-// controller with the resulting Provider, which it returns when the probe succeeded.
-func Connect(ctx context.Context, cfg ldapclient.Config, generation int64) (*ldapclient.Provider, []metav1.Condition) {
+// controller with the resulting Provider, which it returns when the probe succeeded; otherwise
+// the error says why it failed.
+func Connect(ctx context.Context, cfg ldapclient.Config, generation int64) (*ldapclient.Provider, []metav1.Condition, error) {
 	base := metav1.Condition{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionTrue, ObservedGeneration: generation}
 	conn := metav1.Condition{Type: idpv1alpha1.ConditionLDAPConnectionValid, ObservedGeneration: generation}
 	if !NeedsSearchBase(cfg) {
@@ -49,7 +50,11 @@ func Connect(ctx context.Context, cfg ldapclient.Config, generation int64) (*lda
 		if err != nil {
 			base.Status, base.Reason, base.Message = metav1.ConditionFalse, idpv1alpha1.ReasonErrorFetchingSearchBase, err.Error()
 			conn.Status, conn.Reason, conn.Message = metav1.ConditionUnknown, idpv1alpha1.ReasonUnableToValidate, "not probed: the search base is unknown"
-			return nil, []metav1.Condition{base, conn}
+			if connectors.Unreachable(err) {
+				// The search failed for want of a connection: that is the connection's condition.
+				conn.Status, conn.Reason, conn.Message = metav1.ConditionFalse, idpv1alpha1.ReasonLDAPConnectionError, err.Error()
+			}
+			return nil, []metav1.Condition{base, conn}, err
 		}
 		base.Reason = idpv1alpha1.ReasonSuccess
 		base.Message = fmt.Sprintf("using the domain's defaultNamingContext for the search bases the spec leaves empty: userSearch.base %q, groupSearch.base %q",
@@ -59,12 +64,12 @@ func Connect(ctx context.Context, cfg ldapclient.Config, generation int64) (*lda
 	p, err := New(cfg)
 	if err != nil {
 		conn.Status, conn.Reason, conn.Message = metav1.ConditionFalse, idpv1alpha1.ReasonInvalid, err.Error()
-		return nil, []metav1.Condition{base, conn}
+		return nil, []metav1.Condition{base, conn}, err
 	}
 	protocol, err := p.Probe(ctx)
 	conn = ldapidp.ConnectionCondition(p, generation, protocol, err)
 	if err != nil {
-		return nil, []metav1.Condition{base, conn}
+		return nil, []metav1.Condition{base, conn}, err
 	}
-	return p, []metav1.Condition{base, conn}
+	return p, []metav1.Condition{base, conn}, nil
 }

@@ -119,7 +119,7 @@ func TestConnectFailures(t *testing.T) {
 		{
 			name:    "search base not found: server down",
 			cfg:     base,
-			want:    []condSummary{{baseCond, metav1.ConditionFalse, "ErrorFetchingSearchBase"}, {connCond, metav1.ConditionUnknown, "UnableToValidate"}},
+			want:    []condSummary{{baseCond, metav1.ConditionFalse, "ErrorFetchingSearchBase"}, {connCond, metav1.ConditionFalse, "LDAPConnectionError"}},
 			wantMsg: "finding the default search base: connecting to LDAP server",
 		},
 		{
@@ -143,9 +143,9 @@ func TestConnectFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			p, conds := Connect(ctx, tt.cfg, 5)
-			if p != nil {
-				t.Error("Connect returned a Provider despite a failure")
+			p, conds, err := Connect(ctx, tt.cfg, 5)
+			if p != nil || err == nil {
+				t.Errorf("Connect returned a Provider %v and error %v despite a failure", p, err)
 			}
 			if diff := cmp.Diff(tt.want, summarize(t, conds, 5)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)

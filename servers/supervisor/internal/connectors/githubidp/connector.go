@@ -16,7 +16,8 @@ func Flows(*idpv1alpha1.GitHubIdentityProvider) []issuer.Flow { return connector
 
 // Open checks a GitHubIdentityProvider with its client Secret and CA bundle, and dials the API
 // host with TLS, unless it did so successfully for the same host and CA bundle less than
-// connectors.ProbeTTL ago.
+// connectors.ProbeTTL ago. A host that cannot be reached after a successful dial of the same
+// inputs keeps the connector (see connectors.Factory).
 func Open(ctx context.Context, idp *idpv1alpha1.GitHubIdentityProvider, in connectors.Inputs) (connectors.Connector, []metav1.Condition, error) {
 	return open(ctx, idp, in, CheckConnection)
 }
@@ -35,15 +36,23 @@ func open(ctx context.Context, idp *idpv1alpha1.GitHubIdentityProvider, in conne
 		return nil, conds, nil // GitHubConnectionValid is already in conds, Unknown
 	}
 	// The dial depends on the host (in the spec) and the CA bundle only.
-	cond := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, nil, caBundle), func(metav1.Condition, bool) (metav1.Condition, bool) {
+	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, nil, caBundle), func(_ dialed, found bool) (dialed, bool) {
 		err := dial(ctx, address, caBundle)
-		return ConnectionCondition(address, idp.Generation, err), err == nil
+		return dialed{ConnectionCondition(address, idp.Generation, err), err != nil && found && connectors.Unreachable(err)}, err == nil
 	})
-	conds = append(conds, cond)
-	if p == nil || connectors.PhaseOf(conds) != idpv1alpha1.PhaseReady {
+	conds = append(conds, r.cond)
+	// Prepare returns a Provider only when all its conditions are true.
+	if p == nil || (r.cond.Status != metav1.ConditionTrue && !r.unreachable) {
 		return nil, conds, nil
 	}
 	return NewConnector(p), conds, nil
+}
+
+// dialed is a dial of the API host: its GitHubConnectionValid condition, and whether it failed
+// only for want of a connection, after a successful dial of the same inputs.
+type dialed struct {
+	cond        metav1.Condition
+	unreachable bool
 }
 
 // Connector logs users in with GitHub's web flow and reads them again at refresh.
@@ -68,12 +77,18 @@ func (c *Connector) AuthorizeURL(_ context.Context, login connectors.Login, stat
 // ID) becomes the downstream sub.
 func (c *Connector) Exchange(ctx context.Context, login connectors.Login, code string, _ connectors.BrowserSecrets) (*connectors.Identity, error) {
 	token, err := c.provider.ExchangeAuthcode(ctx, code, login.CallbackURL)
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
+	}
 	if err != nil {
 		return nil, connectors.Refused("GitHub refused the authorization code", err)
 	}
 	id, err := c.provider.GetUser(ctx, token, login.IDPName)
 	if errors.Is(err, ErrNotAllowed) {
 		return nil, connectors.Refused("The user is not a member of an organization allowed to log in.", nil)
+	}
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
 	}
 	if err != nil {
 		return nil, err
@@ -87,13 +102,16 @@ func (c *Connector) Exchange(ctx context.Context, login connectors.Login, code s
 }
 
 // Refresh reads the user again with the access token from login: they must still be allowed and
-// have the same subject.
+// have the same subject. A GitHub that cannot be reached refuses no one: the error is Unavailable.
 func (c *Connector) Refresh(ctx context.Context, login connectors.Login, prev connectors.Identity) (*connectors.Identity, error) {
 	s := prev.Session.GitHub
 	if s == nil || s.UpstreamAccessToken == "" {
 		return nil, connectors.Refused("the session holds no GitHub access token", nil)
 	}
 	id, err := c.provider.Refresh(ctx, s.UpstreamAccessToken, login.IDPName, prev.Subject)
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
+	}
 	if err != nil {
 		return nil, connectors.Refused("GitHub no longer accepts the user", err)
 	}

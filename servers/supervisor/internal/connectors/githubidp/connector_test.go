@@ -3,7 +3,9 @@ package githubidp
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,10 +23,14 @@ func TestOpen(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	caches := map[string]*connectors.ProbeCache{}
 	dials := 0
+	flakyDown := false
 	dial := func(_ context.Context, address string, _ []byte) error {
 		dials++
-		if strings.HasPrefix(address, "good") {
+		if strings.HasPrefix(address, "good") || strings.HasPrefix(address, "flaky") && !flakyDown {
 			return nil
+		}
+		if flakyDown {
+			return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 		}
 		return errors.New("connection refused")
 	}
@@ -70,6 +76,16 @@ func TestOpen(t *testing.T) {
 	if dials != 3 {
 		t.Errorf("%d dials over two openings, want 3 (the working one is cached)", dials)
 	}
+
+	// A host that refuses connections after a successful dial keeps its connector.
+	if c, _ := openIDP("flaky", "flaky.ghe.example"); c == nil {
+		t.Fatal("flaky: no connector while it answers")
+	}
+	caches["flaky"].Expire()
+	flakyDown = true
+	if c, conds := openIDP("flaky", "flaky.ghe.example"); c == nil || conds[5].Type != conn || conds[5].Status != metav1.ConditionFalse {
+		t.Errorf("flaky, refusing connections: connector %v, conditions %+v; want the connector, GitHubConnectionValid False", c, conds)
+	}
 }
 
 func TestConnector(t *testing.T) {
@@ -87,5 +103,21 @@ func TestConnector(t *testing.T) {
 	var refusal *connectors.Error
 	if _, err := c.Refresh(context.Background(), login, connectors.Identity{}); !errors.As(err, &refusal) || refusal.Hint != "the session holds no GitHub access token" {
 		t.Errorf("Refresh without a token = %v, want a refusal", err)
+	}
+
+	// A GitHub that refuses connections refuses no one: the session stays valid for later.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	_ = l.Close()
+	p, err = New(Config{Host: closed, ClientID: "id", ClientSecret: "shh", AllowedOrganizations: []string{"seals"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := connectors.Identity{Subject: "sub", Session: connectors.Session{GitHub: &connectors.GitHubSession{UpstreamAccessToken: "token"}}}
+	if _, err := NewConnector(p).Refresh(context.Background(), login, session); !errors.As(err, &refusal) || !refusal.Unavailable {
+		t.Errorf("Refresh at an unreachable GitHub = %v, want Unavailable", err)
 	}
 }

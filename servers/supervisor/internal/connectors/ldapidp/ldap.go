@@ -23,13 +23,15 @@ func Flows(*idpv1alpha1.LDAPIdentityProvider) []issuer.Flow { return connectors.
 
 // Open checks an LDAPIdentityProvider with its bind Secret and CA bundle, and connects to the
 // server as the service account, unless it did so successfully for the same inputs less than
-// connectors.ProbeTTL ago.
+// connectors.ProbeTTL ago. A server that cannot be reached keeps the connector of the last
+// successful probe of the same inputs (see connectors.Factory).
 func Open(ctx context.Context, idp *idpv1alpha1.LDAPIdentityProvider, in connectors.Inputs) (connectors.Connector, []metav1.Condition, error) {
 	return open(ctx, idp, in, (*ldapclient.Provider).Probe)
 }
 
-// probed is a successful probe: the Provider that connected (it remembers the protocol that
-// worked) and its LDAPConnectionValid condition.
+// probed is a probe: the Provider to connect with (it remembers the protocol that worked) and its
+// LDAPConnectionValid condition. After a failure that only the server's absence caused, provider
+// is the last one that connected, else nil.
 type probed struct {
 	provider *ldapclient.Provider
 	cond     metav1.Condition
@@ -48,12 +50,19 @@ func open(ctx context.Context, idp *idpv1alpha1.LDAPIdentityProvider, in connect
 	if p == nil {
 		return nil, conds, nil
 	}
-	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, secret, caBundle), func(probed, bool) (probed, bool) {
+	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, secret, caBundle), func(prev probed, found bool) (probed, bool) {
 		protocol, err := probe(p, ctx)
-		return probed{p, ConnectionCondition(p, idp.Generation, protocol, err)}, err == nil
+		r := probed{p, ConnectionCondition(p, idp.Generation, protocol, err)}
+		if err != nil {
+			r.provider = nil
+			if found && connectors.Unreachable(err) {
+				r.provider = prev.provider
+			}
+		}
+		return r, err == nil
 	})
 	conds = append(conds, r.cond)
-	if r.cond.Status != metav1.ConditionTrue {
+	if r.provider == nil {
 		return nil, conds, nil
 	}
 	return NewConnector(r.provider, issuer.TypeLDAP), conds, nil
@@ -102,11 +111,15 @@ func NewConnector(provider *ldapclient.Provider, typ issuer.IdentityProviderType
 }
 
 // Authenticate checks a username and password. Only a wrong username or password is the user's
-// doing, a connectors.Error; other failures are the server's or the configuration's.
+// doing, a connectors.Error, and a server that cannot be reached, an Unavailable one; other
+// failures are the server's or the configuration's.
 func (c *Connector) Authenticate(ctx context.Context, login connectors.Login, username, password string) (*connectors.Identity, error) {
 	id, err := c.provider.Authenticate(ctx, username, password)
 	if errors.Is(err, ldapclient.ErrInvalidCredentials) {
 		return nil, connectors.Refused("Username/password not accepted by LDAP provider.", nil)
+	}
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
 	}
 	if err != nil {
 		return nil, err
@@ -121,7 +134,8 @@ func (c *Connector) Authenticate(ctx context.Context, login connectors.Login, us
 }
 
 // Refresh re-reads the user, which fails when the account was deleted, changed, disabled or
-// locked, and returns the user's groups now.
+// locked, and returns the user's groups now. A server that cannot be reached refuses no one: the
+// error is Unavailable.
 func (c *Connector) Refresh(ctx context.Context, _ connectors.Login, prev connectors.Identity) (*connectors.Identity, error) {
 	s := prev.Session.LDAP
 	if s == nil || s.UserDN == "" {
@@ -130,6 +144,9 @@ func (c *Connector) Refresh(ctx context.Context, _ connectors.Login, prev connec
 	id, err := c.provider.Refresh(ctx, ldapclient.Identity{
 		Username: prev.Username, UID: s.UID, Groups: prev.Groups, DN: s.UserDN, RefreshAttributes: s.ExtraRefreshAttributes,
 	})
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
+	}
 	if err != nil {
 		return nil, connectors.Refused(fmt.Sprintf("the %s server no longer accepts the user", c.typ), err)
 	}

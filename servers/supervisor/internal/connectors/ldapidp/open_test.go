@@ -3,7 +3,10 @@ package ldapidp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,6 +104,58 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// TestOpenWhileUnreachable: a server that refuses connections after a successful probe of the same
+// inputs keeps its connector while LDAPConnectionValid is False; any other failure, or other
+// inputs, drop it.
+func TestOpenWhileUnreachable(t *testing.T) {
+	bind := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bind", ResourceVersion: "1"}, Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{"username": []byte("cn=svc,dc=example"), "password": []byte("pw")}}
+	probes := connectors.NewProbeCache(time.Now)
+	var fail error
+	open := func() (connectors.Connector, metav1.Condition) {
+		t.Helper()
+		in := connectors.Inputs{
+			Secret:   func(string) (*corev1.Secret, error) { return bind, nil },
+			CABundle: func(*idpv1alpha1.TLSSpec) ([]byte, error) { return nil, nil },
+			Probes:   probes,
+		}
+		c, conds, err := open(context.Background(), ldapIDP("dir", "ldap.example", "bind"), in, func(*ldapclient.Provider, context.Context) (ldapclient.Protocol, error) {
+			return ldapclient.LDAPS, fail
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, conds[len(conds)-1]
+	}
+	refused := fmt.Errorf("connecting to LDAP server %q: %w", "ldap.example", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+
+	fail = refused
+	if c, _ := open(); c != nil {
+		t.Error("unreachable before any success: got a connector")
+	}
+	fail = nil
+	good, _ := open()
+	if good == nil {
+		t.Fatal("no connector after a successful probe")
+	}
+	probes.Expire()
+	fail = refused
+	c, cond := open()
+	if c == nil || c.(*Connector).provider != good.(*Connector).provider || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "ldap.example") {
+		t.Errorf("unreachable after a success: connector %v, %+v; want the last good one and a False condition naming the host", c, cond)
+	}
+	fail = errors.New(`binding as the service account "cn=svc,dc=example": LDAP Result Code 49 "Invalid Credentials"`)
+	if c, _ := open(); c != nil {
+		t.Error("a server that refused the bind kept its connector")
+	}
+	fail = refused
+	bind = bind.DeepCopy()
+	bind.ResourceVersion = "2"
+	if c, _ := open(); c != nil {
+		t.Error("an unreachable server kept the connector of a former bind Secret")
+	}
+}
+
 func TestConnector(t *testing.T) {
 	p, err := ldapclient.New(ldapclient.Config{
 		Host: "ldap.invalid", BindUsername: "cn=svc", BindPassword: "pw",
@@ -121,14 +176,37 @@ func TestConnector(t *testing.T) {
 		refusal.Hint != "the session holds no LDAP user" {
 		t.Errorf("Refresh without LDAP session data = %v, want a refusal", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	cancel()
-	_, err = c.Refresh(ctx, connectors.Login{}, connectors.Identity{Username: "pinny", Session: connectors.Session{LDAP: &connectors.LDAPSession{UserDN: "uid=pinny"}}})
-	if !errors.As(err, &refusal) || refusal.Hint != "the activedirectory server no longer accepts the user" || refusal.Err == nil {
-		t.Errorf("Refresh at an unreachable server = %v, want a refusal naming the type, with the cause", err)
+
+	// A server that refuses connections refuses no one: the session stays valid for later.
+	down := NewConnector(closedPortProvider(t), "activedirectory")
+	session := connectors.Identity{Username: "pinny", Session: connectors.Session{LDAP: &connectors.LDAPSession{UserDN: "uid=pinny"}}}
+	if _, err = down.Refresh(ctx, connectors.Login{}, session); !errors.As(err, &refusal) || !refusal.Unavailable || refusal.Err == nil {
+		t.Errorf("Refresh at an unreachable server = %v, want Unavailable with the cause", err)
+	}
+	if _, err = down.Authenticate(ctx, connectors.Login{}, "pinny", "pw"); !errors.As(err, &refusal) || !refusal.Unavailable {
+		t.Errorf("Authenticate at an unreachable server = %v, want Unavailable", err)
 	}
 	if got, want := Subject("ldap.example.com:636", "ou=people,dc=example", "Corp LDAP", "uid-1"),
 		"ldaps://ldap.example.com:636?base=ou%3Dpeople%2Cdc%3Dexample&idpName=Corp+LDAP&sub=uid-1"; got != want {
 		t.Errorf("Subject = %q, want %q", got, want)
 	}
+}
+
+// closedPortProvider is a Provider of a loopback port where nothing listens.
+func closedPortProvider(t *testing.T) *ldapclient.Provider {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := l.Addr().String()
+	_ = l.Close()
+	p, err := ldapclient.New(ldapclient.Config{
+		Host: host, BindUsername: "cn=svc", BindPassword: "pw",
+		UserSearch: ldapclient.UserSearch{Base: "ou=people,dc=example", UsernameAttribute: "uid", UIDAttribute: "entryUUID"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -92,7 +92,7 @@ func (c *Connector) provider(ctx context.Context) (*oidc.Provider, error) {
 func (c *Connector) AuthorizeURL(ctx context.Context, login connectors.Login, state string, secrets connectors.BrowserSecrets) (string, error) {
 	p, err := c.provider(ctx)
 	if err != nil {
-		return "", connectors.Unavailable("the upstream identity provider is unreachable", err)
+		return "", connectors.Unavailable(err)
 	}
 	return c.oauth2Config(p, login.CallbackURL).AuthCodeURL(state, c.authCodeOptions(secrets.Nonce, secrets.PKCEVerifier)...), nil
 }
@@ -101,9 +101,12 @@ func (c *Connector) AuthorizeURL(ctx context.Context, login connectors.Login, st
 func (c *Connector) Exchange(ctx context.Context, login connectors.Login, code string, secrets connectors.BrowserSecrets) (*connectors.Identity, error) {
 	p, err := c.provider(ctx)
 	if err != nil {
-		return nil, connectors.Unavailable("", err)
+		return nil, connectors.Unavailable(err)
 	}
 	tok, err := c.oauth2Config(p, login.CallbackURL).Exchange(c.context(ctx), code, oauth2.VerifierOption(secrets.PKCEVerifier))
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
+	}
 	if err != nil {
 		return nil, connectors.Refused("the upstream identity provider refused the authorization code", err)
 	}
@@ -118,9 +121,12 @@ func (c *Connector) Exchange(ctx context.Context, login connectors.Login, code s
 func (c *Connector) Authenticate(ctx context.Context, login connectors.Login, username, password string) (*connectors.Identity, error) {
 	p, err := c.provider(ctx)
 	if err != nil {
-		return nil, connectors.Unavailable("the upstream identity provider is unreachable", err)
+		return nil, connectors.Unavailable(err)
 	}
 	tok, err := c.oauth2Config(p, login.CallbackURL).PasswordCredentialsToken(c.context(ctx), username, password)
+	if connectors.Unreachable(err) {
+		return nil, connectors.Unavailable(err)
+	}
 	if err != nil {
 		return nil, connectors.Refused("Username/password not accepted by the upstream OIDC provider.", err)
 	}
@@ -140,9 +146,13 @@ func (c *Connector) Refresh(ctx context.Context, login connectors.Login, prev co
 	}
 	p, err := c.provider(ctx)
 	if err != nil {
-		return nil, connectors.Unavailable("the upstream identity provider is unreachable", err)
+		return nil, connectors.Unavailable(err)
 	}
 	tok, err := c.oauth2Config(p, login.CallbackURL).TokenSource(c.context(ctx), &oauth2.Token{RefreshToken: s.UpstreamRefreshToken}).Token()
+	if connectors.Unreachable(err) {
+		// The session stays valid: the upstream refused nothing.
+		return nil, connectors.Unavailable(err)
+	}
 	if err != nil {
 		return nil, connectors.Refused("the upstream identity provider refused the refresh token", err)
 	}

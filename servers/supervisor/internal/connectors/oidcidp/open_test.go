@@ -3,8 +3,13 @@ package oidcidp
 import (
 	"context"
 	"encoding/base64"
+	"errors"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +28,8 @@ type opener struct {
 	secret  *corev1.Secret
 	probes  *connectors.ProbeCache
 	discovs int
+	// fail, when set, is the outcome of every discovery.
+	fail error
 }
 
 func newOpener(t *testing.T) *opener {
@@ -45,6 +52,9 @@ func (o *opener) open(idp *idpv1alpha1.OIDCIdentityProvider) (*Connector, []meta
 	}
 	c, conds, err := open(context.Background(), idp, in, func(ctx context.Context, issuer string, client *http.Client) (*oidc.Provider, error) {
 		o.discovs++
+		if o.fail != nil {
+			return nil, o.fail
+		}
 		return discover(ctx, issuer, client)
 	})
 	if err != nil {
@@ -129,5 +139,53 @@ func TestOpenDiscoversOnlyOnChange(t *testing.T) {
 	fifth, _ := o.open(moved)
 	if o.discovs != 3 || fifth == nil || fifth.disc == first.disc {
 		t.Errorf("another issuer: %d discoveries (want 3), shares the discovery: %v", o.discovs, fifth != nil && fifth.disc == first.disc)
+	}
+}
+
+// TestOpenWhileUnreachable: an issuer that refuses connections after a successful discovery of
+// the same inputs keeps its connector, with the discovery of then, while the status shows the
+// outage; any other failure drops it, and the issuer's return makes it Ready at the next opening.
+func TestOpenWhileUnreachable(t *testing.T) {
+	iss := oidcissuer.New(t)
+	idp := oidcIDP(iss)
+	o := newOpener(t)
+	refused := &url.Error{Op: "Get", URL: iss.DiscoveryURL(), Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	disc := func(conds []metav1.Condition) metav1.Condition {
+		return conds[slices.IndexFunc(conds, func(c metav1.Condition) bool { return c.Type == idpv1alpha1.ConditionOIDCDiscoverySucceeded })]
+	}
+
+	o.fail = refused
+	if c, conds := o.open(idp); c != nil || connectors.PhaseOf(conds) != idpv1alpha1.PhaseError {
+		t.Errorf("unreachable before any success: connector %v, conditions %+v; want none, phase Error", c, conds)
+	}
+	o.fail = nil
+	good, _ := o.open(idp)
+	if good == nil {
+		t.Fatal("no connector once the issuer answered")
+	}
+
+	o.probes.Expire()
+	o.fail = refused
+	c, conds := o.open(idp)
+	if d := disc(conds); c == nil || c.disc != good.disc || connectors.PhaseOf(conds) != idpv1alpha1.PhaseError ||
+		d.Status != metav1.ConditionFalse || d.Reason != idpv1alpha1.ReasonUnreachable || !strings.Contains(d.Message, iss.Issuer) {
+		t.Errorf("unreachable after a success: connector %v (discovery kept: %v), conditions %+v; want the last good connector, phase Error, discovery False naming the issuer",
+			c, c != nil && c.disc == good.disc, conds)
+	}
+	o.fail = errors.New("the discovery document lacks authorization_endpoint or token_endpoint")
+	if c, _ := o.open(idp); c != nil {
+		t.Error("an issuer that answered wrongly kept its connector")
+	}
+	o.fail = refused
+	o.secret = nil
+	if c, _ := o.open(idp); c != nil {
+		t.Error("an unreachable issuer kept its connector after its client Secret was deleted")
+	}
+
+	o.secret = newOpener(t).secret
+	o.fail = nil
+	before := o.discovs
+	if c, conds := o.open(idp); c == nil || connectors.PhaseOf(conds) != idpv1alpha1.PhaseReady || o.discovs != before+1 {
+		t.Errorf("after the issuer came back: connector %v, conditions %+v, %d discoveries; want Ready after one", c, conds, o.discovs-before)
 	}
 }

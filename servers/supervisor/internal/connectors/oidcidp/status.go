@@ -48,7 +48,8 @@ const httpTimeout = 90 * time.Second
 
 // Open checks an OIDCIdentityProvider with its client Secret and CA bundle, and reads the
 // issuer's discovery document, unless it did so for the same issuer and CA bundle less than
-// connectors.ProbeTTL ago.
+// connectors.ProbeTTL ago. An issuer that cannot be reached after a successful read keeps the
+// connector, with the discovery document read then (see connectors.Factory).
 func Open(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvider, in connectors.Inputs) (connectors.Connector, []metav1.Condition, error) {
 	return open(ctx, idp, in, discover)
 }
@@ -80,7 +81,9 @@ func open(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvider, in connect
 		authorizeParametersCondition(spec.AuthorizationConfig.AdditionalAuthorizeParameters),
 		tlsCond,
 	}, idp.Generation)
-	if connectors.PhaseOf(conds) != idpv1alpha1.PhaseReady {
+	// An unreachable issuer keeps the connector when nothing else is wrong (connectors.Factory).
+	others := []metav1.Condition{conds[0], conds[2], conds[3]}
+	if connectors.PhaseOf(conds) != idpv1alpha1.PhaseReady && (!d.unreachable || connectors.PhaseOf(others) != idpv1alpha1.PhaseReady) {
 		return nil, conds, nil
 	}
 	return &Connector{cfg: Config{
@@ -97,11 +100,14 @@ func open(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvider, in connect
 }
 
 // discovered is the outcome of reading the discovery document: its condition, and after a
-// success the HTTP client that read it and the discovery that connectors share.
+// success the HTTP client that read it and the discovery that connectors share. After a failure
+// for want of a connection, unreachable is set and, when the same issuer was read before, client
+// and disc are those of that success.
 type discovered struct {
-	cond   metav1.Condition
-	client *http.Client
-	disc   *discovery
+	cond        metav1.Condition
+	client      *http.Client
+	disc        *discovery
+	unreachable bool
 }
 
 // discoveryCondition reads the issuer's discovery document, unless it was read for the same
@@ -137,6 +143,9 @@ func discoveryCondition(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvid
 				cond.Reason = idpv1alpha1.ReasonUnreachable
 			}
 			cond.Message = fmt.Sprintf("discovering %s: %v", iss, err)
+			if found && connectors.Unreachable(err) {
+				return discovered{cond: cond, client: client, disc: disc, unreachable: true}, false
+			}
 			return discovered{cond: cond}, false
 		}
 		disc.mu.Lock()

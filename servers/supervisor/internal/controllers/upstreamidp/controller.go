@@ -5,10 +5,18 @@
 //
 //   - opens the object with its kind's factory, which reads the object's Secret and CA bundle,
 //     computes its conditions and probes the upstream (OIDC discovery, an LDAP bind, a TLS dial of
-//     the GitHub API) only when what the probe depends on changed or its last success is older
-//     than connectors.ProbeTTL;
+//     the GitHub API) only when what the probe depends on changed, its last success is older
+//     than connectors.ProbeTTL, or a login or refresh found the upstream unreachable since;
 //   - writes the conditions and phase to its status when they differ from those stored;
-//   - puts the connector of a Ready object in the connectors.Registry, and drops any other's.
+//   - puts the connector the factory returns in the connectors.Registry (that of a Ready object,
+//     or the last good one of an object whose upstream cannot be reached, see
+//     connectors.Factory), and drops any other's.
+//
+// When the endpoints report to the registry that a connector could not reach its upstream, the
+// object's probe is expired and the object synced at once, so that its status shows the outage
+// within seconds rather than at the end of ProbeTTL. A failed probe is not remembered: the object
+// is probed again at every resync (controller.DefaultResync) until the upstream is back, and
+// reports in between cause no probe.
 //
 // A controller per kind, each with one worker, keeps a slow upstream (an LDAP server that never
 // answers) from delaying other kinds; keys per object retry a failing object on its own. An
@@ -69,7 +77,9 @@ type kindController struct {
 	tls       cabundle.Listers
 	now       func() time.Time
 	loop      *controller.Controller
-	// probes are the objects' probe caches by name. Only the one worker uses them.
+	// probes are the objects' probe caches by name: the worker adds and removes them, reports of
+	// unreachable upstreams expire them.
+	mu     sync.Mutex
 	probes map[string]*probeSlot
 }
 
@@ -114,6 +124,7 @@ func New(namespace string, supervisor supervisorclientset.Interface, kinds []con
 			return !ok || !strings.HasPrefix(string(s.Type), "storage.pinniped.dev/")
 		}, k.loop.All))
 		k.loop.Watch(informers.ConfigMaps.Informer(), k.loop.All)
+		registry.OnUnreachable(kind.Type, k.unreachable)
 		c.kinds = append(c.kinds, k)
 	}
 	return c
@@ -152,14 +163,18 @@ func (k *kindController) sync(ctx context.Context, name string) error {
 	o, ok := obj.(connectors.Object)
 	if !exists || !ok {
 		k.registry.Delete(k.kind.Type, k.namespace, name)
+		k.mu.Lock()
 		delete(k.probes, name)
+		k.mu.Unlock()
 		return nil
 	}
+	k.mu.Lock()
 	slot := k.probes[name]
 	if slot == nil || slot.uid != o.GetUID() {
 		slot = &probeSlot{uid: o.GetUID(), cache: connectors.NewProbeCache(k.now)}
 		k.probes[name] = slot
 	}
+	k.mu.Unlock()
 	openCtx, cancel := context.WithTimeout(ctx, probeTimeout)
 	conn, conds, err := k.kind.Open(openCtx, o, connectors.Inputs{Secret: k.secret, CABundle: k.caBundle, Probes: slot.cache})
 	cancel()
@@ -167,12 +182,26 @@ func (k *kindController) sync(ctx context.Context, name string) error {
 		k.registry.Delete(k.kind.Type, k.namespace, name)
 		return err
 	}
-	if conn != nil && connectors.PhaseOf(conds) == idpv1alpha1.PhaseReady {
+	if conn != nil {
 		k.registry.Set(k.kind.Type, k.namespace, name, conn)
 	} else {
 		k.registry.Delete(k.kind.Type, k.namespace, name)
 	}
 	return k.writeStatus(ctx, o, conds)
+}
+
+// unreachable hears that the connector of namespace/name could not reach its upstream: it expires
+// the object's probe and syncs the object now, unless its last probe already failed.
+func (k *kindController) unreachable(namespace, name string) {
+	if namespace != k.namespace {
+		return
+	}
+	k.mu.Lock()
+	slot := k.probes[name]
+	k.mu.Unlock()
+	if slot != nil && slot.cache.Expire() {
+		k.loop.Enqueue(name)
+	}
 }
 
 // secret returns the Secret name of the namespace, or nil when it does not exist.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -418,6 +419,61 @@ func TestRunReactsToEvents(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(got.Status.Conditions, idpv1alpha1.ConditionClientCredentialsSecretValid); c == nil || c.Reason != idpv1alpha1.ReasonSecretNotFound {
 		t.Errorf("after the Secret was deleted ClientCredentialsSecretValid = %+v, want reason SecretNotFound", c)
+	}
+	e.cancel()
+	<-done
+}
+
+// TestUnreachableUpstream: a login that finds the upstream unreachable makes the controller probe
+// it at once, rather than at the end of connectors.ProbeTTL; the status shows the outage while the
+// registry keeps the last good connector, and further reports cause no probe.
+func TestUnreachableUpstream(t *testing.T) {
+	iss := oidcissuer.New(t)
+	e := newEnv(t, []runtime.Object{secret("client", oidcidp.ClientSecretType, map[string]string{"clientID": "a", "clientSecret": "b"})},
+		&idpv1alpha1.OIDCIdentityProvider{ObjectMeta: objectMeta("upstream"), Spec: idpv1alpha1.OIDCIdentityProviderSpec{
+			Issuer: iss.Issuer, Client: idpv1alpha1.OIDCClientCredentials{SecretName: "client"},
+			TLS: &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(iss.CABundle)},
+		}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.c.Run(e.ctx)
+	}()
+	discovery := func() *metav1.Condition {
+		got, err := e.supervisor.IdpV1alpha1().OIDCIdentityProviders(namespace).Get(e.ctx, "upstream", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return meta.FindStatusCondition(got.Status.Conditions, idpv1alpha1.ConditionOIDCDiscoverySucceeded)
+	}
+	e.waitForCache("the OIDCIdentityProvider in the registry", func() bool { return e.ready(issuer.TypeOIDC, "upstream") })
+
+	iss.Close()
+	e.registry.Unreachable(issuer.TypeOIDC, "elsewhere", "upstream") // another namespace's
+	e.registry.Unreachable(issuer.TypeOIDC, namespace, "upstream")
+	e.waitForCache("OIDCDiscoverySucceeded False", func() bool {
+		c := discovery()
+		return c != nil && c.Status == metav1.ConditionFalse
+	})
+	c := discovery()
+	if c.Reason != idpv1alpha1.ReasonUnreachable || !strings.Contains(c.Message, iss.Issuer) {
+		t.Errorf("OIDCDiscoverySucceeded = %+v, want reason Unreachable naming the issuer", c)
+	}
+	got, err := e.supervisor.IdpV1alpha1().OIDCIdentityProviders(namespace).Get(e.ctx, "upstream", metav1.GetOptions{})
+	if err != nil || got.Status.Phase != idpv1alpha1.PhaseError {
+		t.Errorf("phase %q (%v), want Error", got.Status.Phase, err)
+	}
+	if !e.ready(issuer.TypeOIDC, "upstream") {
+		t.Error("the registry dropped the last good connector of an upstream that is only unreachable")
+	}
+
+	// The probe failed: a further report finds nothing to expire, and asks for no sync.
+	k := e.c.kinds[slices.IndexFunc(e.c.kinds, func(k *kindController) bool { return k.kind.Type == issuer.TypeOIDC })]
+	k.mu.Lock()
+	slot := k.probes["upstream"]
+	k.mu.Unlock()
+	if slot.cache.Expire() {
+		t.Error("the failed probe left a success to expire")
 	}
 	e.cancel()
 	<-done

@@ -27,8 +27,9 @@ import (
 )
 
 // TestIntegrationOIDC runs the controller against a real kube-apiserver with the Supervisor's
-// CRDs: an OIDCIdentityProvider of a live issuer becomes Ready and usable from the registry, and
-// one whose issuer does not answer reports why.
+// CRDs: an OIDCIdentityProvider of a live issuer becomes Ready and usable from the registry, one
+// whose issuer does not answer reports why, and one whose issuer goes away shows it as soon as a
+// login reports it.
 func TestIntegrationOIDC(t *testing.T) {
 	cp := controlplane.StartForTest(t, controlplane.Options{}) // skips under -short
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -153,11 +154,23 @@ func TestIntegrationOIDC(t *testing.T) {
 		t.Error("an OIDCIdentityProvider in phase Error is in the registry")
 	}
 
-	// Breaking the live one's Secret takes it out of the registry.
+	// A login that finds the live issuer gone reports it: its status shows the outage at once,
+	// and its last good connector stays in the registry.
+	live.Close()
+	registry.Unreachable(issuer.TypeOIDC, ns, "live")
+	outage := waitForPhase("live", idpv1alpha1.PhaseError)
+	if c := meta.FindStatusCondition(outage.Status.Conditions, idpv1alpha1.ConditionOIDCDiscoverySucceeded); c == nil ||
+		c.Status != metav1.ConditionFalse || c.Reason != idpv1alpha1.ReasonUnreachable || !strings.Contains(c.Message, live.Issuer) {
+		t.Errorf("live, gone since: OIDCDiscoverySucceeded = %+v, want False with reason Unreachable naming the issuer", c)
+	}
+	if _, ok := registry.Get(issuer.TypeOIDC, ns, "live"); !ok {
+		t.Error("the unreachable OIDCIdentityProvider lost its last good connector")
+	}
+
+	// Breaking its Secret takes it out of the registry.
 	if err := kube.CoreV1().Secrets(ns).Delete(ctx, "client", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForPhase("live", idpv1alpha1.PhaseError)
 	if !waitFor(ctx, func() bool { _, ok := registry.Get(issuer.TypeOIDC, ns, "live"); return !ok }) {
 		t.Error("the OIDCIdentityProvider without its Secret stayed in the registry")
 	}

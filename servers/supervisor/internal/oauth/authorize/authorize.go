@@ -78,7 +78,7 @@ func (p authorizer) authorize(w http.ResponseWriter, r *http.Request) {
 	if browser, ok := res.Conn.(connectors.BrowserConnector); ok {
 		to, err := browser.AuthorizeURL(ctx, p.ConnectorLogin(res), state, connectors.BrowserSecrets{Nonce: st.Nonce, PKCEVerifier: st.PKCEVerifier})
 		if err != nil {
-			p.OAuth.WriteAuthorizeError(ctx, w, ar, provider.LoginError(ctx, res, err))
+			p.OAuth.WriteAuthorizeError(ctx, w, ar, p.LoginError(ctx, res, err))
 			return
 		}
 		http.Redirect(w, r, to, http.StatusSeeOther)

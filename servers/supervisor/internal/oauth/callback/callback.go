@@ -46,7 +46,7 @@ func (p callbacks) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	user, err := browser.Exchange(ctx, p.ConnectorLogin(res), q.Get("code"), connectors.BrowserSecrets{Nonce: st.Nonce, PKCEVerifier: st.PKCEVerifier})
 	if err != nil {
-		p.OAuth.WriteAuthorizeError(ctx, w, ar, provider.LoginError(ctx, res, err))
+		p.OAuth.WriteAuthorizeError(ctx, w, ar, p.LoginError(ctx, res, err))
 		return
 	}
 	p.FinishLogin(w, r, ar, res.IDP, user, false)

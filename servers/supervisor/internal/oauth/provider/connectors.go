@@ -4,9 +4,22 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ory/fosite"
+
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 )
+
+// Connectors finds the connectors of the identity provider objects and hears of those whose
+// upstream could not be reached; the connectors.Registry that the upstreamidp controller keeps
+// implements it.
+type Connectors interface {
+	sessions.Connectors
+	// Unreachable reports that a call of the connector of the identity provider object
+	// namespace/name of type typ could not reach its upstream.
+	Unreachable(typ issuer.IdentityProviderType, namespace, name string)
+}
 
 // Resolved is an identity provider of the issuer with its connector.
 type Resolved struct {
@@ -47,6 +60,15 @@ func (p *Provider) IdentityProvider(name, typ string) (*Resolved, error) {
 		return nil, fmt.Errorf("identity provider %q is not ready", idp.DisplayName)
 	}
 	return &Resolved{IDP: idp, Conn: conn}, nil
+}
+
+// UpstreamUnavailable answers a call of res's connector that could not reach the upstream:
+// temporarily_unavailable, naming the identity provider, for a client to try again later rather
+// than log in again. It reports the outage, so that the upstreamidp controller probes the upstream
+// now and the object's status shows it.
+func (p *Provider) UpstreamUnavailable(res *Resolved, cause error) *fosite.RFC6749Error {
+	p.Connectors.Unreachable(res.IDP.Type, p.Issuer.Namespace, res.IDP.Name)
+	return fosite.ErrTemporarilyUnavailable.WithHintf("The identity provider '%s' is unreachable; try again later.", res.IDP.DisplayName).WithWrap(cause)
 }
 
 // ConnectorLogin is what the connector needs to know of the identity provider and the issuer.

@@ -44,18 +44,20 @@ func (w foundRedirects) WriteHeader(code int) {
 }
 
 // LoginError answers a login that the connector failed: with the connector's hint when the
-// upstream refused the user or could not be reached; any other failure is logged and answered as
-// an upstream failure, so that its details do not reach the user.
-func LoginError(ctx context.Context, res *Resolved, err error) error {
+// upstream refused the user, as UpstreamUnavailable when it could not be reached; any other
+// failure is logged and answered as an upstream failure, so that its details do not reach the
+// user.
+func (p *Provider) LoginError(ctx context.Context, res *Resolved, err error) error {
 	var e *connectors.Error
 	if !errors.As(err, &e) {
 		klog.FromContext(ctx).Error(err, "Upstream authentication failed", "idp", res.IDP.DisplayName, "type", res.IDP.Type)
 		return errUpstreamFailed.WithWrap(err)
 	}
-	answer := fosite.ErrAccessDenied
 	if e.Unavailable {
-		answer = fosite.ErrTemporarilyUnavailable
+		klog.FromContext(ctx).Info("Upstream unreachable", "idp", res.IDP.DisplayName, "type", res.IDP.Type, "error", err.Error())
+		return p.UpstreamUnavailable(res, err)
 	}
+	answer := fosite.ErrAccessDenied
 	if e.Hint != "" {
 		answer = answer.WithHint(e.Hint)
 	}
@@ -195,7 +197,7 @@ func (p *Provider) PasswordLogin(ctx context.Context, res *Resolved, username, p
 	}
 	user, err := conn.Authenticate(ctx, p.ConnectorLogin(res), username, password)
 	if err != nil {
-		return nil, LoginError(ctx, res, err)
+		return nil, p.LoginError(ctx, res, err)
 	}
 	return user, nil
 }

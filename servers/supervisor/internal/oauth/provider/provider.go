@@ -91,7 +91,7 @@ func (oidcClient) GetResponseModes() []fosite.ResponseModeType {
 // Shared is what the providers of all issuers share.
 type Shared struct {
 	Storage    *sessions.Storage
-	Connectors sessions.Connectors
+	Connectors Connectors
 	// Clients, when set, makes the Ready OIDCClients clients of every issuer, next to pinniped-cli.
 	Clients *OIDCClients
 	// Logins limits password attempts per user of an identity provider, whatever the issuer.

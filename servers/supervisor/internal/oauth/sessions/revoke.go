@@ -32,8 +32,8 @@ const RevocationAttemptsAnnotation = "storage.sealion.dev/upstream-revocation-at
 
 const maxRevocationAttempts = 3
 
-// Connectors finds the connectors of the identity provider objects that are ready to use; the
-// connectors.Registry that the upstreamidp controller keeps implements it.
+// Connectors finds the connectors of the identity provider objects; the connectors.Registry that
+// the upstreamidp controller keeps implements it.
 type Connectors interface {
 	// Get returns the connector of the identity provider object namespace/name of type typ.
 	Get(typ issuer.IdentityProviderType, namespace, name string) (connectors.Connector, bool)

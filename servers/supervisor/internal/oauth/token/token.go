@@ -121,7 +121,7 @@ func (p endpoint) refreshUpstream(ctx context.Context, s *sessions.Session, ar f
 		Subject: s.Subject, Username: s.Custom.UpstreamUsername, Groups: s.Custom.UpstreamGroups, Session: s.Custom.Session,
 	})
 	if err != nil {
-		return refreshError(ctx, res, err)
+		return p.refreshError(ctx, res, err)
 	}
 	if up.Username != s.Custom.UpstreamUsername {
 		return refusedRefresh("the upstream identity changed since the login")
@@ -140,19 +140,20 @@ func (p endpoint) refreshUpstream(ctx context.Context, s *sessions.Session, ar f
 }
 
 // refreshError answers a refresh that the connector failed: invalid_grant with the connector's
-// hint when the upstream refused the user, temporarily_unavailable when it could not be reached.
-func refreshError(ctx context.Context, res *provider.Resolved, err error) error {
+// hint when the upstream refused the user, UpstreamUnavailable when it could not be reached, so
+// that the client keeps the session and tries again later.
+func (p endpoint) refreshError(ctx context.Context, res *provider.Resolved, err error) error {
 	var e *connectors.Error
 	if !errors.As(err, &e) {
 		klog.FromContext(ctx).Error(err, "Upstream refresh failed", "idp", res.IDP.DisplayName, "type", res.IDP.Type)
 		return refusedRefresh("the upstream identity provider failed").WithWrap(err)
 	}
-	answer := refusedRefresh("%s", e.Hint)
 	if e.Unavailable {
-		answer = fosite.ErrTemporarilyUnavailable.WithHint(e.Hint)
-	} else {
-		klog.FromContext(ctx).V(1).Info("Upstream refresh refused", "idp", res.IDP.DisplayName, "error", err.Error())
+		klog.FromContext(ctx).Info("Upstream unreachable", "idp", res.IDP.DisplayName, "type", res.IDP.Type, "error", err.Error())
+		return p.UpstreamUnavailable(res, err)
 	}
+	klog.FromContext(ctx).V(1).Info("Upstream refresh refused", "idp", res.IDP.DisplayName, "error", err.Error())
+	answer := refusedRefresh("%s", e.Hint)
 	if e.Err != nil {
 		answer = answer.WithWrap(e.Err)
 	}
