@@ -11,8 +11,11 @@ import (
 )
 
 // ProbeTTL is how long a successful probe stands for its inputs before it is repeated, unless a
-// login or refresh finds the upstream unreachable first (Expire).
-const ProbeTTL = 15 * time.Minute
+// login or refresh finds the upstream unreachable first (Expire). It is short because only the
+// leading replica writes status, and the logins that find an upstream gone may all reach the
+// other one: the leader's own probes show an outage within about two resyncs however the
+// requests are spread. A probe is one discovery read, bind or TLS dial, so this is little load.
+const ProbeTTL = time.Minute
 
 // ProbeCache remembers the last successful probe of one object with the fingerprint of what it
 // depended on, so that resyncs do not reach the upstream again for unchanged inputs. Failures are
