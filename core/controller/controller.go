@@ -62,6 +62,12 @@ type Controller struct {
 	opts   Options
 	queue  workqueue.TypedRateLimitingInterface[string]
 	synced []cache.InformerSynced
+
+	mu sync.Mutex
+	// started is set once the informers have synced; firstSyncs are the keys listed then that
+	// have not been synced yet.
+	started    bool
+	firstSyncs map[string]bool
 }
 
 // New returns a controller; register its informers with Watch, start them, and call Run.
@@ -175,7 +181,16 @@ func (c *Controller) Run(ctx context.Context) {
 		return
 	}
 	logger.Info("controller started")
-	c.enqueueAll()
+	first := c.All(nil)
+	c.mu.Lock()
+	c.started, c.firstSyncs = true, map[string]bool{}
+	for _, key := range first {
+		c.firstSyncs[key] = true
+	}
+	c.mu.Unlock()
+	for _, key := range first {
+		c.queue.Add(key)
+	}
 	var wg sync.WaitGroup
 	for range c.opts.Workers {
 		wg.Add(1)
@@ -198,6 +213,15 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
+// Synced reports whether every key that existed when the informers had synced has been synced
+// once, successfully or not: what the controller serves from (a cache it fills) then reflects
+// every object, valid or not, so a server may report itself ready.
+func (c *Controller) Synced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started && len(c.firstSyncs) == 0
+}
+
 func (c *Controller) enqueueAll() {
 	for _, key := range c.All(nil) {
 		c.queue.Add(key)
@@ -211,6 +235,9 @@ func (c *Controller) work(ctx context.Context) {
 			return
 		}
 		err := c.opts.Sync(ctx, key)
+		c.mu.Lock()
+		delete(c.firstSyncs, key)
+		c.mu.Unlock()
 		switch {
 		case ctx.Err() != nil:
 			// Shutting down: the failure is the cancellation.

@@ -253,3 +253,41 @@ func TestEnqueueAfterWaitsOnTheClock(t *testing.T) {
 		t.Fatalf("synced %q, want later", key)
 	}
 }
+
+// Synced turns true once every key that existed at the start has been synced once, a failed sync
+// included, and not while one is still waiting for its first.
+func TestSynced(t *testing.T) {
+	release := make(chan struct{})
+	c := New(Options{
+		Name: "synced",
+		Keys: func() ([]string, error) { return []string{"a", "b"}, nil },
+		Sync: func(_ context.Context, key string) error {
+			if key == "b" {
+				<-release
+				return errors.New("invalid, shown in its status")
+			}
+			return nil
+		},
+		Workers: 2,
+		Clock:   clocktesting.NewFakeClock(time.Unix(1e9, 0)),
+	})
+	if c.Synced() {
+		t.Fatal("Synced before Run")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(200 * time.Millisecond) // a syncs; b waits
+	if c.Synced() {
+		t.Fatal("Synced while b has not been synced once")
+	}
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.Synced() {
+		if time.Now().After(deadline) {
+			t.Fatal("not Synced 10s after every key's first sync could finish")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
