@@ -89,6 +89,10 @@ const (
 	// stored in etcd. Ours are never stored: the largest is a TokenCredentialRequest, whose token
 	// has no reason to be larger than the 1 MiB the impersonation proxy accepts for it.
 	maxRequestBodyBytes = 1 << 20
+	// shutdownDelay is how long a stopping replica keeps serving, with /readyz failing, while
+	// the kube-apiserver's aggregator and kube-proxy stop sending it requests; the library's
+	// default, none, refuses the requests that still come in that time.
+	shutdownDelay = 5 * time.Second
 )
 
 func limit(c *genericapiserver.Config) {
@@ -96,4 +100,5 @@ func limit(c *genericapiserver.Config) {
 	c.MaxMutatingRequestsInFlight = maxMutatingRequestsInFlight
 	c.RequestTimeout = requestTimeout
 	c.MaxRequestBodyBytes = maxRequestBodyBytes
+	c.ShutdownDelayDuration = shutdownDelay
 }

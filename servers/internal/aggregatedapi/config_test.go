@@ -27,4 +27,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("in flight %d and %d, request timeout %v, body %d bytes; want 400 and 200, 1m and 1 MiB",
 			c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight, c.RequestTimeout, c.MaxRequestBodyBytes)
 	}
+	if c.ShutdownDelayDuration != 5*time.Second {
+		t.Errorf("shutdown delay %v, want 5s", c.ShutdownDelayDuration)
+	}
 }
