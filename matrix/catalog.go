@@ -58,6 +58,13 @@ type IdentityPath struct {
 	Description string   `json:"description"`
 	Package     string   `json:"package,omitempty"`
 	Tests       []string `json:"tests,omitempty"`
+	// Distributions, when set, are the only distributions with a cell of this path.
+	Distributions []string `json:"distributions,omitempty"`
+}
+
+// On reports whether the path has a cell on the distribution.
+func (p IdentityPath) On(distribution string) bool {
+	return len(p.Distributions) == 0 || slices.Contains(p.Distributions, distribution)
 }
 
 // Built reports whether the path has e2e tests.
@@ -125,6 +132,13 @@ func (c Catalog) validate() error {
 		for _, n := range d.Needs {
 			if c.artifact(n) == nil {
 				bad("distribution %s: unknown artifact %q", d.Name, n)
+			}
+		}
+	}
+	for _, p := range c.Paths {
+		for _, d := range p.Distributions {
+			if c.Distribution(d) == nil {
+				bad("path %s: unknown distribution %q", p.Name, d)
 			}
 		}
 	}

@@ -31,7 +31,7 @@ func TestDefaultCatalog(t *testing.T) {
 			unbuilt = append(unbuilt, p.Name)
 		}
 	}
-	if !slices.Equal(built, []string{"webhook", "dex-browser", "ldap", "ad", "github", "supervisor"}) || len(unbuilt) != 0 {
+	if !slices.Equal(built, []string{"webhook", "dex-browser", "ldap", "ad", "github", "supervisor", "faults"}) || len(unbuilt) != 0 {
 		t.Errorf("built paths %v, not built %v", built, unbuilt)
 	}
 }
@@ -129,6 +129,7 @@ func TestParseCatalogRejects(t *testing.T) {
 		{"unknown artifact", "package: p\ndistributions: [{name: a, needs: [wand]}]\n", `unknown artifact "wand"`},
 		{"strategy test outside the suite", "package: p\nstrategies: [{name: S, tests: [TestS]}]\n", "not in the suite"},
 		{"no package", "paths: []\n", "package is empty"},
+		{"path on an unknown distribution", "package: p\ndistributions: [{name: a}]\npaths: [{name: x, distributions: [b]}]\n", `path x: unknown distribution "b"`},
 	} {
 		_, err := ParseCatalog([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -220,6 +220,9 @@ func (c Catalog) Plan(o PlanOptions) ([]Group, error) {
 		for _, v := range versions {
 			g := Group{Distribution: d, Version: v}
 			for _, p := range c.Paths {
+				if !p.On(d.Name) {
+					continue
+				}
 				cell := Cell{Distribution: d.Name, Version: v.Minor, Path: p.Name}
 				for i, pat := range o.Filter {
 					if pat.match(cell, v.Release) {

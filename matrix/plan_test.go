@@ -46,12 +46,19 @@ func TestPlanExpandsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Five versioned distributions x six minors, and existing once, each with six paths.
+	// Five versioned distributions x six minors, and existing once, each with six identity paths,
+	// and the faults path on kubeadm and gke only.
 	if len(groups) != 5*6+1 {
 		t.Fatalf("%d groups", len(groups))
 	}
-	if cells := cellNames(groups); len(cells) != 31*6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
+	cells := cellNames(groups)
+	if len(cells) != 31*6+2*6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
 		t.Errorf("%d cells, first %s, last %s", len(cells), cells[0], cells[len(cells)-1])
+	}
+	for _, c := range cells {
+		if strings.HasSuffix(c, "/faults") && !strings.HasPrefix(c, "kubeadm/") && !strings.HasPrefix(c, "gke/") {
+			t.Errorf("cell %s: the faults path is limited to kubeadm and gke", c)
+		}
 	}
 	blocked := map[string]Outcome{}
 	for _, g := range groups {

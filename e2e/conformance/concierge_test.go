@@ -101,7 +101,7 @@ func TestTokenCredentialRequestWithLocalUsers(t *testing.T) {
 		Assess("a user the webhook puts in system:masters gets no credential", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			// The hole this closes: the certificate (or, behind the impersonation proxy, the
 			// impersonated identity) would have been cluster-admin.
-			createLocalUser(ctx, t, cfg, "mallory", "correct horse", "seals,system:masters")
+			createLocalUser(ctx, t, cfg, "mallory", "correct horse", "seals,system:masters", bcrypt.DefaultCost)
 			resp := kubectlExchange(ctx, t, cfg, "mallory:correct horse", "WebhookAuthenticator", "local-users")
 			if resp.Status.Credential != nil || resp.Status.Message == nil || *resp.Status.Message != "authentication failed" {
 				t.Errorf("got %+v, want the uniform authentication failure", resp.Status)
@@ -116,7 +116,7 @@ func TestTokenCredentialRequestWithLocalUsers(t *testing.T) {
 func setUpLocalUsers(ctx context.Context, t *testing.T, cfg *envconf.Config) {
 	t.Helper()
 	kube := kubeClient(t, cfg)
-	createLocalUser(ctx, t, cfg, "pinny", "correct horse", "seals,walruses")
+	createLocalUser(ctx, t, cfg, "pinny", "correct horse", "seals,walruses", bcrypt.DefaultCost)
 	// The webhook's CA is published by the local-user-authenticator itself.
 	var ca []byte
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -142,10 +142,11 @@ spec:
 	waitForWebhookReady(ctx, t, cfg, "local-users")
 }
 
-// createLocalUser creates a local-user-authenticator user (groups comma-separated), unless it exists.
-func createLocalUser(ctx context.Context, t *testing.T, cfg *envconf.Config, name, password, groups string) {
+// createLocalUser creates a local-user-authenticator user (groups comma-separated) whose password
+// is hashed at the bcrypt cost given, unless it exists.
+func createLocalUser(ctx context.Context, t *testing.T, cfg *envconf.Config, name, password, groups string, cost int) {
 	t.Helper()
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -264,30 +264,10 @@ func TestSupervisorDexLogin(t *testing.T) {
 	)
 	f := features.New("Dex through the Supervisor, one audience per cluster").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			host := supervisorHost(ctx, t, cfg)
-			idp, err := dex.Start(ctx, dex.Options{ListenAddress: "0.0.0.0:0", IssuerHost: hostIP(t).String(),
-				Users: []dex.User{dex.DefaultUser}, Clients: []dex.Client{{ID: "supervisor", Secret: "supervisor-secret",
-					RedirectURIs: []string{issuerURL(host, "dex") + supervisorCallbackPath}}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = idp.Close() })
-			upstream := &idpv1alpha1.OIDCIdentityProvider{
-				TypeMeta:   idpTypeMeta("OIDCIdentityProvider"),
-				ObjectMeta: metav1.ObjectMeta{Name: "dex", Namespace: supervisorNamespace},
-				Spec: idpv1alpha1.OIDCIdentityProviderSpec{
-					Issuer:              idp.IssuerURL,
-					TLS:                 &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(idp.CABundle)},
-					AuthorizationConfig: idpv1alpha1.OIDCAuthorizationConfig{AdditionalScopes: []string{"offline_access", "email", "groups"}},
-					Claims:              idpv1alpha1.OIDCClaims{Username: "email", Groups: "groups"},
-					Client:              idpv1alpha1.OIDCClientCredentials{SecretName: "dex-client"},
-				},
-			}
-			createIDP(ctx, t, cfg, "oidcidentityprovider/dex", upstream, secret("dex-client", "secrets.pinniped.dev/oidc-client",
-				map[string]string{"clientID": "supervisor", "clientSecret": "supervisor-secret"}))
-			fl = federate(ctx, t, cfg, host, "dex", federationIDP("dex", "OIDCIdentityProvider", "dex", ""))
-			bindGroup(ctx, t, cfg, "e2e-supervisor-dex-seals", "seals")
+			var idp *dex.Dex
+			fl, idp = federateDex(ctx, t, cfg, "dex")
 			user = fl.user(ctx, t, "dex", "browser_authcode")
+			var err error
 			if chromium, err = browser.Start(ctx, browser.Options{TrustedCABundle: append(append([]byte{}, fl.caBundle...), idp.CABundle...)}); err != nil {
 				t.Fatal(err)
 			}
@@ -323,6 +303,37 @@ func TestSupervisorDexLogin(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// federateDex starts Dex on this machine with dex.DefaultUser, and federates it through the
+// Supervisor under name: the OIDCIdentityProvider, its client Secret, the FederationDomain and the
+// JWTAuthenticator are all called name, and the group seals may view the cluster.
+func federateDex(ctx context.Context, t *testing.T, cfg *envconf.Config, name string) (*federatedLogin, *dex.Dex) {
+	t.Helper()
+	host := supervisorHost(ctx, t, cfg)
+	idp, err := dex.Start(ctx, dex.Options{ListenAddress: "0.0.0.0:0", IssuerHost: hostIP(t).String(),
+		Users: []dex.User{dex.DefaultUser}, Clients: []dex.Client{{ID: "supervisor", Secret: "supervisor-secret",
+			RedirectURIs: []string{issuerURL(host, name) + supervisorCallbackPath}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = idp.Close() })
+	upstream := &idpv1alpha1.OIDCIdentityProvider{
+		TypeMeta:   idpTypeMeta("OIDCIdentityProvider"),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: supervisorNamespace},
+		Spec: idpv1alpha1.OIDCIdentityProviderSpec{
+			Issuer:              idp.IssuerURL,
+			TLS:                 &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(idp.CABundle)},
+			AuthorizationConfig: idpv1alpha1.OIDCAuthorizationConfig{AdditionalScopes: []string{"offline_access", "email", "groups"}},
+			Claims:              idpv1alpha1.OIDCClaims{Username: "email", Groups: "groups"},
+			Client:              idpv1alpha1.OIDCClientCredentials{SecretName: name + "-client"},
+		},
+	}
+	createIDP(ctx, t, cfg, "oidcidentityprovider/"+name, upstream, secret(name+"-client", "secrets.pinniped.dev/oidc-client",
+		map[string]string{"clientID": "supervisor", "clientSecret": "supervisor-secret"}))
+	fl := federate(ctx, t, cfg, host, name, federationIDP(name, "OIDCIdentityProvider", name, ""))
+	bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
+	return fl, idp
 }
 
 // expectWhoami runs `pinniped whoami` as u and checks that its YAML holds every line of want.
