@@ -63,7 +63,9 @@ type flags struct {
 	oidcScopesSet       bool
 	oidcListenPort      uint16
 	oidcSkipBrowser     bool
+	oidcSkipListen      bool
 	oidcSessionCache    string
+	oidcDebugSessions   bool
 	oidcCABundlePath    string
 	oidcRequestAudience string
 	upstreamIDPName     string
@@ -135,6 +137,19 @@ func newCommand(d deps.Deps, interval time.Duration) *cobra.Command {
 	fs.StringVar(&f.credentialCache, "credential-cache", "", "Path to cluster-specific credentials cache (passed through to the login command only when set)")
 	fs.StringVar(&f.cliPath, "pinniped-cli-path", "", "Full path or executable name for the Pinniped CLI binary to be embedded in the resulting kubeconfig output (default: this executable)")
 	fs.StringVar(&f.installHint, "install-hint", defaultInstallHint, "Text shown to the user when the Pinniped CLI is not installed")
+
+	// Hidden as upstream hides them: for debugging, and for kubeconfigs written by older CLIs.
+	fs.BoolVar(&f.oidcSkipListen, "oidc-skip-listen", false, "During OpenID Connect login, skip starting a localhost callback listener (manual copy/paste flow only)")
+	fs.BoolVar(&f.oidcDebugSessions, "oidc-debug-session-cache", false, "Print debug logs related to the OpenID Connect session cache")
+	_ = fs.MarkHidden("oidc-skip-listen")
+	_ = fs.MarkHidden("oidc-debug-session-cache")
+	// Upstream accepts and ignores it; MarkDeprecated hides it and warns when it is used. pflag
+	// writes that warning to the flag set's output: stderr, since cobra would print it to the
+	// command's output, which is where the kubeconfig goes.
+	fs.SetOutput(d.ErrOut)
+	var ignoredNamespace string
+	fs.StringVar(&ignoredNamespace, "concierge-namespace", "pinniped-concierge", "Namespace in which the Concierge was installed (no longer used)")
+	_ = fs.MarkDeprecated("concierge-namespace", "the Concierge's APIs are cluster-scoped, so its namespace is no longer needed")
 	cmd.MarkFlagsMutuallyExclusive("static-token", "static-token-env")
 	return cmd
 }
@@ -375,8 +390,14 @@ func (f flags) oidcArgs(ctx context.Context, c *concierge) ([]string, error) {
 	if f.oidcSkipBrowser {
 		args = append(args, "--skip-browser")
 	}
+	if f.oidcSkipListen {
+		args = append(args, "--skip-listen")
+	}
 	if f.oidcSessionCache != "" {
 		args = append(args, "--session-cache="+f.oidcSessionCache)
+	}
+	if f.oidcDebugSessions {
+		args = append(args, "--debug-session-cache")
 	}
 	for _, p := range [][2]string{
 		{"--upstream-identity-provider-name", idpName},

@@ -117,6 +117,7 @@ func TestRun(t *testing.T) {
 		wantServer string
 		wantCA     []byte
 		wantArgs   []string
+		wantStderr string
 	}{
 		{
 			name:       "static token through the TokenCredentialRequest API",
@@ -215,6 +216,15 @@ func TestRun(t *testing.T) {
 			wantServer: clusterServer, wantCA: clusterCA,
 			wantArgs: []string{"login", "oidc", "--issuer=" + plain.URL, "--client-id=pinniped-cli", "--scopes=offline_access,openid,email,profile,groups",
 				"--ca-bundle-data=" + b64(plain.CABundle)},
+		},
+		{
+			name: "hidden debugging flags passed through, deprecated namespace ignored",
+			args: []string{"--no-concierge", "--oidc-issuer=" + plain.URL, "--oidc-ca-bundle=" + plainCAFile,
+				"--oidc-skip-listen", "--oidc-debug-session-cache", "--oidc-session-cache=/tmp/s.yaml", "--concierge-namespace=old"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: []string{"login", "oidc", "--issuer=" + plain.URL, "--client-id=pinniped-cli", "--scopes=offline_access,openid,email,profile,groups",
+				"--ca-bundle-data=" + b64(plain.CABundle), "--skip-listen", "--session-cache=/tmp/s.yaml", "--debug-session-cache"},
+			wantStderr: "Flag --concierge-namespace has been deprecated",
 		},
 		{name: "no CredentialIssuer", objects: []runtime.Object{webhook}, args: []string{"--static-token=t"}, wantErr: "no CredentialIssuers were found"},
 		{
@@ -315,6 +325,9 @@ func TestRun(t *testing.T) {
 			}
 			if strings.Join(exec.Args, " ") != strings.Join(tt.wantArgs, " ") {
 				t.Errorf("args:\n%s\nwant:\n%s", strings.Join(exec.Args, "\n"), strings.Join(tt.wantArgs, "\n"))
+			}
+			if !strings.Contains(errOut.String(), tt.wantStderr) {
+				t.Errorf("stderr %q lacks %q", errOut.String(), tt.wantStderr)
 			}
 		})
 	}
