@@ -198,8 +198,9 @@ func (f *flags) readCABundle() ([]byte, error) {
 	return bundle, nil
 }
 
-// openSessionCache opens --session-cache, by default in $XDG_CONFIG_HOME or ~/.config.
-func (f *flags) openSessionCache(d deps.Deps) (*sessioncache.Cache, error) {
+// openSessionCache opens --session-cache, by default in $XDG_CONFIG_HOME or ~/.config. With
+// --debug-session-cache every read and write of it is logged to stderr.
+func (f *flags) openSessionCache(d deps.Deps) (oidclogin.SessionCache, error) {
 	path := f.sessionCache
 	if path == "" {
 		if xdg := d.Getenv("XDG_CONFIG_HOME"); xdg != "" {
@@ -212,13 +213,44 @@ func (f *flags) openSessionCache(d deps.Deps) (*sessioncache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(d.ErrOut, "pinniped: session cache: "+format+"\n", args...)
+	}
 	opts := []sessioncache.Option{sessioncache.WithClock(d.Now)}
 	if f.debugSessionCache || d.Getenv(debugEnv) == "true" {
-		opts = append(opts, sessioncache.WithErrorReporter(func(err error) {
-			fmt.Fprintf(d.ErrOut, "pinniped: session cache: %v\n", err)
-		}))
+		opts = append(opts, sessioncache.WithErrorReporter(func(err error) { logf("%v", err) }))
 	}
-	return sessioncache.New(path, opts...), nil
+	cache := sessioncache.New(path, opts...)
+	if !f.debugSessionCache {
+		return cache, nil
+	}
+	logf("using %s", path)
+	return debugSessions{cache: cache, logf: logf}, nil
+}
+
+// debugSessions logs what is looked up in and stored to a session cache, never the tokens.
+type debugSessions struct {
+	cache oidclogin.SessionCache
+	logf  func(format string, args ...any)
+}
+
+func (s debugSessions) GetToken(key oidclogin.SessionKey) *oidclogin.Token {
+	tok := s.cache.GetToken(key)
+	if tok == nil {
+		s.logf("no session found for %s", describeKey(key))
+	} else {
+		s.logf("found the session for %s", describeKey(key))
+	}
+	return tok
+}
+
+func (s debugSessions) PutToken(key oidclogin.SessionKey, tok *oidclogin.Token) {
+	s.cache.PutToken(key, tok)
+	s.logf("stored the session for %s", describeKey(key))
+}
+
+func describeKey(k oidclogin.SessionKey) string {
+	return fmt.Sprintf("issuer %s, client %s, scopes %v, redirect URI %s, identity provider %q", k.Issuer, k.ClientID, k.Scopes, k.RedirectURI, k.UpstreamProviderName)
 }
 
 // explain adds what the user can do about a failed login.

@@ -213,6 +213,46 @@ func TestCorruptSessionCacheIsReplaced(t *testing.T) {
 	}
 }
 
+func TestDebugSessionCacheLogsReadsAndWrites(t *testing.T) {
+	e := newEnv(t, fakeissuer.Options{})
+	path := filepath.Join(e.home, "sessions.yaml")
+	args := e.args("--session-cache="+path, "--credential-cache=", "--debug-session-cache")
+	first, stderr, err := e.run(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pinniped: session cache: using " + path, "no session found for issuer " + e.iss.URL, "stored the session for issuer " + e.iss.URL} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("first run's stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, first.Status.Token) {
+		t.Error("the debug log shows the ID token")
+	}
+	if _, stderr, err = e.run(args...); err != nil {
+		t.Fatal(err)
+	}
+	if want := "found the session for issuer " + e.iss.URL; !strings.Contains(stderr, want) {
+		t.Errorf("second run's stderr lacks %q:\n%s", want, stderr)
+	}
+	// Without the flag the cache says nothing.
+	if _, stderr, err = e.run(e.args("--session-cache="+path, "--credential-cache=")...); err != nil || strings.Contains(stderr, "session cache") {
+		t.Errorf("err %v, stderr without --debug-session-cache:\n%s", err, stderr)
+	}
+}
+
+func TestSkipListenNeedsATerminal(t *testing.T) {
+	e := newEnv(t, fakeissuer.Options{})
+	// No localhost listener and no terminal to paste the code on: the browser's redirect has nowhere to go.
+	_, _, err := e.run(e.args("--skip-listen", "--credential-cache=", "--session-cache="+filepath.Join(e.home, "s.yaml"))...)
+	if err == nil || !strings.Contains(err.Error(), "no way to receive the authorization code") {
+		t.Fatalf("err = %v", err)
+	}
+	if e.browserCount() != 0 {
+		t.Error("the browser was opened although the code could not be received")
+	}
+}
+
 func TestConciergeExchange(t *testing.T) {
 	e := newEnv(t, fakeissuer.Options{})
 	e.vars["KUBERNETES_EXEC_INFO"] = execInfoV1
