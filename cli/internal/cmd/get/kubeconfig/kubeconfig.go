@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"sealion.dev/cli/internal/cafiles"
 	"sealion.dev/cli/internal/clientconfig"
 	"sealion.dev/cli/internal/deps"
 	"sealion.dev/cli/pkg/oidclogin"
@@ -54,7 +55,7 @@ type flags struct {
 	apiGroupSuffix   string
 	mode             string
 	endpoint         string
-	caBundlePath     string
+	caBundlePaths    []string
 	skipWait         bool
 
 	oidcIssuer          string
@@ -66,7 +67,7 @@ type flags struct {
 	oidcSkipListen      bool
 	oidcSessionCache    string
 	oidcDebugSessions   bool
-	oidcCABundlePath    string
+	oidcCABundlePaths   []string
 	oidcRequestAudience string
 	upstreamIDPName     string
 	upstreamIDPType     string
@@ -119,7 +120,7 @@ func newCommand(d deps.Deps, interval time.Duration) *cobra.Command {
 	fs.StringVar(&f.apiGroupSuffix, "concierge-api-group-suffix", groupsuffix.Default, "Concierge API group suffix")
 	fs.StringVar(&f.mode, "concierge-mode", "", "Concierge mode of operation: TokenCredentialRequestAPI or ImpersonationProxy (default: autodiscover)")
 	fs.StringVar(&f.endpoint, "concierge-endpoint", "", "API base for the Concierge endpoint (default: autodiscover)")
-	fs.StringVar(&f.caBundlePath, "concierge-ca-bundle", "", "Path to TLS certificate authority bundle (PEM format) to use when connecting to the Concierge (default: autodiscover)")
+	fs.StringSliceVar(&f.caBundlePaths, "concierge-ca-bundle", nil, "Path to TLS certificate authority bundle (PEM format) to use when connecting to the Concierge (can be repeated; default: autodiscover)")
 	fs.BoolVar(&f.skipWait, "concierge-skip-wait", false, "Skip waiting for any pending Concierge strategies to become ready")
 
 	fs.StringVar(&f.oidcIssuer, "oidc-issuer", "", "OpenID Connect issuer URL (default: autodiscover)")
@@ -128,7 +129,7 @@ func newCommand(d deps.Deps, interval time.Duration) *cobra.Command {
 	fs.Uint16Var(&f.oidcListenPort, "oidc-listen-port", 0, "TCP port for localhost listener (authorization code flow only)")
 	fs.BoolVar(&f.oidcSkipBrowser, "oidc-skip-browser", false, "During OpenID Connect login, skip opening the browser (just print the URL)")
 	fs.StringVar(&f.oidcSessionCache, "oidc-session-cache", "", "Path to OpenID Connect session cache file")
-	fs.StringVar(&f.oidcCABundlePath, "oidc-ca-bundle", "", "Path to TLS certificate authority bundle (PEM format) to use when connecting to the OpenID Connect issuer (default: from the JWTAuthenticator)")
+	fs.StringSliceVar(&f.oidcCABundlePaths, "oidc-ca-bundle", nil, "Path to TLS certificate authority bundle (PEM format) to use when connecting to the OpenID Connect issuer (can be repeated; default: from the JWTAuthenticator)")
 	fs.StringVar(&f.oidcRequestAudience, "oidc-request-audience", "", "Request a token with an alternate audience using RFC8693 token exchange (default: the JWTAuthenticator's audience when the issuer is a Supervisor)")
 	fs.StringVar(&f.upstreamIDPName, "upstream-identity-provider-name", "", "The name of the upstream identity provider used during login with a Supervisor (default: the Supervisor's only one)")
 	fs.StringVar(&f.upstreamIDPType, "upstream-identity-provider-type", "", "The type of the upstream identity provider used during login with a Supervisor (e.g. 'oidc', 'ldap', 'activedirectory', 'github')")
@@ -267,9 +268,9 @@ func (f flags) discover(ctx context.Context, d deps.Deps, loaded *clientconfig.L
 	if f.endpoint != "" {
 		c.endpoint = f.endpoint
 	}
-	if f.caBundlePath != "" {
-		if c.caBundle, err = os.ReadFile(f.caBundlePath); err != nil {
-			return nil, fmt.Errorf("reading --concierge-ca-bundle: %w", err)
+	if len(f.caBundlePaths) > 0 {
+		if c.caBundle, err = cafiles.Read("concierge-ca-bundle", f.caBundlePaths); err != nil {
+			return nil, err
 		}
 	}
 	if c.authenticator, err = findAuthenticator(ctx, client, f.authType, f.authName); err != nil {
@@ -335,7 +336,7 @@ func (f flags) oidcArgs(ctx context.Context, c *concierge) ([]string, error) {
 				return nil, fmt.Errorf("decoding the CA bundle of JWTAuthenticator %s: %w", c.authenticator.name, err)
 			}
 			caBundle = ca
-		} else if tls != nil && tls.CertificateAuthorityDataSource != nil && f.oidcCABundlePath == "" {
+		} else if tls != nil && tls.CertificateAuthorityDataSource != nil && len(f.oidcCABundlePaths) == 0 {
 			return nil, fmt.Errorf("JWTAuthenticator %s takes its CA bundle from %s %s, which this command does not read: pass it with --oidc-ca-bundle",
 				c.authenticator.name, tls.CertificateAuthorityDataSource.Kind, tls.CertificateAuthorityDataSource.Name)
 		}
@@ -343,10 +344,10 @@ func (f flags) oidcArgs(ctx context.Context, c *concierge) ([]string, error) {
 	if issuer == "" {
 		return nil, errors.New("no OIDC issuer is known: pass --oidc-issuer, --static-token or --static-token-env")
 	}
-	if f.oidcCABundlePath != "" {
-		ca, err := os.ReadFile(f.oidcCABundlePath)
+	if len(f.oidcCABundlePaths) > 0 {
+		ca, err := cafiles.Read("oidc-ca-bundle", f.oidcCABundlePaths)
 		if err != nil {
-			return nil, fmt.Errorf("reading --oidc-ca-bundle: %w", err)
+			return nil, err
 		}
 		caBundle = ca
 	}

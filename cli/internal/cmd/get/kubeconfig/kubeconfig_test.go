@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -416,4 +417,42 @@ func execute(d deps.Deps, args []string, interval time.Duration) error {
 	cmd.SetOut(d.Out)
 	cmd.SetErr(d.ErrOut)
 	return cmd.ExecuteContext(context.Background())
+}
+
+// TestRepeatedCABundles gives two CA files, each the only one trusting one of two issuers, both as
+// repeated flags and comma-separated: either issuer is reached, and the bundles are written joined.
+func TestRepeatedCABundles(t *testing.T) {
+	plain := fakeissuer.New(t, fakeissuer.Options{})
+	other := oidcissuer.New(t)
+	plainCA, otherCA := writeFile(t, plain.CABundle), writeFile(t, other.CABundle)
+	joined := b64(append(slices.Clone(other.CABundle), plain.CABundle...))
+	conciergeCA := b64(append(slices.Clone(plain.CABundle), other.CABundle...))
+	for _, issuer := range []string{plain.URL, other.Issuer} {
+		for _, caArgs := range [][]string{
+			{"--oidc-ca-bundle=" + otherCA, "--oidc-ca-bundle=" + plainCA, "--concierge-ca-bundle=" + plainCA, "--concierge-ca-bundle=" + otherCA},
+			{"--oidc-ca-bundle=" + otherCA + "," + plainCA, "--concierge-ca-bundle=" + plainCA + "," + otherCA},
+		} {
+			fake := conciergefake.NewSimpleClientset(credentialIssuerWith("ci", tcrStrategy), jwtFor(plain))
+			var out, errOut bytes.Buffer
+			d := deps.Deps{
+				Out: &out, ErrOut: &errOut,
+				Executable:            func() (string, error) { return "pinniped", nil },
+				NewConciergeClientset: func(*rest.Config) (conciergeclientset.Interface, error) { return fake, nil },
+			}
+			args := append([]string{"--kubeconfig", writeKubeconfig(t, clusterServer, clusterCA), "--skip-validation", "--oidc-issuer=" + issuer}, caArgs...)
+			if err := execute(d, args, time.Millisecond); err != nil {
+				t.Fatalf("issuer %s, %v: %v", issuer, caArgs, err)
+			}
+			cfg, err := clientcmd.Load(out.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(cfg.AuthInfos[cfg.CurrentContext].Exec.Args, " ")
+			for _, want := range []string{"--ca-bundle-data=" + joined + " ", "--concierge-ca-bundle-data=" + conciergeCA} {
+				if !strings.Contains(got, want) {
+					t.Errorf("issuer %s, %v: args %s lack %s", issuer, caArgs, got, want)
+				}
+			}
+		}
+	}
 }

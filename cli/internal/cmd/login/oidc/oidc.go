@@ -10,11 +10,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	clientauthv1beta1 "k8s.io/client-go/pkg/apis/clientauthentication/v1beta1"
 
+	"sealion.dev/cli/internal/cafiles"
 	"sealion.dev/cli/internal/credentialplugin"
 	"sealion.dev/cli/internal/deps"
 	"sealion.dev/cli/internal/execcredential"
@@ -180,13 +180,9 @@ func run(ctx context.Context, d deps.Deps, f *flags) error {
 
 // readCABundle joins the CA bundles of --ca-bundle and --ca-bundle-data.
 func (f *flags) readCABundle() ([]byte, error) {
-	var bundle []byte
-	for _, path := range f.caBundlePaths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("reading --ca-bundle: %w", err)
-		}
-		bundle = append(append(bundle, data...), '\n')
+	bundle, err := cafiles.Read("ca-bundle", f.caBundlePaths)
+	if err != nil {
+		return nil, err
 	}
 	for _, b64 := range f.caBundleData {
 		data, err := base64.StdEncoding.DecodeString(b64)

@@ -18,6 +18,7 @@ import (
 	"sealion.dev/cli/internal/testing/fakeissuer"
 	"sealion.dev/cli/pkg/conciergeclient"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
+	"sealion.dev/core/certauthority"
 )
 
 const execInfoV1 = `{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":false,"cluster":{"server":"https://cluster.example:6443","certificate-authority-data":"Q0E="}}}`
@@ -238,6 +239,36 @@ func TestDebugSessionCacheLogsReadsAndWrites(t *testing.T) {
 	// Without the flag the cache says nothing.
 	if _, stderr, err = e.run(e.args("--session-cache="+path, "--credential-cache=")...); err != nil || strings.Contains(stderr, "session cache") {
 		t.Errorf("err %v, stderr without --debug-session-cache:\n%s", err, stderr)
+	}
+}
+
+// TestRepeatedCABundle names the issuer's CA file and another one, as repeated flags and
+// comma-separated, in both orders: the issuer is trusted whichever file holds its CA.
+func TestRepeatedCABundle(t *testing.T) {
+	e := newEnv(t, fakeissuer.Options{})
+	issuerCA, otherCA := filepath.Join(e.home, "issuer.pem"), filepath.Join(e.home, "other.pem")
+	other, err := certauthority.New("other", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, data := range map[string][]byte{issuerCA: e.iss.CABundle, otherCA: other.Bundle()} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, caArgs := range [][]string{
+		{"--ca-bundle=" + otherCA, "--ca-bundle=" + issuerCA},
+		{"--ca-bundle=" + issuerCA, "--ca-bundle=" + otherCA},
+		{"--ca-bundle=" + otherCA + "," + issuerCA},
+	} {
+		args := append([]string{"--issuer=" + e.iss.URL, "--credential-cache=", "--session-cache=" + filepath.Join(e.home, "s.yaml")}, caArgs...)
+		if _, stderr, err := e.run(args...); err != nil {
+			t.Errorf("%v: %v\n%s", caArgs, err, stderr)
+		}
+	}
+	_, _, err = e.run("--issuer="+e.iss.URL, "--credential-cache=", "--ca-bundle="+otherCA)
+	if err == nil || !strings.Contains(err.Error(), "give the issuer's CA bundle with --ca-bundle") {
+		t.Errorf("with the other CA only: err = %v", err)
 	}
 }
 
