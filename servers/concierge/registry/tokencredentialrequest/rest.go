@@ -1,4 +1,4 @@
-// Package tokencredentialrequest serves TokenCredentialRequest: a create-only, cluster-scoped,
+// Package tokencredentialrequest serves TokenCredentialRequest: a create-and-list, cluster-scoped,
 // virtual resource (nothing is stored) that exchanges spec.token for a client certificate.
 package tokencredentialrequest
 
@@ -40,6 +40,7 @@ var (
 	_ rest.Storage                  = (*REST)(nil)
 	_ rest.SingularNameProvider     = (*REST)(nil)
 	_ rest.GroupVersionKindProvider = (*REST)(nil)
+	_ rest.CategoriesProvider       = (*REST)(nil)
 )
 
 // NewREST serves the resource named by groupResource (its group carries the API group suffix).
@@ -52,6 +53,9 @@ func (*REST) NewList() runtime.Object { return &login.TokenCredentialRequestList
 func (*REST) Destroy()                {}
 func (*REST) NamespaceScoped() bool   { return false }
 func (*REST) GetSingularName() string { return "tokencredentialrequest" }
+
+// Categories puts the resource in `kubectl get pinniped`, as upstream does.
+func (*REST) Categories() []string { return []string{"pinniped"} }
 
 // GroupVersionKind makes discovery report the kind under the suffixed group.
 func (r *REST) GroupVersionKind(containing schema.GroupVersion) schema.GroupVersionKind {

@@ -3,6 +3,7 @@ package tokencredentialrequest
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
 
 	"sealion.dev/core/apis/concierge/login"
@@ -119,5 +121,20 @@ func TestListIsEmpty(t *testing.T) {
 	}
 	if l := out.(*login.TokenCredentialRequestList); len(l.Items) != 0 || l.ResourceVersion != "0" {
 		t.Errorf("got %+v", l)
+	}
+}
+
+// The generic server advertises the list verb and the categories from these interfaces.
+func TestDiscovery(t *testing.T) {
+	var s rest.Storage = NewREST(&fakeExchanger{}, gr)
+	if _, ok := s.(rest.Lister); !ok {
+		t.Error("list is not served")
+	}
+	cp, ok := s.(rest.CategoriesProvider)
+	if !ok || !slices.Equal(cp.Categories(), []string{"pinniped"}) {
+		t.Errorf("categories: %v", s)
+	}
+	if _, ok := s.(rest.ShortNamesProvider); ok {
+		t.Error("upstream has no short names")
 	}
 }

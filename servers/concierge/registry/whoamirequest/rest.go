@@ -1,4 +1,4 @@
-// Package whoamirequest serves WhoAmIRequest: a create-only, cluster-scoped, virtual resource that
+// Package whoamirequest serves WhoAmIRequest: a create-and-list, cluster-scoped, virtual resource that
 // echoes the caller's identity as this server sees it (after the aggregation layer or the
 // impersonation proxy).
 package whoamirequest
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,10 +27,12 @@ type REST struct {
 
 var (
 	_ rest.Creater                  = (*REST)(nil)
+	_ rest.Lister                   = (*REST)(nil)
 	_ rest.Scoper                   = (*REST)(nil)
 	_ rest.Storage                  = (*REST)(nil)
 	_ rest.SingularNameProvider     = (*REST)(nil)
 	_ rest.GroupVersionKindProvider = (*REST)(nil)
+	_ rest.CategoriesProvider       = (*REST)(nil)
 )
 
 // NewREST serves the resource named by groupResource.
@@ -40,7 +43,16 @@ func NewREST(groupResource schema.GroupResource) *REST {
 func (*REST) New() runtime.Object     { return &identity.WhoAmIRequest{} }
 func (*REST) Destroy()                {}
 func (*REST) NamespaceScoped() bool   { return false }
+func (*REST) NewList() runtime.Object { return &identity.WhoAmIRequestList{} }
 func (*REST) GetSingularName() string { return "whoamirequest" }
+
+// Categories puts the resource in `kubectl get pinniped`, as upstream does.
+func (*REST) Categories() []string { return []string{"pinniped"} }
+
+// List always answers an empty list, as upstream does: the verb is served, and nothing is stored.
+func (*REST) List(context.Context, *metainternalversion.ListOptions) (runtime.Object, error) {
+	return &identity.WhoAmIRequestList{ListMeta: metav1.ListMeta{ResourceVersion: "0"}}, nil
+}
 
 func (r *REST) GroupVersionKind(containing schema.GroupVersion) schema.GroupVersionKind {
 	return containing.WithKind("WhoAmIRequest")
