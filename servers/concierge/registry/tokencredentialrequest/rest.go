@@ -71,13 +71,14 @@ func (r *REST) ConvertToTable(ctx context.Context, obj runtime.Object, tableOpti
 	return r.tableConvertor.ConvertToTable(ctx, obj, tableOptions)
 }
 
-// Create authenticates spec.token and answers with a credential or the uniform failure message.
+// Create authenticates spec.token and answers with a credential or the uniform failure message;
+// a request without a token is invalid (credential.RequireToken).
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	req, ok := obj.(*login.TokenCredentialRequest)
 	if !ok {
 		return nil, apierrors.NewBadRequest("not a TokenCredentialRequest")
 	}
-	if err := r.validate(ctx, options); err != nil {
+	if err := r.validate(ctx, req, options); err != nil {
 		return nil, err
 	}
 	if createValidation != nil {
@@ -111,13 +112,16 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 	return out, nil
 }
 
-func (r *REST) validate(ctx context.Context, options *metav1.CreateOptions) error {
+func (r *REST) validate(ctx context.Context, req *login.TokenCredentialRequest, options *metav1.CreateOptions) error {
+	// Checked first, as upstream does.
+	if err := credential.RequireToken(r.groupResource.Group, req.Name, req.Spec.Token); err != nil {
+		return err
+	}
 	if ns, ok := genericapirequest.NamespaceFrom(ctx); ok && ns != "" {
 		return apierrors.NewBadRequest("namespace is not allowed on TokenCredentialRequest")
 	}
 	if options != nil && len(options.DryRun) > 0 {
 		return apierrors.NewBadRequest("dryRun is not supported")
 	}
-	// An empty token is answered like any other bad token: with the uniform failure message.
 	return nil
 }

@@ -114,6 +114,33 @@ func TestCreateFailures(t *testing.T) {
 	}
 }
 
+// A missing token is a malformed request (422 naming spec.token.value, as upstream, checked before
+// anything else); a present but bad token keeps the uniform failure (TestCreateFailures).
+func TestCreateWithoutToken(t *testing.T) {
+	ex := &fakeExchanger{}
+	req := request("")
+	req.Name = "x"
+	ctx := genericapirequest.WithNamespace(context.Background(), "default")
+	_, err := NewREST(ex, gr).Create(ctx, req, nil, &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		t.Fatalf("got %v, want an API status", err)
+	}
+	s := status.Status()
+	want := `.login.concierge.pinniped.dev "x" is invalid: spec.token.value: Required value: token must be supplied`
+	if s.Code != 422 || s.Reason != metav1.StatusReasonInvalid || s.Message != want {
+		t.Errorf("got %d %s %q", s.Code, s.Reason, s.Message)
+	}
+	if s.Details == nil || len(s.Details.Causes) != 1 || s.Details.Causes[0] != (metav1.StatusCause{
+		Type: metav1.CauseTypeFieldValueRequired, Field: "spec.token.value", Message: "Required value: token must be supplied",
+	}) {
+		t.Errorf("details %+v", s.Details)
+	}
+	if ex.gotToken != "" || ex.gotKey != (authncache.Key{}) {
+		t.Error("the exchanger was asked")
+	}
+}
+
 func TestListIsEmpty(t *testing.T) {
 	out, err := NewREST(&fakeExchanger{}, gr).List(context.Background(), nil)
 	if err != nil {
