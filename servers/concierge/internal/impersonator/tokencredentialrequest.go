@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,8 +63,7 @@ func TokenCredentialRequestHandler(loginGroup string, exchanger Exchanger) http.
 			Name:     in.Spec.Authenticator.Name,
 		}
 		out := loginv1alpha1.TokenCredentialRequest{
-			TypeMeta:   metav1.TypeMeta{APIVersion: apiVersion, Kind: "TokenCredentialRequest"},
-			ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Now())},
+			TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: "TokenCredentialRequest"},
 		}
 		cred, err := exchanger.Exchange(r.Context(), key, in.Spec.Token)
 		switch {

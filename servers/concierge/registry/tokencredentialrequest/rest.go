@@ -5,7 +5,6 @@ package tokencredentialrequest
 import (
 	"context"
 	"errors"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -95,7 +94,8 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 		Kind:     req.Spec.Authenticator.Kind,
 		Name:     req.Spec.Authenticator.Name,
 	}
-	out := &login.TokenCredentialRequest{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Now())}}
+	// No creationTimestamp: nothing is created, and upstream sends none.
+	out := &login.TokenCredentialRequest{}
 	cred, err := r.exchanger.Exchange(ctx, key, req.Spec.Token)
 	switch {
 	case errors.Is(err, credential.ErrAuthenticationFailed):

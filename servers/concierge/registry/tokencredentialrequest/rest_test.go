@@ -72,6 +72,9 @@ func TestCreateSuccess(t *testing.T) {
 	if resp.Spec.Token != "" {
 		t.Error("the response echoes the token")
 	}
+	if !resp.CreationTimestamp.IsZero() {
+		t.Error("the response has a creationTimestamp; upstream sends none")
+	}
 }
 
 func TestCreateFailures(t *testing.T) {

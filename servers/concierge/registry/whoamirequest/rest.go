@@ -6,7 +6,6 @@ package whoamirequest
 import (
 	"context"
 	"errors"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -82,7 +81,8 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 	if !ok {
 		return nil, apierrors.NewInternalError(errors.New("no user in the request context"))
 	}
-	out := &identity.WhoAmIRequest{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Now())}}
+	// No creationTimestamp: nothing is created, and upstream sends none.
+	out := &identity.WhoAmIRequest{}
 	info := &out.Status.KubernetesUserInfo
 	info.User.Username = u.GetName()
 	info.User.UID = u.GetUID()

@@ -25,6 +25,9 @@ func TestCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !out.(*identity.WhoAmIRequest).CreationTimestamp.IsZero() {
+		t.Error("the response has a creationTimestamp; upstream sends none")
+	}
 	got := out.(*identity.WhoAmIRequest).Status.KubernetesUserInfo
 	want := identity.KubernetesUserInfo{
 		User: identity.UserInfo{Username: "alice", UID: "42", Groups: []string{"devs", "system:authenticated"},
