@@ -16548,7 +16548,7 @@ func schema_apis_concierge_identity_v1alpha1_WhoAmIRequest(ref common.ReferenceC
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "WhoAmIRequest asks the Concierge who the sender is. It is served by the Concierge (create only) and never stored.",
+				Description: "WhoAmIRequest asks the Concierge who the sender is. It is served by the Concierge (create; list answers an empty list) and never stored.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -16723,7 +16723,7 @@ func schema_apis_concierge_login_v1alpha1_TokenCredentialRequest(ref common.Refe
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "TokenCredentialRequest exchanges a token for a short-lived cluster credential. It is served by the Concierge (create only) and never stored.",
+				Description: "TokenCredentialRequest exchanges a token for a short-lived cluster credential. It is served by the Concierge (create; list answers an empty list) and never stored.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -16880,7 +16880,7 @@ func schema_apis_supervisor_clientsecret_v1alpha1_OIDCClientSecretRequest(ref co
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "OIDCClientSecretRequest generates or revokes client secrets of the OIDCClient with the same name and namespace. It is served by the Supervisor (create only) and never stored.",
+				Description: "OIDCClientSecretRequest generates or revokes client secrets of the OIDCClient with the same name and namespace. It is served by the Supervisor (create; list answers an empty list) and never stored.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {

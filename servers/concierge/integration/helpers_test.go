@@ -61,17 +61,23 @@ func kubectlAs(ctx context.Context, kubeconfigPath, stdin string, args ...string
 // pinniped CLI does before it has any credential (kubectl would prompt for a password instead).
 func exchange(t *testing.T, kind, name, token string) *loginv1alpha1.TokenCredentialRequest {
 	t.Helper()
+	resp, err := createTokenCredentialRequest(kind, name, token)
+	if err != nil {
+		t.Fatalf("creating a TokenCredentialRequest: %v", err)
+	}
+	return resp
+}
+
+// createTokenCredentialRequest sends, anonymously, a TokenCredentialRequest of token for the
+// authenticator kind/name.
+func createTokenCredentialRequest(kind, name, token string) (*loginv1alpha1.TokenCredentialRequest, error) {
 	req := &loginv1alpha1.TokenCredentialRequest{Spec: loginv1alpha1.TokenCredentialRequestSpec{
 		Token:         token,
 		Authenticator: corev1.TypedLocalObjectReference{APIGroup: ptr.To(authv1alpha1.GroupName), Kind: kind, Name: name},
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := env.anonymous.LoginV1alpha1().TokenCredentialRequests().Create(ctx, req, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating a TokenCredentialRequest: %v", err)
-	}
-	return resp
+	return env.anonymous.LoginV1alpha1().TokenCredentialRequests().Create(ctx, req, metav1.CreateOptions{})
 }
 
 // requireFailed checks the uniform failure: the generic message and no credential.

@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"slices"
+	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
@@ -137,7 +139,6 @@ func TestTokenCredentialRequestJWT(t *testing.T) {
 		"wrong signature":       {"dex", mint(oidcissuer.WithWrongSignature())},
 		"alg none":              {"dex", unsigned},
 		"unknown authenticator": {"nope", mint()},
-		"empty token":           {"dex", ""},
 		"random bytes":          {"dex", base64.RawURLEncoding.EncodeToString(random)},
 		"reserved group":        {"dex", reservedGroup},
 		"reserved username":     {"dex", reservedUser},
@@ -147,4 +148,11 @@ func TestTokenCredentialRequestJWT(t *testing.T) {
 			requireFailed(t, exchange(t, "JWTAuthenticator", tt.authenticator, tt.token))
 		})
 	}
+	// A missing token is a malformed request rather than a bad credential: 422, as upstream's.
+	t.Run("empty token", func(t *testing.T) {
+		_, err := createTokenCredentialRequest("JWTAuthenticator", "dex", "")
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.token.value: Required value: token must be supplied") {
+			t.Fatalf("got %v, want 422 Invalid naming spec.token.value", err)
+		}
+	})
 }

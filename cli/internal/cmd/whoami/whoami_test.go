@@ -64,11 +64,11 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "yaml with a custom suffix", args: []string{"-o", "yaml", "--api-group-suffix=tuna.io"}, reactor: answer,
-			want: "apiVersion: identity.concierge.tuna.io/v1alpha1\nkind: WhoAmIRequest\nmetadata:\n  creationTimestamp: null\nspec: {}\nstatus:\n  kubernetesUserInfo:\n    user:\n      groups:\n      - devs\n      - system:authenticated\n      username: pinny\n",
+			want: "apiVersion: identity.concierge.tuna.io/v1alpha1\nkind: WhoAmIRequest\nmetadata: {}\nspec: {}\nstatus:\n  kubernetesUserInfo:\n    user:\n      groups:\n      - devs\n      - system:authenticated\n      username: pinny\n",
 		},
 		{
 			name: "json", args: []string{"-o", "json"}, reactor: answer,
-			want: "{\n  \"kind\": \"WhoAmIRequest\",\n  \"apiVersion\": \"identity.concierge.pinniped.dev/v1alpha1\",\n  \"metadata\": {\n    \"creationTimestamp\": null\n  },\n  \"spec\": {},\n  \"status\": {\n    \"kubernetesUserInfo\": {\n      \"user\": {\n        \"username\": \"pinny\",\n        \"groups\": [\n          \"devs\",\n          \"system:authenticated\"\n        ]\n      }\n    }\n  }\n}\n",
+			want: "{\n  \"kind\": \"WhoAmIRequest\",\n  \"apiVersion\": \"identity.concierge.pinniped.dev/v1alpha1\",\n  \"metadata\": {},\n  \"spec\": {},\n  \"status\": {\n    \"kubernetesUserInfo\": {\n      \"user\": {\n        \"username\": \"pinny\",\n        \"groups\": [\n          \"devs\",\n          \"system:authenticated\"\n        ]\n      }\n    }\n  }\n}\n",
 		},
 		{name: "bad output", args: []string{"-o", "table"}, wantErr: `invalid output format "table"`},
 		{name: "bad suffix", args: []string{"--api-group-suffix=nodot"}, wantErr: "invalid API group suffix"},

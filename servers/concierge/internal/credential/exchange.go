@@ -1,7 +1,7 @@
 // Package credential exchanges an external token for a short-lived cluster client certificate:
-// the heart of TokenCredentialRequest. Every failure, whatever its cause, is the same
+// the heart of TokenCredentialRequest. Every failure of a token, whatever its cause, is the same
 // ErrAuthenticationFailed, so a caller learns nothing about why a token was refused; the cause goes
-// to the logs at debug level, never the token itself.
+// to the logs at debug level, never the token itself. Only a missing token is told apart (RequireToken).
 package credential
 
 import (
@@ -9,6 +9,9 @@ import (
 	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/klog/v2"
@@ -20,6 +23,18 @@ import (
 // ErrAuthenticationFailed is the one answer to any token that does not yield a credential, including
 // one for a name Kubernetes reserves (package reservednames).
 var ErrAuthenticationFailed = errors.New("authentication failed")
+
+// RequireToken refuses a TokenCredentialRequest named name without a token as upstream does: a
+// missing token is a malformed request, not a bad credential, so it is a 422 Invalid rather than
+// ErrAuthenticationFailed. Upstream names the field spec.token.value and leaves the Kind out of the
+// error (the message starts ".<loginGroup>"); both are kept so clients see the same text.
+func RequireToken(loginGroup, name, token string) error {
+	if token != "" {
+		return nil
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Group: loginGroup}, name,
+		field.ErrorList{field.Required(field.NewPath("spec", "token", "value"), "token must be supplied")})
+}
 
 // DefaultTTL is the lifetime of issued client certificates.
 const DefaultTTL = 5 * time.Minute

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -32,15 +32,11 @@ func TokenCredentialRequestPath(loginGroup string) string {
 }
 
 // TokenCredentialRequestHandler answers TokenCredentialRequests of the group loginGroup
-// (login.concierge.<suffix>) with exchanger, in JSON, as the aggregated API does: any failure to
-// authenticate is the one status message "authentication failed".
+// (login.concierge.<suffix>) with exchanger, in JSON, as the aggregated API does: a missing token is
+// a 422 Invalid, and any other failure to authenticate is the one status message "authentication failed".
 func TokenCredentialRequestHandler(loginGroup string, exchanger Exchanger) http.Handler {
 	apiVersion := loginGroup + "/" + loginv1alpha1.SchemeGroupVersion.Version
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.URL.Query()["dryRun"]) > 0 {
-			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "dryRun is not supported")
-			return
-		}
 		var in loginv1alpha1.TokenCredentialRequest
 		if err := json.NewDecoder(io.LimitReader(r.Body, maxTokenCredentialRequestBytes)).Decode(&in); err != nil {
 			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the body is not a JSON TokenCredentialRequest")
@@ -50,14 +46,24 @@ func TokenCredentialRequestHandler(loginGroup string, exchanger Exchanger) http.
 			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "expected a TokenCredentialRequest of "+apiVersion)
 			return
 		}
+		// The token is checked before dryRun, as the aggregated API does.
+		if err := credential.RequireToken(loginGroup, in.Name, in.Spec.Token); err != nil {
+			status := err.(apierrors.APIStatus).Status()
+			status.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
+			writeJSON(w, int(status.Code), status)
+			return
+		}
+		if len(r.URL.Query()["dryRun"]) > 0 {
+			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "dryRun is not supported")
+			return
+		}
 		key := authncache.Key{
 			APIGroup: ptr.Deref(in.Spec.Authenticator.APIGroup, ""),
 			Kind:     in.Spec.Authenticator.Kind,
 			Name:     in.Spec.Authenticator.Name,
 		}
 		out := loginv1alpha1.TokenCredentialRequest{
-			TypeMeta:   metav1.TypeMeta{APIVersion: apiVersion, Kind: "TokenCredentialRequest"},
-			ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Now())},
+			TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: "TokenCredentialRequest"},
 		}
 		cred, err := exchanger.Exchange(r.Context(), key, in.Spec.Token)
 		switch {

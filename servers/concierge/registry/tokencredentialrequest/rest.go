@@ -1,11 +1,10 @@
-// Package tokencredentialrequest serves TokenCredentialRequest: a create-only, cluster-scoped,
+// Package tokencredentialrequest serves TokenCredentialRequest: a create-and-list, cluster-scoped,
 // virtual resource (nothing is stored) that exchanges spec.token for a client certificate.
 package tokencredentialrequest
 
 import (
 	"context"
 	"errors"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -40,6 +39,7 @@ var (
 	_ rest.Storage                  = (*REST)(nil)
 	_ rest.SingularNameProvider     = (*REST)(nil)
 	_ rest.GroupVersionKindProvider = (*REST)(nil)
+	_ rest.CategoriesProvider       = (*REST)(nil)
 )
 
 // NewREST serves the resource named by groupResource (its group carries the API group suffix).
@@ -52,6 +52,9 @@ func (*REST) NewList() runtime.Object { return &login.TokenCredentialRequestList
 func (*REST) Destroy()                {}
 func (*REST) NamespaceScoped() bool   { return false }
 func (*REST) GetSingularName() string { return "tokencredentialrequest" }
+
+// Categories puts the resource in `kubectl get pinniped`, as upstream does.
+func (*REST) Categories() []string { return []string{"pinniped"} }
 
 // GroupVersionKind makes discovery report the kind under the suffixed group.
 func (r *REST) GroupVersionKind(containing schema.GroupVersion) schema.GroupVersionKind {
@@ -67,13 +70,14 @@ func (r *REST) ConvertToTable(ctx context.Context, obj runtime.Object, tableOpti
 	return r.tableConvertor.ConvertToTable(ctx, obj, tableOptions)
 }
 
-// Create authenticates spec.token and answers with a credential or the uniform failure message.
+// Create authenticates spec.token and answers with a credential or the uniform failure message;
+// a request without a token is invalid (credential.RequireToken).
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	req, ok := obj.(*login.TokenCredentialRequest)
 	if !ok {
 		return nil, apierrors.NewBadRequest("not a TokenCredentialRequest")
 	}
-	if err := r.validate(ctx, options); err != nil {
+	if err := r.validate(ctx, req, options); err != nil {
 		return nil, err
 	}
 	if createValidation != nil {
@@ -90,7 +94,8 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 		Kind:     req.Spec.Authenticator.Kind,
 		Name:     req.Spec.Authenticator.Name,
 	}
-	out := &login.TokenCredentialRequest{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Now())}}
+	// No creationTimestamp: nothing is created, and upstream sends none.
+	out := &login.TokenCredentialRequest{}
 	cred, err := r.exchanger.Exchange(ctx, key, req.Spec.Token)
 	switch {
 	case errors.Is(err, credential.ErrAuthenticationFailed):
@@ -107,13 +112,16 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 	return out, nil
 }
 
-func (r *REST) validate(ctx context.Context, options *metav1.CreateOptions) error {
+func (r *REST) validate(ctx context.Context, req *login.TokenCredentialRequest, options *metav1.CreateOptions) error {
+	// Checked first, as upstream does.
+	if err := credential.RequireToken(r.groupResource.Group, req.Name, req.Spec.Token); err != nil {
+		return err
+	}
 	if ns, ok := genericapirequest.NamespaceFrom(ctx); ok && ns != "" {
 		return apierrors.NewBadRequest("namespace is not allowed on TokenCredentialRequest")
 	}
 	if options != nil && len(options.DryRun) > 0 {
 		return apierrors.NewBadRequest("dryRun is not supported")
 	}
-	// An empty token is answered like any other bad token: with the uniform failure message.
 	return nil
 }

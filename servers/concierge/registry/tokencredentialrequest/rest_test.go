@@ -3,6 +3,7 @@ package tokencredentialrequest
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
 
 	"sealion.dev/core/apis/concierge/login"
@@ -70,6 +72,9 @@ func TestCreateSuccess(t *testing.T) {
 	if resp.Spec.Token != "" {
 		t.Error("the response echoes the token")
 	}
+	if !resp.CreationTimestamp.IsZero() {
+		t.Error("the response has a creationTimestamp; upstream sends none")
+	}
 }
 
 func TestCreateFailures(t *testing.T) {
@@ -112,6 +117,33 @@ func TestCreateFailures(t *testing.T) {
 	}
 }
 
+// A missing token is a malformed request (422 naming spec.token.value, as upstream, checked before
+// anything else); a present but bad token keeps the uniform failure (TestCreateFailures).
+func TestCreateWithoutToken(t *testing.T) {
+	ex := &fakeExchanger{}
+	req := request("")
+	req.Name = "x"
+	ctx := genericapirequest.WithNamespace(context.Background(), "default")
+	_, err := NewREST(ex, gr).Create(ctx, req, nil, &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		t.Fatalf("got %v, want an API status", err)
+	}
+	s := status.Status()
+	want := `.login.concierge.pinniped.dev "x" is invalid: spec.token.value: Required value: token must be supplied`
+	if s.Code != 422 || s.Reason != metav1.StatusReasonInvalid || s.Message != want {
+		t.Errorf("got %d %s %q", s.Code, s.Reason, s.Message)
+	}
+	if s.Details == nil || len(s.Details.Causes) != 1 || s.Details.Causes[0] != (metav1.StatusCause{
+		Type: metav1.CauseTypeFieldValueRequired, Field: "spec.token.value", Message: "Required value: token must be supplied",
+	}) {
+		t.Errorf("details %+v", s.Details)
+	}
+	if ex.gotToken != "" || ex.gotKey != (authncache.Key{}) {
+		t.Error("the exchanger was asked")
+	}
+}
+
 func TestListIsEmpty(t *testing.T) {
 	out, err := NewREST(&fakeExchanger{}, gr).List(context.Background(), nil)
 	if err != nil {
@@ -119,5 +151,20 @@ func TestListIsEmpty(t *testing.T) {
 	}
 	if l := out.(*login.TokenCredentialRequestList); len(l.Items) != 0 || l.ResourceVersion != "0" {
 		t.Errorf("got %+v", l)
+	}
+}
+
+// The generic server advertises the list verb and the categories from these interfaces.
+func TestDiscovery(t *testing.T) {
+	var s rest.Storage = NewREST(&fakeExchanger{}, gr)
+	if _, ok := s.(rest.Lister); !ok {
+		t.Error("list is not served")
+	}
+	cp, ok := s.(rest.CategoriesProvider)
+	if !ok || !slices.Equal(cp.Categories(), []string{"pinniped"}) {
+		t.Errorf("categories: %v", s)
+	}
+	if _, ok := s.(rest.ShortNamesProvider); ok {
+		t.Error("upstream has no short names")
 	}
 }

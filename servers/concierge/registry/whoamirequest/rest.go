@@ -1,4 +1,4 @@
-// Package whoamirequest serves WhoAmIRequest: a create-only, cluster-scoped, virtual resource that
+// Package whoamirequest serves WhoAmIRequest: a create-and-list, cluster-scoped, virtual resource that
 // echoes the caller's identity as this server sees it (after the aggregation layer or the
 // impersonation proxy).
 package whoamirequest
@@ -6,9 +6,9 @@ package whoamirequest
 import (
 	"context"
 	"errors"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,10 +26,12 @@ type REST struct {
 
 var (
 	_ rest.Creater                  = (*REST)(nil)
+	_ rest.Lister                   = (*REST)(nil)
 	_ rest.Scoper                   = (*REST)(nil)
 	_ rest.Storage                  = (*REST)(nil)
 	_ rest.SingularNameProvider     = (*REST)(nil)
 	_ rest.GroupVersionKindProvider = (*REST)(nil)
+	_ rest.CategoriesProvider       = (*REST)(nil)
 )
 
 // NewREST serves the resource named by groupResource.
@@ -40,7 +42,16 @@ func NewREST(groupResource schema.GroupResource) *REST {
 func (*REST) New() runtime.Object     { return &identity.WhoAmIRequest{} }
 func (*REST) Destroy()                {}
 func (*REST) NamespaceScoped() bool   { return false }
+func (*REST) NewList() runtime.Object { return &identity.WhoAmIRequestList{} }
 func (*REST) GetSingularName() string { return "whoamirequest" }
+
+// Categories puts the resource in `kubectl get pinniped`, as upstream does.
+func (*REST) Categories() []string { return []string{"pinniped"} }
+
+// List always answers an empty list, as upstream does: the verb is served, and nothing is stored.
+func (*REST) List(context.Context, *metainternalversion.ListOptions) (runtime.Object, error) {
+	return &identity.WhoAmIRequestList{ListMeta: metav1.ListMeta{ResourceVersion: "0"}}, nil
+}
 
 func (r *REST) GroupVersionKind(containing schema.GroupVersion) schema.GroupVersionKind {
 	return containing.WithKind("WhoAmIRequest")
@@ -70,7 +81,8 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 	if !ok {
 		return nil, apierrors.NewInternalError(errors.New("no user in the request context"))
 	}
-	out := &identity.WhoAmIRequest{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Now())}}
+	// No creationTimestamp: nothing is created, and upstream sends none.
+	out := &identity.WhoAmIRequest{}
 	info := &out.Status.KubernetesUserInfo
 	info.User.Username = u.GetName()
 	info.User.UID = u.GetUID()

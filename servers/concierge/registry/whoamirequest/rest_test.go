@@ -3,12 +3,14 @@ package whoamirequest
 import (
 	"context"
 	"reflect"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"sealion.dev/core/apis/concierge/identity"
 )
@@ -22,6 +24,9 @@ func TestCreate(t *testing.T) {
 	out, err := r.Create(ctx, &identity.WhoAmIRequest{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !out.(*identity.WhoAmIRequest).CreationTimestamp.IsZero() {
+		t.Error("the response has a creationTimestamp; upstream sends none")
 	}
 	got := out.(*identity.WhoAmIRequest).Status.KubernetesUserInfo
 	want := identity.KubernetesUserInfo{
@@ -38,5 +43,31 @@ func TestCreate(t *testing.T) {
 	}
 	if _, err := r.Create(genericapirequest.WithNamespace(ctx, "ns"), &identity.WhoAmIRequest{}, nil, nil); err == nil {
 		t.Error("a namespaced request succeeded")
+	}
+}
+
+// The generic server advertises the list verb and the categories from these interfaces.
+func TestDiscovery(t *testing.T) {
+	var s rest.Storage = NewREST(schema.GroupResource{Group: "identity.concierge.pinniped.dev", Resource: "whoamirequests"})
+	cp, ok := s.(rest.CategoriesProvider)
+	if !ok || !slices.Equal(cp.Categories(), []string{"pinniped"}) {
+		t.Errorf("categories: %v", s)
+	}
+	if _, ok := s.(rest.ShortNamesProvider); ok {
+		t.Error("upstream has no short names")
+	}
+	l, ok := s.(rest.Lister)
+	if !ok {
+		t.Fatal("list is not served")
+	}
+	out, err := l.List(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.(*identity.WhoAmIRequestList); len(got.Items) != 0 || got.ResourceVersion != "0" {
+		t.Errorf("got %+v", got)
+	}
+	if _, ok := l.NewList().(*identity.WhoAmIRequestList); !ok {
+		t.Errorf("NewList gives %T", l.NewList())
 	}
 }

@@ -1,4 +1,4 @@
-// Package oidcclientsecretrequest serves OIDCClientSecretRequest: a create-only, namespaced,
+// Package oidcclientsecretrequest serves OIDCClientSecretRequest: a create-and-list, namespaced,
 // virtual resource (nothing of it is stored) that generates and revokes the client secrets of the
 // OIDCClient with the same name in the Supervisor's namespace. A new secret is returned once, in
 // plain text; only its bcrypt hash is kept (see servers/supervisor/internal/clientsecrets).
@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation/path"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -60,10 +61,12 @@ type REST struct {
 
 var (
 	_ rest.Creater                  = (*REST)(nil)
+	_ rest.Lister                   = (*REST)(nil)
 	_ rest.Scoper                   = (*REST)(nil)
 	_ rest.Storage                  = (*REST)(nil)
 	_ rest.SingularNameProvider     = (*REST)(nil)
 	_ rest.GroupVersionKindProvider = (*REST)(nil)
+	_ rest.CategoriesProvider       = (*REST)(nil)
 )
 
 // NewREST serves the resource named by groupResource (its group carries the API group suffix).
@@ -80,7 +83,17 @@ func NewREST(cfg Config, groupResource schema.GroupResource) *REST {
 func (*REST) New() runtime.Object     { return &clientsecret.OIDCClientSecretRequest{} }
 func (*REST) Destroy()                {}
 func (*REST) NamespaceScoped() bool   { return true }
+func (*REST) NewList() runtime.Object { return &clientsecret.OIDCClientSecretRequestList{} }
 func (*REST) GetSingularName() string { return "oidcclientsecretrequest" }
+
+// Categories puts the resource in `kubectl get pinniped`, as upstream does.
+func (*REST) Categories() []string { return []string{"pinniped"} }
+
+// List always answers an empty list, as upstream does: the verb is served, and nothing of the
+// requests is stored.
+func (*REST) List(context.Context, *metainternalversion.ListOptions) (runtime.Object, error) {
+	return &clientsecret.OIDCClientSecretRequestList{ListMeta: metav1.ListMeta{ResourceVersion: "0"}}, nil
+}
 
 // GroupVersionKind makes discovery report the kind under the suffixed group.
 func (r *REST) GroupVersionKind(containing schema.GroupVersion) schema.GroupVersionKind {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"slices"
 	"testing"
 	"testing/iotest"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	kubetesting "k8s.io/client-go/testing"
 
@@ -266,5 +268,31 @@ func TestBrokenRandomSourceIsAnInternalError(t *testing.T) {
 	_, err := f.rest.Create(nsContext(ns), request(clientName, true, false), nil, nil)
 	if !apierrors.IsInternalError(err) {
 		t.Fatalf("error %v, want an internal error", err)
+	}
+}
+
+// The generic server advertises the list verb and the categories from these interfaces.
+func TestDiscovery(t *testing.T) {
+	var s rest.Storage = NewREST(Config{Namespace: ns}, gr)
+	cp, ok := s.(rest.CategoriesProvider)
+	if !ok || !slices.Equal(cp.Categories(), []string{"pinniped"}) {
+		t.Errorf("categories: %v", s)
+	}
+	if _, ok := s.(rest.ShortNamesProvider); ok {
+		t.Error("upstream has no short names")
+	}
+	l, ok := s.(rest.Lister)
+	if !ok {
+		t.Fatal("list is not served")
+	}
+	out, err := l.List(genericapirequest.WithNamespace(context.Background(), ns), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.(*clientsecret.OIDCClientSecretRequestList); len(got.Items) != 0 || got.ResourceVersion != "0" {
+		t.Errorf("got %+v", got)
+	}
+	if _, ok := l.NewList().(*clientsecret.OIDCClientSecretRequestList); !ok {
+		t.Errorf("NewList gives %T", l.NewList())
 	}
 }

@@ -58,7 +58,7 @@ func (t ExtraValue) String() string {
 	return fmt.Sprintf("%v", []string(t))
 }
 
-// WhoAmIRequest asks the Concierge who the sender is. It is served by the Concierge (create only)
+// WhoAmIRequest asks the Concierge who the sender is. It is served by the Concierge (create; list answers an empty list)
 // and never stored.
 //
 // +genclient

@@ -45,7 +45,7 @@ type ClusterCredential struct {
 }
 
 // TokenCredentialRequest exchanges a token for a short-lived cluster credential. It is served by
-// the Concierge (create only) and never stored.
+// the Concierge (create; list answers an empty list) and never stored.
 //
 // +genclient
 // +genclient:nonNamespaced

@@ -24,7 +24,7 @@ type OIDCClientSecretRequestStatus struct {
 }
 
 // OIDCClientSecretRequest generates or revokes client secrets of the OIDCClient with the same
-// name and namespace. It is served by the Supervisor (create only) and never stored.
+// name and namespace. It is served by the Supervisor (create; list answers an empty list) and never stored.
 //
 // +genclient
 // +genclient:onlyVerbs=create
