@@ -158,6 +158,11 @@ func (p *Pipeline) Evaluate(ctx context.Context, in Identity) (Result, error) {
 	if current.Groups == nil {
 		current.Groups = []string{}
 	}
+	// No identity leaves without a username: a username expression cannot empty it (below), and
+	// an empty one cannot come in, or a policy that lets it through would hand it on.
+	if current.Username == "" {
+		return Result{}, errors.New("the identity to transform has an empty username")
+	}
 	if p == nil {
 		return Result{Identity: current}, nil
 	}
