@@ -69,13 +69,18 @@ func (h *harness) stored(t *testing.T, n int) *corev1.Secret {
 }
 
 // resync syncs as the resync after the clock moved would, once the informer has what is stored.
-// The controller's own loop runs too, and the clock step may have woken it: a conflict means it
-// wrote first, which the caller's next look at the stored Secret sees.
-func (h *harness) resync(t *testing.T, stored *corev1.Secret) {
+// The controller's own loop runs too, and the clock step may have woken it: it may have written
+// after stored was read, so the wait is for the informer to have the Secret as stored now, and a
+// conflict means the loop wrote first, which the caller's next look at the stored Secret sees.
+func (h *harness) resync(t *testing.T) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		now, err := h.kube.CoreV1().Secrets(namespace).Get(ctx, SecretName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
 		s, err := h.c.secrets.Get(SecretName)
-		return err == nil && s.ResourceVersion == stored.ResourceVersion, nil
+		return err == nil && s.ResourceVersion == now.ResourceVersion, nil
 	})
 	if err != nil {
 		t.Fatal("the informer does not have the stored key Secret")
@@ -105,12 +110,12 @@ func TestKeyLifecycle(t *testing.T) {
 
 	// Before RotateAfter nothing changes; at it, a second key is added and the first still opens.
 	h.clock.Step(DefaultRotateAfter - time.Second)
-	h.resync(t, first)
+	h.resync(t)
 	if s := h.stored(t, 1); s.ResourceVersion != first.ResourceVersion {
 		t.Error("the key Secret changed before its key was due for rotation")
 	}
 	h.clock.Step(time.Second)
-	h.resync(t, first)
+	h.resync(t)
 	rotated := h.stored(t, 2)
 	if !opens(h.ring, sealedFirst) {
 		t.Fatal("after a rotation, what the first key sealed does not open")
@@ -118,14 +123,14 @@ func TestKeyLifecycle(t *testing.T) {
 
 	// The replaced key stays until its successor has sealed for RetireAfter.
 	h.clock.Step(tokenseal.KeyActivation + retire - time.Second)
-	h.resync(t, rotated)
+	h.resync(t)
 	if s := h.stored(t, 2); s.ResourceVersion != rotated.ResourceVersion {
 		t.Error("the replaced key was retired early")
 	}
 	h.clock.Step(time.Second)
-	h.resync(t, rotated)
+	h.resync(t)
 	retired := h.stored(t, 1)
-	h.resync(t, retired)
+	h.resync(t)
 	if opens(h.ring, sealedFirst) {
 		t.Error("a retired key still opens")
 	}
@@ -143,7 +148,7 @@ func TestLeavesOtherEntries(t *testing.T) {
 	})
 	<-h.ring.Ready()
 	s := h.stored(t, 1)
-	h.resync(t, s)
+	h.resync(t)
 	s, _ = h.kube.CoreV1().Secrets(namespace).Get(context.Background(), SecretName, metav1.GetOptions{})
 	if string(s.Data["note"]) != "rotated by hand" || s.Data[key] == nil {
 		t.Errorf("data %v", s.Data)
