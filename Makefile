@@ -26,7 +26,8 @@ PROVIDER_PKGS := ./providers/kubeadm ./providers/managed/...
 KIND_PROVIDER_PKG := ./providers/kind
 
 # The cluster providers of `make e2e`, one after the other: kind (in Docker, what contributors
-# use), kubeadm, gke, eks, aks (simulated managed clusters) or existing (the cluster of $$KUBECONFIG).
+# use), kubeadm, gke, eks, aks (simulated managed clusters), talos-like (a simulated cluster
+# bootstrapped without kubeadm, its proxy behind an Ingress) or existing (the cluster of $$KUBECONFIG).
 PROVIDERS ?= kind
 # The cluster of `make demo`: kubeadm needs no Docker.
 DEMO_PROVIDER ?= kubeadm

@@ -52,6 +52,11 @@ type Capabilities struct {
 	ClusterSigningKeyAvailable bool
 	// HasExternalLoadBalancer means Services of type LoadBalancer get an external address.
 	HasExternalLoadBalancer bool
+	// IngressTLSPassthrough means an Ingress controller of the default IngressClass routes TLS
+	// connections by server name, unterminated, to the Service an Ingress names when the Ingress
+	// carries ingress-nginx's annotation nginx.ingress.kubernetes.io/ssl-passthrough: "true",
+	// and that the Ingress's hosts resolve, on this machine, to that controller.
+	IngressTLSPassthrough bool
 	// AnonymousAuthEnabled means the API server accepts anonymous requests (--anonymous-auth=true).
 	AnonymousAuthEnabled bool
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // Names are the providers New knows, in the order the matrix lists them.
-var Names = []string{"kubeadm", "gke", "eks", "aks", "kind", "existing"}
+var Names = []string{"kubeadm", "gke", "eks", "aks", "talos-like", "kind", "existing"}
 
 // Options are passed to whichever provider is chosen.
 type Options struct {
@@ -28,7 +28,7 @@ type Options struct {
 
 // Main is the providers' part of main: call it first thing in the main function of every program
 // that links this package, and in TestMain of every test package that does. The managed
-// providers (gke, eks, aks) run their cluster supervisor in a copy of the running program, which
+// providers (gke, eks, aks, talos-like) run their cluster supervisor in a copy of the running program, which
 // becomes the supervisor here and exits; see managed.Main. Otherwise it returns.
 func Main() {
 	managed.Main()
@@ -41,7 +41,7 @@ func New(name string, opts Options) (providers.Provider, error) {
 		return kubeadm.New(kubeadm.Options{Progress: opts.Progress}), nil
 	case "kind":
 		return kind.New(kind.Options{Progress: opts.Progress}), nil
-	case "gke", "eks", "aks":
+	case "gke", "eks", "aks", "talos-like":
 		return managed.New(name)
 	case "existing":
 		if opts.Existing.KubeconfigPath == "" {

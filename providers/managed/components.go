@@ -188,7 +188,7 @@ func kubeletConfigFile(l layout) ([]byte, error) {
 }
 
 func kubeletCommand(l layout, c clusterConfig, p profile) []string {
-	return []string{
+	argv := []string{
 		c.bin("kubelet"),
 		"--config=" + filepath.Join(l.kubeletDir(), "config.yaml"),
 		"--kubeconfig=" + l.kubeconfigFile("kubelet"),
@@ -196,8 +196,11 @@ func kubeletCommand(l layout, c clusterConfig, p profile) []string {
 		"--cert-dir=" + filepath.Join(l.kubeletDir(), "pki"),
 		"--hostname-override=" + c.NodeName,
 		"--node-ip=" + c.HostIP,
-		"--node-labels=" + joinLabels(p.nodeLabels),
 	}
+	if len(p.nodeLabels) > 0 {
+		argv = append(argv, "--node-labels="+joinLabels(p.nodeLabels))
+	}
+	return argv
 }
 
 // kubeProxyConfigFile renders the KubeProxyConfiguration of kube-proxy running on the host in

@@ -1,5 +1,6 @@
-// Package managed simulates managed Kubernetes clusters (GKE, EKS, AKS profiles) on this
-// machine, for tests that must hold against clusters whose control plane is out of reach.
+// Package managed simulates Kubernetes clusters whose control plane is out of reach on this
+// machine: managed clouds (the GKE, EKS and AKS profiles) and clusters bootstrapped without
+// kubeadm (the talos-like profile), for tests that must hold against them.
 //
 // The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) runs as plain
 // processes on the host, outside the cluster: there are no static pods, no Node labelled as a
@@ -10,7 +11,9 @@
 // a CNI bridge, a kubelet holding a node certificate the provider signed (system:node:<name> in
 // system:nodes), and kube-proxy on the host; CoreDNS is a Deployment behind the kube-dns
 // Service. The LoadBalancer controller of package loadbalancer plays the cloud load balancer:
-// Services get an IP (gke, aks) or a hostname (eks).
+// Services get an IP (gke, aks) or a hostname (eks). The talos-like profile has no cloud load
+// balancer; its node is labelled a control plane, and the Ingress controller of package ingress
+// routes TLS by server name to ClusterIP Services, as ingress-nginx with ssl-passthrough does.
 //
 // # Process lifetime
 //

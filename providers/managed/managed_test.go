@@ -20,13 +20,16 @@ import (
 func TestInfo(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		profile   string
-		anonymous bool
-		lbMode    loadbalancer.Mode
+		profile      string
+		anonymous    bool
+		lbMode       loadbalancer.Mode
+		controlPlane bool // the node is a visible control plane
+		ingress      bool
 	}{
-		{"gke", true, loadbalancer.ModeIP},
-		{"eks", true, loadbalancer.ModeHostname},
-		{"aks", false, loadbalancer.ModeIP},
+		{profile: "gke", anonymous: true, lbMode: loadbalancer.ModeIP},
+		{profile: "eks", anonymous: true, lbMode: loadbalancer.ModeHostname},
+		{profile: "aks", anonymous: false, lbMode: loadbalancer.ModeIP},
+		{profile: "talos-like", anonymous: false, controlPlane: true, ingress: true},
 	} {
 		t.Run(tc.profile, func(t *testing.T) {
 			t.Parallel()
@@ -37,7 +40,9 @@ func TestInfo(t *testing.T) {
 			want := providers.Info{Name: tc.profile, Capabilities: providers.Capabilities{
 				ChangesHost:             true,
 				ImagesLoadable:          true,
-				HasExternalLoadBalancer: true,
+				ControlPlaneVisible:     tc.controlPlane,
+				HasExternalLoadBalancer: tc.lbMode != "",
+				IngressTLSPassthrough:   tc.ingress,
 				AnonymousAuthEnabled:    tc.anonymous,
 			}}
 			if got := p.Info(); got != want {
@@ -53,7 +58,7 @@ func TestInfo(t *testing.T) {
 func TestNewUnknownProfile(t *testing.T) {
 	t.Parallel()
 	_, err := New("openshift")
-	if err == nil || !strings.Contains(err.Error(), "gke, eks, aks") {
+	if err == nil || !strings.Contains(err.Error(), "gke, eks, aks, talos-like") {
 		t.Errorf("New(openshift) error = %v, want one listing the profiles", err)
 	}
 }
@@ -150,6 +155,7 @@ func TestAPIServerFlags(t *testing.T) {
 		{"gke", "--anonymous-auth=true"},
 		{"eks", "--anonymous-auth=true"},
 		{"aks", "--anonymous-auth=false"},
+		{"talos-like", "--anonymous-auth=false"},
 	} {
 		p, err := lookupProfile(tc.profile)
 		if err != nil {
@@ -191,13 +197,18 @@ func TestKubeletCommand(t *testing.T) {
 	t.Parallel()
 	for _, p := range profiles {
 		argv := kubeletCommand(layout("/state/demo"), testConfig(), p)
-		for _, want := range []string{
+		want := []string{
 			"--hostname-override=gke-demo-default-pool-0",
 			"--node-ip=192.0.2.2",
 			"--kubeconfig=/state/demo/pki/kubelet.kubeconfig",
 			"--root-dir=/state/demo/kubelet/root",
-			"--node-labels=" + joinLabels(p.nodeLabels),
-		} {
+		}
+		if len(p.nodeLabels) > 0 {
+			want = append(want, "--node-labels="+joinLabels(p.nodeLabels))
+		} else if slices.ContainsFunc(argv, func(a string) bool { return strings.HasPrefix(a, "--node-labels") }) {
+			t.Errorf("%s: kubelet has --node-labels without labels: %v", p.name, argv)
+		}
+		for _, want := range want {
 			if !slices.Contains(argv, want) {
 				t.Errorf("%s: kubelet lacks %s in %v", p.name, want, argv)
 			}

@@ -9,18 +9,26 @@ import (
 	"sealion.dev/providers/managed/loadbalancer"
 )
 
-// profile is what one simulated cloud changes: how its API server authenticates, how its load
-// balancers publish addresses, and how its worker node is named and labelled.
+// profile is what one simulated distribution changes: how its API server authenticates, how
+// traffic reaches the cluster from outside, and how its node is named and labelled.
 type profile struct {
 	name string
-	// anonymousAuth is kube-apiserver's --anonymous-auth: on in GKE and EKS, off in AKS.
+	// anonymousAuth is kube-apiserver's --anonymous-auth: on in GKE and EKS, off in AKS and Talos.
 	anonymousAuth bool
 	// lbMode is how LoadBalancer Services publish their address: an IP on GKE and AKS, an ELB
-	// hostname on EKS.
+	// hostname on EKS; empty where no cloud load balancer exists (Services of that type pend).
 	lbMode loadbalancer.Mode
-	// nodeName builds the worker Node's name from the cluster name.
+	// ingressPassthrough runs the Ingress controller of package ingress, which routes TLS by
+	// server name to ClusterIP Services, as ingress-nginx with ssl-passthrough does on a homelab
+	// Talos cluster.
+	ingressPassthrough bool
+	// controlPlaneNode labels the node as a control plane once it registers, as Talos does to
+	// its control-plane machines (the kubelet may not set node-role labels itself). Pods still
+	// schedule there, as on a single-node Talos cluster that allows it.
+	controlPlaneNode bool
+	// nodeName builds the Node's name from the cluster name.
 	nodeName func(cluster string) string
-	// nodeLabels are the labels the provider's node pools carry.
+	// nodeLabels are the labels the kubelet registers the node with (a cloud's node pool labels).
 	nodeLabels map[string]string
 }
 
@@ -46,6 +54,16 @@ var profiles = []profile{
 		nodeName:      func(c string) string { return "aks-" + c + "-nodepool1-0" },
 		nodeLabels:    map[string]string{"kubernetes.azure.com/agentpool": "nodepool1"},
 	},
+	{
+		// A cluster bootstrapped as Talos does, without kubeadm: no kube-public/cluster-info, no
+		// anonymous authentication, a control-plane node whose signing key no pod can reach, and
+		// no cloud load balancer; what is exposed goes through an Ingress with TLS passthrough.
+		name:               "talos-like",
+		anonymousAuth:      false,
+		ingressPassthrough: true,
+		controlPlaneNode:   true,
+		nodeName:           func(c string) string { return "talos-" + c + "-cp-1" },
+	},
 }
 
 // Profiles lists the names New accepts.
@@ -65,15 +83,17 @@ func lookupProfile(name string) (profile, error) {
 	return profiles[i], nil
 }
 
-// capabilities are the same for every profile except anonymous authentication.
+// capabilities follow from the profile: the control plane itself always runs out of the
+// cluster's reach.
 func (p profile) capabilities() providers.Capabilities {
 	return providers.Capabilities{
 		ChangesHost:                true,
 		ImagesLoadable:             true,
-		ControlPlaneVisible:        false,
+		ControlPlaneVisible:        p.controlPlaneNode,
 		KubeControllerManagerPod:   false,
 		ClusterSigningKeyAvailable: false,
-		HasExternalLoadBalancer:    true,
+		HasExternalLoadBalancer:    p.lbMode != "",
+		IngressTLSPassthrough:      p.ingressPassthrough,
 		AnonymousAuthEnabled:       p.anonymousAuth,
 	}
 }

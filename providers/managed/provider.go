@@ -52,7 +52,7 @@ type provider struct {
 	run       command.Runner
 }
 
-// New returns the provider of simulated managed clusters of one profile: "gke", "eks" or "aks".
+// New returns the provider of simulated clusters of one profile: "gke", "eks", "aks" or "talos-like".
 func New(profileName string) (providers.Provider, error) {
 	p, err := lookupProfile(profileName)
 	if err != nil {

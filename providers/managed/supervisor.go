@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -148,6 +149,7 @@ func (c *cluster) start(ctx context.Context, announce func(string)) (string, err
 		{"install CoreDNS", func() error { return installCoreDNS(ctx, client, images[corednsArchive]) }},
 		{"start the load balancer controller", func() error { return c.startLoadBalancer(client) }},
 		{"wait for a usable cluster", func() error { return c.waitUsable(ctx, client) }},
+		{"label the node as a control plane", func() error { return c.labelControlPlane(ctx, client) }},
 	}
 	for _, s := range steps {
 		announce(s.name)
@@ -266,8 +268,12 @@ func (c *cluster) waitForAPIServer(ctx context.Context) (kubernetes.Interface, e
 	return client, nil
 }
 
-// startLoadBalancer runs the LoadBalancer controller for as long as the supervisor runs.
+// startLoadBalancer runs the LoadBalancer controller for as long as the supervisor runs, where
+// the profile has a cloud load balancer.
 func (c *cluster) startLoadBalancer(client kubernetes.Interface) error {
+	if c.profile.lbMode == "" {
+		return nil
+	}
 	lb, err := loadbalancer.New(client, loadbalancer.Config{Mode: c.profile.lbMode})
 	if err != nil {
 		return err
@@ -317,6 +323,21 @@ func (c *cluster) waitUsable(ctx context.Context, client kubernetes.Interface) e
 		}
 	}
 	return nil
+}
+
+// controlPlaneRoleLabel marks a control-plane Node; the Concierge's impersonation proxy, in
+// mode auto, stays off where a Node carries it.
+const controlPlaneRoleLabel = "node-role.kubernetes.io/control-plane"
+
+// labelControlPlane gives the node the control-plane role label where the profile's node is a
+// control plane, as Talos labels its control-plane machines through the API.
+func (c *cluster) labelControlPlane(ctx context.Context, client kubernetes.Interface) error {
+	if !c.profile.controlPlaneNode {
+		return nil
+	}
+	patch := []byte(`{"metadata":{"labels":{"` + controlPlaneRoleLabel + `":""}}}`)
+	_, err := client.CoreV1().Nodes().Patch(ctx, c.config.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return err
 }
 
 func conditionTrue(conds []corev1.NodeCondition, t corev1.NodeConditionType) bool {
