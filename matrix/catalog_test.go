@@ -18,7 +18,7 @@ func TestDefaultCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"kubeadm", "kind", "gke", "eks", "aks", "existing"} {
+	for _, name := range []string{"kubeadm", "kind", "gke", "eks", "aks", "talos-like", "existing"} {
 		if c.Distribution(name) == nil {
 			t.Errorf("distribution %s missing", name)
 		}
@@ -110,7 +110,8 @@ func TestCatalogAgreesWithProviders(t *testing.T) {
 		switch {
 		case info.KubeControllerManagerPod && info.ClusterSigningKeyAvailable:
 			want = "KubeClusterSigningCertificate"
-		case !info.ControlPlaneVisible && info.HasExternalLoadBalancer:
+		case !info.ControlPlaneVisible && info.HasExternalLoadBalancer, !info.ClusterSigningKeyAvailable && info.IngressTLSPassthrough:
+			// mode auto where the control plane is hidden; or the suite enables the proxy behind an Ingress.
 			want = "ImpersonationProxy"
 		}
 		if d.Strategy != want {

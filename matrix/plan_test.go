@@ -46,13 +46,13 @@ func TestPlanExpandsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Five versioned distributions x six minors, and existing once, each with six identity paths,
+	// Six versioned distributions x six minors, and existing once, each with six identity paths,
 	// and the faults path on kubeadm and gke only.
-	if len(groups) != 5*6+1 {
+	if len(groups) != 6*6+1 {
 		t.Fatalf("%d groups", len(groups))
 	}
 	cells := cellNames(groups)
-	if len(cells) != 31*6+2*6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
+	if len(cells) != 37*6+2*6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
 		t.Errorf("%d cells, first %s, last %s", len(cells), cells[0], cells[len(cells)-1])
 	}
 	for _, c := range cells {

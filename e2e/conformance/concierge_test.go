@@ -64,7 +64,7 @@ func TestTokenCredentialRequestWithLocalUsers(t *testing.T) {
 			return ctx
 		}).
 		Assess("the right password gets a certificate for the user", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if info := steps.ClusterFrom(ctx).Info; !info.ClusterSigningKeyAvailable && info.HasExternalLoadBalancer {
+			if proxyServes(steps.ClusterFrom(ctx).Info) {
 				// The proxy's signer exists once the proxy is set up.
 				waitForStrategy(ctx, t, cfg, configv1alpha1.StrategyTypeImpersonationProxy)
 			}
@@ -160,10 +160,10 @@ func createLocalUser(ctx context.Context, t *testing.T, cfg *envconf.Config, nam
 }
 
 // expectedSigner is the CA of TokenCredentialRequest certificates where it is not the cluster's:
-// the impersonation proxy's signer where a load balancer lets the proxy run, else the test's.
+// the impersonation proxy's signer where the proxy serves, else the test's.
 func expectedSigner(ctx context.Context, t *testing.T, cfg *envconf.Config) *x509.Certificate {
 	t.Helper()
-	if !steps.ClusterFrom(ctx).Info.HasExternalLoadBalancer {
+	if !proxyServes(steps.ClusterFrom(ctx).Info) {
 		return signer.Certificate()
 	}
 	s, err := kubeClient(t, cfg).CoreV1().Secrets("pinniped-concierge").Get(ctx, "pinniped-concierge-impersonation-proxy-signer-ca-certificate", metav1.GetOptions{})

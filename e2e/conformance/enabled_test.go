@@ -33,8 +33,8 @@ func TestImpersonationProxyEnabledAtClusterIP(t *testing.T) {
 	var restore func(context.Context) error
 	f := features.New("ImpersonationProxy enabled at a ClusterIP Service").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if !steps.ClusterFrom(ctx).Info.ControlPlaneVisible {
-				t.Skip("mode auto already runs the proxy where the control plane is hidden (TestImpersonationProxy); this test enables it where auto would not")
+			if info := steps.ClusterFrom(ctx).Info; !info.ControlPlaneVisible || !info.ClusterSigningKeyAvailable {
+				t.Skip("mode auto already runs the proxy where the control plane is hidden (TestImpersonationProxy), and where the signing key is out of reach the suite enables the proxy itself; this test enables it beside the signing key")
 			}
 			setUpLocalUsers(ctx, t, cfg)
 			restore = setImpersonationProxySpec(ctx, t, cfg, &configv1alpha1.ImpersonationProxySpec{

@@ -358,7 +358,7 @@ func TestFaultUpstreamDown(t *testing.T) {
 func exchanger(ctx context.Context, t *testing.T, cfg *envconf.Config) func(context.Context) error {
 	t.Helper()
 	var config *rest.Config
-	if info := steps.ClusterFrom(ctx).Info; !info.ClusterSigningKeyAvailable && info.HasExternalLoadBalancer {
+	if proxyServes(steps.ClusterFrom(ctx).Info) {
 		proxy := listeningProxy(ctx, t, cfg)
 		ca, err := base64.StdEncoding.DecodeString(proxy.CertificateAuthorityData)
 		if err != nil {

@@ -26,6 +26,7 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
 	"sealion.dev/e2e/steps"
+	"sealion.dev/providers"
 )
 
 // originalUserInfoExtra is the user extra by which the proxy tells the kube-apiserver who asked
@@ -42,7 +43,7 @@ func TestImpersonationProxyAccess(t *testing.T) {
 	var ns string
 	f := features.New("kubectl through the ImpersonationProxy").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			skipUnlessProxyAtLoadBalancer(ctx, t)
+			skipUnlessProxyServes(ctx, t)
 			setUpLocalUsers(ctx, t, cfg)
 			proxy = listeningProxy(ctx, t, cfg)
 			resp := proxyExchange(ctx, t, proxy, "pinny:correct horse")
@@ -192,13 +193,21 @@ func TestImpersonationProxyAccess(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// skipUnlessProxyAtLoadBalancer skips where mode auto leaves the proxy off (the control plane is
-// visible) or where there is no load balancer to reach it through from this host.
-func skipUnlessProxyAtLoadBalancer(ctx context.Context, t *testing.T) {
+// skipUnlessProxyServes skips where the Concierge, as the suite installs it, issues credentials
+// without its impersonation proxy.
+func skipUnlessProxyServes(ctx context.Context, t *testing.T) {
 	t.Helper()
-	if info := steps.ClusterFrom(ctx).Info; info.ControlPlaneVisible || !info.HasExternalLoadBalancer {
-		t.Skip("mode auto runs the proxy only where no control-plane node is visible, and this test reaches it through a load balancer")
+	if !proxyServes(steps.ClusterFrom(ctx).Info) {
+		t.Skip("the cluster's signing key is reachable, or nothing (load balancer, Ingress) reaches the proxy from this machine: the Concierge does without the proxy here")
 	}
+}
+
+// proxyServes says whether the Concierge, as the suite installs it, issues credentials through its
+// impersonation proxy: where no signing key is reachable and the proxy can be reached from this
+// machine, through a load balancer (mode auto, where the control plane is hidden) or through an
+// Ingress (mode enabled with an external endpoint, as on Talos).
+func proxyServes(info providers.Info) bool {
+	return !info.ClusterSigningKeyAvailable && (info.HasExternalLoadBalancer || info.IngressTLSPassthrough)
 }
 
 // listeningProxy waits for the ImpersonationProxy strategy to succeed and returns its frontend.

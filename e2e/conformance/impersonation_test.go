@@ -48,10 +48,7 @@ func TestImpersonationProxy(t *testing.T) {
 	var cred *loginv1alpha1.ClusterCredential
 	f := features.New("ImpersonationProxy strategy").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			info := steps.ClusterFrom(ctx).Info
-			if info.ControlPlaneVisible || !info.HasExternalLoadBalancer {
-				t.Skip("mode auto runs the proxy only where no control-plane node is visible, and this test reaches it through a load balancer")
-			}
+			skipUnlessProxyServes(ctx, t)
 			setUpLocalUsers(ctx, t, cfg)
 			return ctx
 		}).
@@ -316,8 +313,8 @@ func proxyKubeconfig(t *testing.T, cfg *envconf.Config, proxy configv1alpha1.Imp
 func TestImpersonationProxyDisabledWhereControlPlaneVisible(t *testing.T) {
 	f := features.New("ImpersonationProxy disabled automatically").
 		Assess("the CredentialIssuer reports the proxy disabled", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if !steps.ClusterFrom(ctx).Info.ControlPlaneVisible {
-				t.Skip("this cluster hides its control plane, so mode auto enables the proxy (TestImpersonationProxy)")
+			if info := steps.ClusterFrom(ctx).Info; !info.ControlPlaneVisible || proxyServes(info) {
+				t.Skip("this cluster hides its control plane, so mode auto enables the proxy, or the suite enables it as the only way to credentials (TestImpersonationProxy)")
 			}
 			client, err := conciergeclientset.NewForConfig(cfg.Client().RESTConfig())
 			if err != nil {

@@ -37,7 +37,7 @@ func TestImpersonationProxyExternalTLS(t *testing.T) {
 	var restore func(context.Context) error
 	f := features.New("ImpersonationProxy with an external serving certificate").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			skipUnlessProxyAtLoadBalancer(ctx, t)
+			skipUnlessProxyServes(ctx, t)
 			setUpLocalUsers(ctx, t, cfg)
 			generated = listeningProxy(ctx, t, cfg)
 			var err error

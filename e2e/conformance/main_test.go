@@ -67,6 +67,10 @@ func TestMain(m *testing.M) {
 	case p.Info().KubeControllerManagerPod:
 		// The kube cert agent fetches the cluster's own signing key.
 		setup = append(setup, steps.InstallConcierge(components...)...)
+	case p.Info().IngressTLSPassthrough:
+		// No signing key and no load balancer, but an Ingress: the proxy runs because the install
+		// says so, at a hostname the Ingress passes TLS through for, as on Talos.
+		setup = append(setup, steps.InstallConcierge(append(components, "impersonation-proxy-ingress")...)...)
 	case p.Info().HasExternalLoadBalancer:
 		// No signing key to fetch: the impersonation proxy signs with a CA of its own.
 		setup = append(setup, steps.InstallConcierge(components...)...)

@@ -53,10 +53,7 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 	var ns string
 	f := features.New("ImpersonationProxy benchmark").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			info := steps.ClusterFrom(ctx).Info
-			if info.ControlPlaneVisible || !info.HasExternalLoadBalancer {
-				t.Skip("the impersonation proxy is not enabled on this cluster (mode auto runs it only where the control plane is hidden and a load balancer reaches it)")
-			}
+			skipUnlessProxyServes(ctx, t)
 			setUpLocalUsers(ctx, t, cfg)
 			s := waitForStrategy(ctx, t, cfg, configv1alpha1.StrategyTypeImpersonationProxy)
 			if s.Frontend == nil || s.Frontend.ImpersonationProxyInfo == nil {

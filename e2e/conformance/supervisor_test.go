@@ -289,7 +289,7 @@ func TestSupervisorDexLogin(t *testing.T) {
 		}).
 		Assess("this cluster's token is refused where another audience is expected", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			fl.trustFrom(ctx, t, "dex-other-cluster", "dex-other-cluster")
-			if info := steps.ClusterFrom(ctx).Info; !info.ClusterSigningKeyAvailable && info.HasExternalLoadBalancer {
+			if proxyServes(steps.ClusterFrom(ctx).Info) {
 				waitForStrategy(ctx, t, cfg, configv1alpha1.StrategyTypeImpersonationProxy)
 			}
 			token := clusterToken(ctx, t, user)
