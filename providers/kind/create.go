@@ -219,9 +219,10 @@ func (cr *creation) createCluster(context.Context) error {
 	return cr.state.save(cr.l.stateFile())
 }
 
-// reachNode lets this machine reach the cluster as it reaches kubeadm clusters: the Service
-// network is routed through the node, whose kube-proxy forwards to the Services, and the hosts
-// file names the node, as the API server's address in the cluster-info ConfigMap does.
+// reachNode lets this machine reach the cluster's Services as it reaches a kubeadm cluster's:
+// the Service network is routed through the node, whose kube-proxy forwards to them. The node's
+// name (the API server's address in kind's cluster-info) is left unresolved, as on any user's
+// machine: clients use the kubeconfig's 127.0.0.1 address.
 func (cr *creation) reachNode(ctx context.Context) error {
 	node := nodeContainer(cr.state.Name)
 	networks, err := docker{run: cr.run()}.networksOf(ctx, node)
@@ -238,10 +239,7 @@ func (cr *creation) reachNode(ctx context.Context) error {
 		return fmt.Errorf("routing %s to the node (is it routed already? `ip route show %s`): %w", ServiceSubnet, ServiceSubnet, err)
 	}
 	cr.state.Route = route
-	if err := cr.state.save(cr.l.stateFile()); err != nil {
-		return err
-	}
-	return setHostsEntry(hostsPath, cr.state.Name, ip)
+	return cr.state.save(cr.l.stateFile())
 }
 
 // waitUsable waits for what Create promises, reporting each wait as a step; on failure it

@@ -76,9 +76,6 @@ func (p *provider) teardown(ctx context.Context, l layout, state clusterState) e
 			errs = append(errs, fmt.Errorf("removing the route to the Service network: %w", err))
 		}
 	}
-	if err := setHostsEntry(hostsPath, state.Name, ""); err != nil {
-		errs = append(errs, err)
-	}
 	if err := kindProvider(logFile).Delete(state.Name, l.kubeconfig()); err != nil {
 		errs = append(errs, withCommandOutput(err))
 	}

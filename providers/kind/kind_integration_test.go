@@ -63,6 +63,9 @@ func TestClusterLifecycle(t *testing.T) {
 		t.Fatalf("creating the cluster: %v", err)
 	}
 	t.Logf("cluster usable in %.1fs", time.Since(began).Seconds())
+	if during := takeDockerHost(ctx, t, name); !slices.Equal(during.hosts, before.hosts) {
+		t.Errorf("creating the cluster changed %s: before %q, after %q; a user's kind does not, so nothing may need it", etcHosts, before.hosts, during.hosts)
+	}
 	kubeconfig, err := p.KubeconfigPath(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +221,9 @@ func requireLocalNodeImage(ctx context.Context, t *testing.T, d docker) {
 	}
 }
 
+// etcHosts is this machine's hosts file, which the provider must leave alone.
+const etcHosts = "/etc/hosts"
+
 // dockerHost is what a kind cluster changes on this machine, besides the host lock.
 type dockerHost struct {
 	containers, networks, volumes, links, routes, mounts, holders, hosts []string
@@ -238,7 +244,7 @@ func takeDockerHost(ctx context.Context, t *testing.T, cluster string) dockerHos
 		volumes:    lines("docker", "volume", "ls", "--quiet"),
 		routes:     lines("ip", "-4", "route", "show", ServiceSubnet),
 	}
-	hosts, err := os.ReadFile(hostsPath)
+	hosts, err := os.ReadFile(etcHosts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +287,7 @@ func (h dockerHost) diff(after dockerHost) []string {
 		{"kind containers", h.containers, after.containers}, {"Docker networks", h.networks, after.networks},
 		{"Docker volumes", h.volumes, after.volumes}, {"network bridges", h.links, after.links},
 		{"routes to " + ServiceSubnet, h.routes, after.routes}, {"Docker mounts", h.mounts, after.mounts},
-		{"lock holders", h.holders, after.holders}, {hostsPath + " lines", h.hosts, after.hosts},
+		{"lock holders", h.holders, after.holders}, {etcHosts + " lines", h.hosts, after.hosts},
 	} {
 		b, a := slices.Sorted(slices.Values(f.before)), slices.Sorted(slices.Values(f.after))
 		if !slices.Equal(b, a) {
