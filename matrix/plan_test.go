@@ -47,17 +47,20 @@ func TestPlanExpandsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Six versioned distributions x six minors, and existing once, each with six identity paths,
-	// and the faults path on kubeadm and gke only.
+	// the faults path on kubeadm and gke only, and the kubeapps path on gke, eks and aks.
 	if len(groups) != 6*6+1 {
 		t.Fatalf("%d groups", len(groups))
 	}
 	cells := cellNames(groups)
-	if len(cells) != 37*6+2*6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
+	if len(cells) != 37*6+2*6+3*6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
 		t.Errorf("%d cells, first %s, last %s", len(cells), cells[0], cells[len(cells)-1])
 	}
 	for _, c := range cells {
 		if strings.HasSuffix(c, "/faults") && !strings.HasPrefix(c, "kubeadm/") && !strings.HasPrefix(c, "gke/") {
 			t.Errorf("cell %s: the faults path is limited to kubeadm and gke", c)
+		}
+		if strings.HasSuffix(c, "/kubeapps") && !strings.HasPrefix(c, "gke/") && !strings.HasPrefix(c, "eks/") && !strings.HasPrefix(c, "aks/") {
+			t.Errorf("cell %s: the kubeapps path is limited to the managed clouds", c)
 		}
 	}
 	blocked := map[string]Outcome{}
@@ -92,7 +95,7 @@ func TestPlanFilters(t *testing.T) {
 		{"gke/1.3[45]/dex-*", []string{"gke/1.34/dex-browser", "gke/1.35/dex-browser"}},
 		{"{kubeadm,gke}/1.33/{webhook,ldap}", []string{"kubeadm/1.33/webhook", "kubeadm/1.33/ldap", "gke/1.33/webhook", "gke/1.33/ldap"}},
 		{"aks/1.36, eks/1.31/webhook", []string{"eks/1.31/webhook", "aks/1.36/webhook", "aks/1.36/dex-browser",
-			"aks/1.36/ldap", "aks/1.36/ad", "aks/1.36/github", "aks/1.36/supervisor"}},
+			"aks/1.36/ldap", "aks/1.36/ad", "aks/1.36/github", "aks/1.36/supervisor", "aks/1.36/kubeapps"}},
 		{"existing", []string{"existing/cluster/webhook", "existing/cluster/dex-browser", "existing/cluster/ldap",
 			"existing/cluster/ad", "existing/cluster/github", "existing/cluster/supervisor"}},
 	} {
