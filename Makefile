@@ -69,12 +69,21 @@ deps: ## check the toolchain and host programs this project needs, naming the pa
 	for fp in $(DEPS_FILES); do [ -e $${fp%%:*} ] || missing="$$missing $${fp#*:}"; done; \
 	if [ -n "$$missing" ]; then echo "missing Debian packages:$$missing (apt-get install$$missing)"; exit 1; fi
 
+# `pinniped version` shows what these stamp into k8s.io/component-base/version (an unstamped build
+# shows what the Go toolchain recorded instead). Only the CLI is stamped: the servers'
+# k8s.io/apiserver parses gitVersion as a semantic version, which `git describe` of an untagged
+# checkout is not.
+VERSION_PKG := k8s.io/component-base/version
+CLI_LDFLAGS = -X $(VERSION_PKG).gitVersion=$(shell git describe --tags --always --dirty 2>/dev/null) \
+	-X $(VERSION_PKG).gitCommit=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X $(VERSION_PKG).buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
 .PHONY: build
 build: deps ## build our binaries into ./bin
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pinniped-concierge ./servers/concierge
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pinniped-supervisor ./servers/supervisor
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/local-user-authenticator ./servers/local-user-authenticator
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/pinniped ./cli/cmd/pinniped
+	CGO_ENABLED=0 $(GO) build -ldflags "$(CLI_LDFLAGS)" -o $(BIN)/pinniped ./cli/cmd/pinniped
 
 .PHONY: kube-binaries
 kube-binaries: deps ## build etcd and the Kubernetes binaries from source into the cache (no-op when warm)

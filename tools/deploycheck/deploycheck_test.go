@@ -541,6 +541,76 @@ func TestChartRendersImpersonationProxySettings(t *testing.T) {
 	}
 }
 
+// credentialIssuerSpec renders the Concierge chart with values and returns its CredentialIssuer's spec.
+func credentialIssuerSpec(t *testing.T, values map[string]any) configv1alpha1.CredentialIssuerSpec {
+	t.Helper()
+	ci := byKey(t, render(t, conciergeChart, values))[Key{APIVersion: "config.concierge.pinniped.dev/v1alpha1", Kind: "CredentialIssuer", Name: "pinniped-concierge-config"}]
+	if ci == nil {
+		t.Fatal("no CredentialIssuer")
+	}
+	var got configv1alpha1.CredentialIssuer
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(ci.Object, &got, true); err != nil {
+		t.Fatal(err)
+	}
+	return got.Spec
+}
+
+// TestChartAcceptsCommunityChartValues installs values written for the community (Bitnami)
+// Pinniped chart, as the Talos write-up does (the CredentialIssuer spec under
+// concierge.credentialIssuerConfig, as YAML text or as a map): they give the spec that the same
+// settings in our own values give.
+func TestChartAcceptsCommunityChartValues(t *testing.T) {
+	const talos = `impersonationProxy:
+  mode: enabled
+  externalEndpoint: pinniped-proxy.example.com
+  service:
+    type: ClusterIP
+`
+	ours := map[string]any{"impersonationProxy": map[string]any{
+		"mode": "enabled", "externalEndpoint": "pinniped-proxy.example.com", "service": map[string]any{"type": "ClusterIP"},
+	}}
+	want := credentialIssuerSpec(t, ours)
+	if diff := cmp.Diff(&configv1alpha1.ImpersonationProxySpec{
+		Mode:             configv1alpha1.ImpersonationProxyModeEnabled,
+		ExternalEndpoint: "pinniped-proxy.example.com",
+		Service: configv1alpha1.ImpersonationProxyServiceSpec{
+			Type:        configv1alpha1.ImpersonationProxyServiceTypeClusterIP,
+			Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout": "4000"},
+		},
+	}, want.ImpersonationProxy); diff != "" {
+		t.Fatalf("our own values give (-want +got):\n%s", diff)
+	}
+	var asMap map[string]any
+	if err := yaml.Unmarshal([]byte(talos), &asMap); err != nil {
+		t.Fatal(err)
+	}
+	for name, config := range map[string]any{
+		"text":              talos,
+		"map":               asMap,
+		"text with a value": "impersonationProxy:\n  mode: enabled\n  externalEndpoint: {{ printf \"pinniped-proxy.%s\" \"example.com\" }}\n  service: {type: ClusterIP}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := credentialIssuerSpec(t, map[string]any{"concierge": map[string]any{"credentialIssuerConfig": config}})
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("spec from concierge.credentialIssuerConfig (-ours +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("tls", func(t *testing.T) {
+		tls := map[string]any{"secretName": "proxy-cert", "certificateAuthorityData": "Q0E="}
+		want := &configv1alpha1.ImpersonationProxyTLSSpec{SecretName: "proxy-cert", CertificateAuthorityData: "Q0E="}
+		for name, values := range map[string]map[string]any{
+			"ours":      {"impersonationProxy": map[string]any{"tls": tls}},
+			"community": {"concierge": map[string]any{"credentialIssuerConfig": map[string]any{"impersonationProxy": map[string]any{"tls": tls}}}},
+		} {
+			if diff := cmp.Diff(want, credentialIssuerSpec(t, values).ImpersonationProxy.TLS); diff != "" {
+				t.Errorf("%s values: tls (-want +got):\n%s", name, diff)
+			}
+		}
+	})
+}
+
 func TestChartRejectsInvalidValues(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -559,6 +629,31 @@ func TestChartRejectsInvalidValues(t *testing.T) {
 			name:   "service None without an external endpoint",
 			values: map[string]any{"impersonationProxy": map[string]any{"service": map[string]any{"type": "None"}}},
 			want:   "externalEndpoint is required",
+		},
+		{
+			name:   "community values that are not YAML",
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": "impersonationProxy: [mode"}},
+			want:   "concierge.credentialIssuerConfig is not a YAML map",
+		},
+		{
+			name:   "community values with a field a CredentialIssuer spec lacks",
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": "impersonationProxy: {mode: auto}\nkubeCertAgent: {}\n"}},
+			want:   `concierge.credentialIssuerConfig: "kubeCertAgent" is not a field of a CredentialIssuer spec`,
+		},
+		{
+			name:   "community values with an unknown proxy mode",
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": "impersonationProxy: {mode: sometimes}\n"}},
+			want:   `impersonationProxy.mode "sometimes": must be auto, enabled or disabled`,
+		},
+		{
+			name:   "community values with service None and no external endpoint",
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": "impersonationProxy: {service: {type: None}}\n"}},
+			want:   "externalEndpoint is required",
+		},
+		{
+			name:   "community values of the wrong type",
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": 3}},
+			want:   "credentialIssuerConfig",
 		},
 		{
 			name:   "renewal after expiry",

@@ -1,5 +1,5 @@
 // Package version implements "pinniped version". The values come from
-// k8s.io/component-base/version, which a release build sets with -ldflags -X; a build without them
+// k8s.io/component-base/version, which `make build` stamps with -ldflags -X; a build without them
 // shows what the Go toolchain recorded of the checkout instead of component-base's placeholders.
 package version
 

@@ -75,7 +75,9 @@ func hasPending(ci *configv1alpha1.CredentialIssuer) bool {
 // frontend is where clients get credentials, as the chosen strategy advertises it.
 type frontend struct {
 	mode configv1alpha1.FrontendType
-	// endpoint and caBundle (PEM) reach the Concierge; empty when the strategy does not say.
+	// endpoint and caBundle (PEM) reach the impersonation proxy; empty when the strategy does not
+	// say. The TokenCredentialRequest API's advertised ones are not read: it is reached through
+	// the kubeconfig's cluster.
 	endpoint string
 	caBundle []byte
 }
@@ -111,17 +113,13 @@ func chooseFrontend(ci *configv1alpha1.CredentialIssuer, mode configv1alpha1.Fro
 
 func frontendOf(fe *configv1alpha1.CredentialIssuerFrontend) (*frontend, error) {
 	out := &frontend{mode: fe.Type}
-	var caData string
-	switch {
-	case fe.Type == configv1alpha1.FrontendTypeTokenCredentialRequestAPI && fe.TokenCredentialRequestAPIInfo != nil:
-		out.endpoint, caData = fe.TokenCredentialRequestAPIInfo.Server, fe.TokenCredentialRequestAPIInfo.CertificateAuthorityData
-	case fe.Type == configv1alpha1.FrontendTypeImpersonationProxy && fe.ImpersonationProxyInfo != nil:
-		out.endpoint, caData = fe.ImpersonationProxyInfo.Endpoint, fe.ImpersonationProxyInfo.CertificateAuthorityData
-	case fe.Type == configv1alpha1.FrontendTypeImpersonationProxy:
-		return nil, errors.New("the impersonation proxy strategy succeeded but advertises no endpoint")
+	info := fe.ImpersonationProxyInfo
+	if fe.Type != configv1alpha1.FrontendTypeImpersonationProxy || info == nil {
+		return out, nil
 	}
-	if caData != "" {
-		ca, err := base64.StdEncoding.DecodeString(caData)
+	out.endpoint = info.Endpoint
+	if info.CertificateAuthorityData != "" {
+		ca, err := base64.StdEncoding.DecodeString(info.CertificateAuthorityData)
 		if err != nil {
 			return nil, fmt.Errorf("decoding the %s frontend's CA bundle: %w", fe.Type, err)
 		}

@@ -73,9 +73,10 @@ type flags struct {
 	upstreamIDPType     string
 	upstreamIDPFlow     string
 
-	credentialCache string
-	cliPath         string
-	installHint     string
+	credentialCache    string
+	credentialCacheSet bool
+	cliPath            string
+	installHint        string
 
 	// pollInterval is how often a pending CredentialIssuer and the new kubeconfig's endpoint are
 	// checked (2 s; tests shorten it).
@@ -95,9 +96,8 @@ func newCommand(d deps.Deps, interval time.Duration) *cobra.Command {
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("credential-cache") {
-				f.credentialCache = "" // passed through only when set
-			}
+			// Passed through whenever given, even empty: "" turns the login command's cache off.
+			f.credentialCacheSet = cmd.Flags().Changed("credential-cache")
 			f.oidcScopesSet = cmd.Flags().Changed("oidc-scopes")
 			return run(cmd.Context(), d, f)
 		},
@@ -200,10 +200,9 @@ func run(ctx context.Context, d deps.Deps, f flags) error {
 		if c, err = f.discover(ctx, d, loaded, cluster); err != nil {
 			return err
 		}
-		if c.frontend.mode == configv1alpha1.FrontendTypeImpersonationProxy {
-			// kubectl talks to the impersonation proxy instead of the API server.
-			cluster.Server, cluster.CertificateAuthorityData = c.endpoint, c.caBundle
-		}
+		// kubectl talks to the Concierge's endpoint: the impersonation proxy, or the API server
+		// that serves the TokenCredentialRequest API (as given by flag, if it was).
+		cluster.Server, cluster.CertificateAuthorityData = c.endpoint, c.caBundle
 		if args, err = f.loginArgs(ctx, c); err != nil {
 			return err
 		}
@@ -231,10 +230,24 @@ func run(ctx context.Context, d deps.Deps, f flags) error {
 
 // concierge is everything discovered about the cluster's Concierge.
 type concierge struct {
-	frontend      *frontend
 	endpoint      string
 	caBundle      []byte
 	authenticator *authenticator
+}
+
+// strategyNeeded reports whether the CredentialIssuer must have a successful strategy to tell what
+// the flags do not: the mode, and for the impersonation proxy its endpoint and CA. The
+// TokenCredentialRequest API needs none, since its endpoint and CA are the kubeconfig's cluster's.
+// So a cluster whose strategy fails only for want of kube-public/cluster-info (Talos, Kamaji)
+// still gets a kubeconfig with --concierge-mode TokenCredentialRequestAPI.
+func (f flags) strategyNeeded() bool {
+	switch configv1alpha1.FrontendType(f.mode) {
+	case configv1alpha1.FrontendTypeTokenCredentialRequestAPI:
+		return false
+	case configv1alpha1.FrontendTypeImpersonationProxy:
+		return f.endpoint == "" || len(f.caBundlePaths) == 0
+	}
+	return true
 }
 
 func (f flags) discover(ctx context.Context, d deps.Deps, loaded *clientconfig.Loaded, cluster *clientcmdapi.Cluster) (*concierge, error) {
@@ -250,19 +263,31 @@ func (f flags) discover(ctx context.Context, d deps.Deps, loaded *clientconfig.L
 	if err != nil {
 		return nil, err
 	}
-	if !f.skipWait {
+	needed := f.strategyNeeded()
+	if needed && !f.skipWait {
 		logf := func(msg string) { fmt.Fprintln(d.ErrOut, msg) }
 		if ci, err = waitWhilePending(ctx, client, ci, f.pollInterval, logf); err != nil {
 			return nil, err
 		}
 	}
 	fe, err := chooseFrontend(ci, configv1alpha1.FrontendType(f.mode))
-	if err != nil {
+	switch {
+	case err != nil && needed:
 		return nil, err
+	case err != nil:
+		// The flags say everything; the kubeconfig may still work (the strategy may fail only
+		// for want of kube-public/cluster-info), so say why it might not and go on.
+		fmt.Fprintf(d.ErrOut, "warning: %v: using --concierge-mode %s with the endpoint and CA bundle %s\n", err, f.mode, givenOrFromKubeconfig(f))
+		fe = &frontend{mode: configv1alpha1.FrontendType(f.mode)}
 	}
-	c := &concierge{frontend: fe, endpoint: fe.endpoint, caBundle: fe.caBundle}
-	if c.endpoint == "" {
-		// Without advertised details the Concierge is reached through the cluster's own API server.
+
+	c := &concierge{}
+	if fe.mode == configv1alpha1.FrontendTypeImpersonationProxy {
+		c.endpoint, c.caBundle = fe.endpoint, fe.caBundle
+	} else {
+		// As Pinniped's CLI does: the aggregated API is reached through the API server of the
+		// kubeconfig in use, not at the address the strategy advertises, which comes from
+		// kube-public/cluster-info and is often an in-cluster name unreachable from here.
 		c.endpoint, c.caBundle = cluster.Server, cluster.CertificateAuthorityData
 	}
 	if f.endpoint != "" {
@@ -273,32 +298,33 @@ func (f flags) discover(ctx context.Context, d deps.Deps, loaded *clientconfig.L
 			return nil, err
 		}
 	}
+	if c.endpoint == "" {
+		return nil, fmt.Errorf("CredentialIssuer %s advertises no impersonation proxy endpoint: pass --concierge-endpoint", ci.Name)
+	}
 	if c.authenticator, err = findAuthenticator(ctx, client, f.authType, f.authName); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// loginArgs is the plugin command line: "login static" for a static token, else "login oidc".
+// givenOrFromKubeconfig says where the endpoint and CA bundle come from when no strategy tells.
+func givenOrFromKubeconfig(f flags) string {
+	if f.endpoint != "" || len(f.caBundlePaths) > 0 {
+		return "given by flag (the kubeconfig's cluster's where not given)"
+	}
+	return "of the kubeconfig's cluster"
+}
+
+// loginArgs is the plugin command line in the order Pinniped's CLI writes it: the login command
+// ("login static" for a static token, else "login oidc"), the Concierge's flags, the credential
+// cache, then the command's own flags.
 func (f flags) loginArgs(ctx context.Context, c *concierge) ([]string, error) {
-	var args []string
 	static := f.staticToken != "" || f.staticTokenEnv != ""
-	switch {
-	case static:
+	args := []string{"login", "oidc"}
+	if static {
 		args = []string{"login", "static"}
-		if f.staticToken != "" {
-			args = append(args, "--token="+f.staticToken)
-		} else {
-			args = append(args, "--token-env="+f.staticTokenEnv)
-		}
-	case c != nil && c.authenticator.cliType == "webhook":
+	} else if c != nil && c.authenticator.cliType == "webhook" {
 		return nil, fmt.Errorf("WebhookAuthenticator %s accepts static tokens only: use --static-token or --static-token-env", c.authenticator.name)
-	default:
-		oidc, err := f.oidcArgs(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		args = append([]string{"login", "oidc"}, oidc...)
 	}
 	if c != nil {
 		args = append(args,
@@ -310,10 +336,20 @@ func (f flags) loginArgs(ctx context.Context, c *concierge) ([]string, error) {
 			"--concierge-ca-bundle-data="+base64.StdEncoding.EncodeToString(c.caBundle),
 		)
 	}
-	if f.credentialCache != "" {
+	if f.credentialCacheSet {
 		args = append(args, "--credential-cache="+f.credentialCache)
 	}
-	return args, nil
+	switch {
+	case f.staticToken != "":
+		return append(args, "--token="+f.staticToken), nil
+	case static:
+		return append(args, "--token-env="+f.staticTokenEnv), nil
+	}
+	oidc, err := f.oidcArgs(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, oidc...), nil
 }
 
 // oidcArgs fills the issuer, audience and CA from the JWTAuthenticator unless the flags give them,
@@ -379,26 +415,26 @@ func (f flags) oidcArgs(ctx context.Context, c *concierge) ([]string, error) {
 	}
 
 	args := []string{"--issuer=" + issuer, "--client-id=" + f.oidcClientID, "--scopes=" + strings.Join(scopes, ",")}
-	if len(caBundle) > 0 {
-		args = append(args, "--ca-bundle-data="+base64.StdEncoding.EncodeToString(caBundle))
-	}
-	if audience != "" {
-		args = append(args, "--request-audience="+audience)
-	}
-	if f.oidcListenPort != 0 {
-		args = append(args, "--listen-port="+strconv.Itoa(int(f.oidcListenPort)))
-	}
 	if f.oidcSkipBrowser {
 		args = append(args, "--skip-browser")
 	}
 	if f.oidcSkipListen {
 		args = append(args, "--skip-listen")
 	}
+	if f.oidcListenPort != 0 {
+		args = append(args, "--listen-port="+strconv.Itoa(int(f.oidcListenPort)))
+	}
+	if len(caBundle) > 0 {
+		args = append(args, "--ca-bundle-data="+base64.StdEncoding.EncodeToString(caBundle))
+	}
 	if f.oidcSessionCache != "" {
 		args = append(args, "--session-cache="+f.oidcSessionCache)
 	}
 	if f.oidcDebugSessions {
 		args = append(args, "--debug-session-cache")
+	}
+	if audience != "" {
+		args = append(args, "--request-audience="+audience)
 	}
 	for _, p := range [][2]string{
 		{"--upstream-identity-provider-name", idpName},

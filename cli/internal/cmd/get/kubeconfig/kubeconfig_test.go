@@ -76,6 +76,15 @@ var (
 	pendingProxy = configv1alpha1.CredentialIssuerStrategy{
 		Type: configv1alpha1.StrategyTypeImpersonationProxy, Status: configv1alpha1.StrategyStatusError, Reason: configv1alpha1.StrategyReasonPending, Message: "waiting for load balancer",
 	}
+	// noClusterInfo is how the strategy fails where kube-public/cluster-info does not exist (Talos).
+	noClusterInfo = configv1alpha1.CredentialIssuerStrategy{
+		Type: configv1alpha1.StrategyTypeKubeClusterSigningCertificate, Status: configv1alpha1.StrategyStatusError, Reason: configv1alpha1.StrategyReasonCouldNotGetClusterInfo,
+		Message: "failed to get kube-public/cluster-info configmap",
+	}
+	proxyWithoutInfo = configv1alpha1.CredentialIssuerStrategy{
+		Type: configv1alpha1.StrategyTypeImpersonationProxy, Status: configv1alpha1.StrategyStatusSuccess, Reason: configv1alpha1.StrategyReasonListening,
+		Frontend: &configv1alpha1.CredentialIssuerFrontend{Type: configv1alpha1.FrontendTypeImpersonationProxy},
+	}
 	failedKey = configv1alpha1.CredentialIssuerStrategy{
 		Type: configv1alpha1.StrategyTypeKubeClusterSigningCertificate, Status: configv1alpha1.StrategyStatusError, Reason: configv1alpha1.StrategyReasonCouldNotFetchKey, Message: "no controller manager",
 	}
@@ -106,9 +115,16 @@ func TestRun(t *testing.T) {
 	if err := os.WriteFile(plainCAFile, plain.CABundle, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	concierge := func(authType, name, endpoint, ca string) []string {
+	publicCA := []byte("PUBLIC-CA\n")
+	publicCAFile := writeFile(t, publicCA)
+	const publicServer = "https://public.example:6443"
+	// concierge is what Pinniped's CLI writes right after "login static" or "login oidc".
+	concierge := func(authType, name, endpoint string, ca []byte) []string {
 		return []string{"--enable-concierge", "--concierge-api-group-suffix=pinniped.dev", "--concierge-authenticator-name=" + name,
-			"--concierge-authenticator-type=" + authType, "--concierge-endpoint=" + endpoint, "--concierge-ca-bundle-data=" + ca}
+			"--concierge-authenticator-type=" + authType, "--concierge-endpoint=" + endpoint, "--concierge-ca-bundle-data=" + b64(ca)}
+	}
+	login := func(command string, parts ...[]string) []string {
+		return slices.Concat(append([][]string{{"login", command}}, parts...)...)
 	}
 	tests := []struct {
 		name       string
@@ -121,67 +137,126 @@ func TestRun(t *testing.T) {
 		wantStderr string
 	}{
 		{
-			name:       "static token through the TokenCredentialRequest API",
+			name:       "TokenCredentialRequest API through the kubeconfig's server, not the advertised in-cluster address",
 			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy, proxyStrategy), webhook},
 			args:       []string{"--static-token=s3cret"},
 			wantServer: clusterServer, wantCA: clusterCA,
-			wantArgs: []string{"login", "static", "--token=s3cret", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
-				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + tcrServer, "--concierge-ca-bundle-data=" + b64(tcrCA)},
+			wantArgs: login("static", concierge("webhook", "hook", clusterServer, clusterCA), []string{"--token=s3cret"}),
+		},
+		{
+			name:    "endpoint and CA given by flag win in TokenCredentialRequest mode",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), webhook},
+			args:    []string{"--static-token=t", "--concierge-endpoint=" + publicServer, "--concierge-ca-bundle=" + publicCAFile},
+			// kubectl goes where the Concierge is: the API server at the given address.
+			wantServer: publicServer, wantCA: publicCA,
+			wantArgs: login("static", concierge("webhook", "hook", publicServer, publicCA), []string{"--token=t"}),
 		},
 		{
 			name:       "impersonation proxy chosen by --concierge-mode",
 			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy, proxyStrategy), webhook},
 			args:       []string{"--static-token-env=TOKEN", "--concierge-mode=ImpersonationProxy", "--credential-cache=/tmp/c.yaml"},
 			wantServer: proxyEndpoint, wantCA: proxyCA,
-			wantArgs: []string{"login", "static", "--token-env=TOKEN", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
-				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + proxyEndpoint, "--concierge-ca-bundle-data=" + b64(proxyCA),
-				"--credential-cache=/tmp/c.yaml"},
+			wantArgs: login("static", concierge("webhook", "hook", proxyEndpoint, proxyCA), []string{"--credential-cache=/tmp/c.yaml", "--token-env=TOKEN"}),
+		},
+		{
+			name:       "credential cache turned off is passed through",
+			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), webhook},
+			args:       []string{"--static-token=t", "--credential-cache="},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: login("static", concierge("webhook", "hook", clusterServer, clusterCA), []string{"--credential-cache=", "--token=t"}),
 		},
 		{
 			name:       "impersonation proxy when the signing key is unavailable",
 			objects:    []runtime.Object{credentialIssuerWith("ci", failedKey, proxyStrategy), webhook},
 			args:       []string{"--static-token=t"},
 			wantServer: proxyEndpoint, wantCA: proxyCA,
-			wantArgs: []string{"login", "static", "--token=t", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
-				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + proxyEndpoint, "--concierge-ca-bundle-data=" + b64(proxyCA)},
+			wantArgs: login("static", concierge("webhook", "hook", proxyEndpoint, proxyCA), []string{"--token=t"}),
+		},
+		{
+			name:       "endpoint and CA given by flag win over the advertised impersonation proxy",
+			objects:    []runtime.Object{credentialIssuerWith("ci", failedKey, proxyStrategy), webhook},
+			args:       []string{"--static-token=t", "--concierge-endpoint=" + publicServer, "--concierge-ca-bundle=" + publicCAFile},
+			wantServer: publicServer, wantCA: publicCA,
+			wantArgs: login("static", concierge("webhook", "hook", publicServer, publicCA), []string{"--token=t"}),
+		},
+		{
+			name:    "impersonation proxy that advertises no endpoint",
+			objects: []runtime.Object{credentialIssuerWith("ci", proxyWithoutInfo), webhook},
+			args:    []string{"--static-token=t"},
+			wantErr: "CredentialIssuer ci advertises no impersonation proxy endpoint: pass --concierge-endpoint",
+		},
+		{
+			name:    "no cluster-info: mode, endpoint and CA given by flag need no successful strategy",
+			objects: []runtime.Object{credentialIssuerWith("ci", noClusterInfo), webhook},
+			args: []string{"--static-token=t", "--concierge-mode=TokenCredentialRequestAPI", "--concierge-endpoint=" + publicServer,
+				"--concierge-ca-bundle=" + publicCAFile},
+			wantServer: publicServer, wantCA: publicCA,
+			wantArgs: login("static", concierge("webhook", "hook", publicServer, publicCA), []string{"--token=t"}),
+			wantStderr: "warning: CredentialIssuer ci does not have a successful strategy with frontend TokenCredentialRequestAPI " +
+				"(KubeClusterSigningCertificate: Error/CouldNotGetClusterInfo: failed to get kube-public/cluster-info configmap): " +
+				"using --concierge-mode TokenCredentialRequestAPI with the endpoint and CA bundle given by flag",
+		},
+		{
+			name:       "no cluster-info: --concierge-mode TokenCredentialRequestAPI alone takes the kubeconfig's server and CA",
+			objects:    []runtime.Object{credentialIssuerWith("ci", noClusterInfo), webhook},
+			args:       []string{"--static-token=t", "--concierge-mode=TokenCredentialRequestAPI"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs:   login("static", concierge("webhook", "hook", clusterServer, clusterCA), []string{"--token=t"}),
+			wantStderr: "using --concierge-mode TokenCredentialRequestAPI with the endpoint and CA bundle of the kubeconfig's cluster",
+		},
+		{
+			name:    "no cluster-info: without --concierge-mode a successful strategy is needed",
+			objects: []runtime.Object{credentialIssuerWith("ci", noClusterInfo), webhook},
+			args:    []string{"--static-token=t", "--concierge-endpoint=" + publicServer, "--concierge-ca-bundle=" + publicCAFile},
+			wantErr: "CredentialIssuer ci does not have any successful strategy (KubeClusterSigningCertificate: Error/CouldNotGetClusterInfo: failed to get kube-public/cluster-info configmap)",
+		},
+		{
+			name:       "impersonation proxy mode, endpoint and CA given by flag need no successful strategy",
+			objects:    []runtime.Object{credentialIssuerWith("ci", noClusterInfo), webhook},
+			args:       []string{"--static-token=t", "--concierge-mode=ImpersonationProxy", "--concierge-endpoint=" + publicServer, "--concierge-ca-bundle=" + publicCAFile},
+			wantServer: publicServer, wantCA: publicCA,
+			wantArgs:   login("static", concierge("webhook", "hook", publicServer, publicCA), []string{"--token=t"}),
+			wantStderr: "warning: CredentialIssuer ci does not have a successful strategy with frontend ImpersonationProxy",
+		},
+		{
+			name:    "impersonation proxy mode with only the endpoint by flag needs the strategy for the CA",
+			objects: []runtime.Object{credentialIssuerWith("ci", noClusterInfo), webhook},
+			args:    []string{"--static-token=t", "--concierge-mode=ImpersonationProxy", "--concierge-endpoint=" + publicServer},
+			wantErr: "CredentialIssuer ci does not have a successful strategy with frontend ImpersonationProxy (KubeClusterSigningCertificate: Error/CouldNotGetClusterInfo",
 		},
 		{
 			name:       "JWT authenticator of a Supervisor",
 			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(sup)},
 			wantServer: clusterServer, wantCA: clusterCA,
-			wantArgs: append([]string{"login", "oidc", "--issuer=" + sup.URL, "--client-id=pinniped-cli",
+			wantArgs: login("oidc", concierge("jwt", "jwt", clusterServer, clusterCA), []string{"--issuer=" + sup.URL, "--client-id=pinniped-cli",
 				"--scopes=offline_access,openid,pinniped:request-audience,username,groups", "--ca-bundle-data=" + b64(sup.CABundle),
-				"--request-audience=cluster-1", "--upstream-identity-provider-name=my-ldap", "--upstream-identity-provider-type=ldap"},
-				concierge("jwt", "jwt", tcrServer, b64(tcrCA))...),
+				"--request-audience=cluster-1", "--upstream-identity-provider-name=my-ldap", "--upstream-identity-provider-type=ldap"}),
 		},
 		{
 			name:       "JWT authenticator of another issuer",
 			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(plain)},
 			wantServer: clusterServer, wantCA: clusterCA,
-			wantArgs: append([]string{"login", "oidc", "--issuer=" + plain.URL, "--client-id=pinniped-cli",
-				"--scopes=offline_access,openid,email,profile,groups", "--ca-bundle-data=" + b64(plain.CABundle)},
-				concierge("jwt", "jwt", tcrServer, b64(tcrCA))...),
+			wantArgs: login("oidc", concierge("jwt", "jwt", clusterServer, clusterCA), []string{"--issuer=" + plain.URL, "--client-id=pinniped-cli",
+				"--scopes=offline_access,openid,email,profile,groups", "--ca-bundle-data=" + b64(plain.CABundle)}),
 		},
 		{
 			name:    "named authenticator and OIDC overrides",
 			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(plain), webhook},
 			args: []string{"--concierge-authenticator-type=jwt", "--concierge-authenticator-name=jwt", "--oidc-client-id=other", "--oidc-scopes=openid",
 				"--oidc-request-audience=aud2", "--oidc-skip-browser", "--oidc-listen-port=48095", "--concierge-endpoint=https://override.example"},
-			wantServer: clusterServer, wantCA: clusterCA,
-			wantArgs: append([]string{"login", "oidc", "--issuer=" + plain.URL, "--client-id=other", "--scopes=openid", "--ca-bundle-data=" + b64(plain.CABundle),
-				"--request-audience=aud2", "--listen-port=48095", "--skip-browser"},
-				concierge("jwt", "jwt", "https://override.example", b64(tcrCA))...),
+			wantServer: "https://override.example", wantCA: clusterCA,
+			wantArgs: login("oidc", concierge("jwt", "jwt", "https://override.example", clusterCA), []string{"--issuer=" + plain.URL, "--client-id=other",
+				"--scopes=openid", "--skip-browser", "--listen-port=48095", "--ca-bundle-data=" + b64(plain.CABundle), "--request-audience=aud2"}),
 		},
 		{
 			name:       "Supervisor identity provider and flow chosen",
 			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(sup2)},
 			args:       []string{"--upstream-identity-provider-name=my-ldap", "--upstream-identity-provider-flow=cli_password", "--oidc-session-cache=/tmp/s.yaml"},
 			wantServer: clusterServer, wantCA: clusterCA,
-			wantArgs: append([]string{"login", "oidc", "--issuer=" + sup2.URL, "--client-id=pinniped-cli",
+			wantArgs: login("oidc", concierge("jwt", "jwt", clusterServer, clusterCA), []string{"--issuer=" + sup2.URL, "--client-id=pinniped-cli",
 				"--scopes=offline_access,openid,pinniped:request-audience,username,groups", "--ca-bundle-data=" + b64(sup2.CABundle),
-				"--request-audience=cluster-1", "--session-cache=/tmp/s.yaml", "--upstream-identity-provider-name=my-ldap",
-				"--upstream-identity-provider-type=ldap", "--upstream-identity-provider-flow=cli_password"},
-				concierge("jwt", "jwt", tcrServer, b64(tcrCA))...),
+				"--session-cache=/tmp/s.yaml", "--request-audience=cluster-1", "--upstream-identity-provider-name=my-ldap",
+				"--upstream-identity-provider-type=ldap", "--upstream-identity-provider-flow=cli_password"}),
 		},
 		{
 			name:    "Supervisor with several identity providers",
@@ -224,7 +299,7 @@ func TestRun(t *testing.T) {
 				"--oidc-skip-listen", "--oidc-debug-session-cache", "--oidc-session-cache=/tmp/s.yaml", "--concierge-namespace=old"},
 			wantServer: clusterServer, wantCA: clusterCA,
 			wantArgs: []string{"login", "oidc", "--issuer=" + plain.URL, "--client-id=pinniped-cli", "--scopes=offline_access,openid,email,profile,groups",
-				"--ca-bundle-data=" + b64(plain.CABundle), "--skip-listen", "--session-cache=/tmp/s.yaml", "--debug-session-cache"},
+				"--skip-listen", "--ca-bundle-data=" + b64(plain.CABundle), "--session-cache=/tmp/s.yaml", "--debug-session-cache"},
 			wantStderr: "Flag --concierge-namespace has been deprecated",
 		},
 		{name: "no CredentialIssuer", objects: []runtime.Object{webhook}, args: []string{"--static-token=t"}, wantErr: "no CredentialIssuers were found"},
@@ -238,8 +313,7 @@ func TestRun(t *testing.T) {
 			objects:    []runtime.Object{credentialIssuerWith("a", failedKey), credentialIssuerWith("b", tcrStrategy), webhook},
 			args:       []string{"--static-token=t", "--concierge-credential-issuer=b"},
 			wantServer: clusterServer, wantCA: clusterCA,
-			wantArgs: []string{"login", "static", "--token=t", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
-				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + tcrServer, "--concierge-ca-bundle-data=" + b64(tcrCA)},
+			wantArgs: login("static", concierge("webhook", "hook", clusterServer, clusterCA), []string{"--token=t"}),
 		},
 		{
 			name:    "no working strategy",
@@ -255,8 +329,14 @@ func TestRun(t *testing.T) {
 			name:    "pending strategy skipped",
 			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy, pendingProxy), webhook}, args: []string{"--static-token=t", "--concierge-skip-wait"},
 			wantServer: clusterServer, wantCA: clusterCA,
-			wantArgs: []string{"login", "static", "--token=t", "--enable-concierge", "--concierge-api-group-suffix=pinniped.dev",
-				"--concierge-authenticator-name=hook", "--concierge-authenticator-type=webhook", "--concierge-endpoint=" + tcrServer, "--concierge-ca-bundle-data=" + b64(tcrCA)},
+			wantArgs: login("static", concierge("webhook", "hook", clusterServer, clusterCA), []string{"--token=t"}),
+		},
+		{
+			name:       "pending strategy not waited for when the flags say everything",
+			objects:    []runtime.Object{credentialIssuerWith("ci", noClusterInfo, pendingProxy), webhook},
+			args:       []string{"--static-token=t", "--concierge-mode=TokenCredentialRequestAPI", "--timeout=50ms"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: login("static", concierge("webhook", "hook", clusterServer, clusterCA), []string{"--token=t"}),
 		},
 		{
 			name:    "pending strategy waited for until the timeout",
@@ -447,9 +527,9 @@ func TestRepeatedCABundles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := strings.Join(cfg.AuthInfos[cfg.CurrentContext].Exec.Args, " ")
-			for _, want := range []string{"--ca-bundle-data=" + joined + " ", "--concierge-ca-bundle-data=" + conciergeCA} {
-				if !strings.Contains(got, want) {
+			got := cfg.AuthInfos[cfg.CurrentContext].Exec.Args
+			for _, want := range []string{"--ca-bundle-data=" + joined, "--concierge-ca-bundle-data=" + conciergeCA} {
+				if !slices.Contains(got, want) {
 					t.Errorf("issuer %s, %v: args %s lack %s", issuer, caArgs, got, want)
 				}
 			}

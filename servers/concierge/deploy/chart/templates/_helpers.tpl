@@ -2,3 +2,35 @@
 {{- define "concierge.labels" -}}
 app: pinniped-concierge
 {{- end }}
+
+{{/*
+The CredentialIssuer's spec.impersonationProxy, as YAML: the impersonationProxy values, and over
+them those of concierge.credentialIssuerConfig. That is where the community (Bitnami) Pinniped
+chart takes the whole CredentialIssuer spec from, as YAML text (rendered as a template first) or
+as a map, so values written for that chart install here unchanged and mean the same.
+*/}}
+{{- define "concierge.impersonationProxy" -}}
+{{- $proxy := deepCopy .Values.impersonationProxy }}
+{{- $config := get (.Values.concierge | default dict) "credentialIssuerConfig" }}
+{{- if $config }}
+{{- $spec := $config }}
+{{- if kindIs "string" $config }}
+{{- $spec = tpl $config . | fromYaml }}
+{{- if hasKey $spec "Error" }}
+{{- fail (printf "concierge.credentialIssuerConfig is not a YAML map: %s" $spec.Error) }}
+{{- end }}
+{{- end }}
+{{- range $key, $_ := $spec }}
+{{- if ne $key "impersonationProxy" }}
+{{- fail (printf "concierge.credentialIssuerConfig: %q is not a field of a CredentialIssuer spec (impersonationProxy is its only one)" $key) }}
+{{- end }}
+{{- end }}
+{{- with $spec.impersonationProxy }}
+{{- if not (kindIs "map" .) }}
+{{- fail "concierge.credentialIssuerConfig: impersonationProxy must be a map" }}
+{{- end }}
+{{- $proxy = mergeOverwrite $proxy (deepCopy .) }}
+{{- end }}
+{{- end }}
+{{- toYaml $proxy }}
+{{- end }}
