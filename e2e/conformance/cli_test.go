@@ -144,8 +144,17 @@ type cliUser struct {
 	extraEnv     []string
 }
 
-// newCLIUser runs `pinniped get kubeconfig` as the admin with the given flags.
+// newCLIUser runs `pinniped get kubeconfig` as the admin with the given flags, once the
+// Concierge has a working strategy, as an admin would: until then get kubeconfig rightly refuses
+// unless told how to reach the Concierge.
 func newCLIUser(ctx context.Context, t *testing.T, cfg *envconf.Config, flags ...string) cliUser {
+	t.Helper()
+	waitForStrategy(ctx, t, cfg, "")
+	return cliUserFromFlags(ctx, t, cfg, flags...)
+}
+
+// cliUserFromFlags runs `pinniped get kubeconfig` as the admin with the given flags at once.
+func cliUserFromFlags(ctx context.Context, t *testing.T, cfg *envconf.Config, flags ...string) cliUser {
 	t.Helper()
 	cli, err := steps.PinnipedCLI(ctx)
 	if err != nil {
@@ -154,9 +163,6 @@ func newCLIUser(ctx context.Context, t *testing.T, cfg *envconf.Config, flags ..
 	home := t.TempDir()
 	u := cliUser{cli: cli, home: home, kubeconfig: filepath.Join(home, "kubeconfig"),
 		credentialCache: filepath.Join(home, "credentials.yaml")}
-	// Like an admin, hand out kubeconfigs once the Concierge has a working strategy: until then
-	// get kubeconfig rightly refuses.
-	waitForStrategy(ctx, t, cfg, "")
 	args := append([]string{"get", "kubeconfig", "--kubeconfig", cfg.KubeconfigFile(), "-o", u.kubeconfig,
 		"--credential-cache", u.credentialCache}, flags...)
 	if out, err := u.pinniped(ctx, args...); err != nil {
