@@ -523,11 +523,16 @@ func inlineCA(in *clientcmdapi.Cluster) (*clientcmdapi.Cluster, error) {
 	return out, nil
 }
 
+// buildKubeconfig names the new cluster, user and context each after the admin kubeconfig's own
+// entry with the suffix, as Pinniped's CLI does, so that kubeconfigs merged from several clusters
+// keep their entries apart as the originals do.
 func buildKubeconfig(loaded *clientconfig.Loaded, cluster *clientcmdapi.Cluster, f flags, args []string) *clientcmdapi.Config {
 	name := loaded.ContextName + f.generatedNameSuffix
+	clusterName := loaded.Context.Cluster + f.generatedNameSuffix
+	userName := loaded.Context.AuthInfo + f.generatedNameSuffix
 	out := clientcmdapi.NewConfig()
-	out.Clusters[name] = cluster
-	out.AuthInfos[name] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+	out.Clusters[clusterName] = cluster
+	out.AuthInfos[userName] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
 		APIVersion:         execAPIVersion,
 		Command:            f.cliPath,
 		Args:               args,
@@ -536,7 +541,7 @@ func buildKubeconfig(loaded *clientconfig.Loaded, cluster *clientcmdapi.Cluster,
 		InstallHint:        f.installHint,
 		InteractiveMode:    clientcmdapi.IfAvailableExecInteractiveMode,
 	}}
-	out.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: loaded.Context.Namespace}
+	out.Contexts[name] = &clientcmdapi.Context{Cluster: clusterName, AuthInfo: userName, Namespace: loaded.Context.Namespace}
 	out.CurrentContext = name
 	return out
 }

@@ -392,15 +392,16 @@ func TestRun(t *testing.T) {
 			if cfg.CurrentContext != name {
 				t.Errorf("current context %q, want %q", cfg.CurrentContext, name)
 			}
+			// Each entry is named after the admin kubeconfig's own, as Pinniped's CLI names them.
 			ctx := cfg.Contexts[name]
-			if ctx == nil || ctx.Cluster != name || ctx.AuthInfo != name || ctx.Namespace != "apps" {
+			if ctx == nil || ctx.Cluster != "c-pinniped" || ctx.AuthInfo != "admin-pinniped" || ctx.Namespace != "apps" {
 				t.Fatalf("context = %+v", ctx)
 			}
-			cluster := cfg.Clusters[name]
+			cluster := cfg.Clusters["c-pinniped"]
 			if cluster.Server != tt.wantServer || !bytes.Equal(cluster.CertificateAuthorityData, tt.wantCA) {
 				t.Errorf("cluster = %s %q, want %s %q", cluster.Server, cluster.CertificateAuthorityData, tt.wantServer, tt.wantCA)
 			}
-			exec := cfg.AuthInfos[name].Exec
+			exec := cfg.AuthInfos["admin-pinniped"].Exec
 			if exec == nil || exec.APIVersion != "client.authentication.k8s.io/v1beta1" || exec.Command != "/usr/local/bin/pinniped" || !exec.ProvideClusterInfo || exec.InstallHint == "" {
 				t.Fatalf("exec = %+v", exec)
 			}
@@ -469,7 +470,7 @@ func TestRunValidatesAndWritesTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A frontend without details means the Concierge is behind the cluster's own API server.
-	args := strings.Join(cfg.AuthInfos["kind-pinniped-pinniped"].Exec.Args, " ")
+	args := strings.Join(cfg.AuthInfos["admin-pinniped"].Exec.Args, " ")
 	if !strings.Contains(args, "--concierge-endpoint="+srv.URL) || !strings.Contains(args, "--concierge-ca-bundle-data="+b64(ca)) {
 		t.Errorf("args %q do not fall back to the cluster's endpoint and CA", args)
 	}
@@ -527,7 +528,7 @@ func TestRepeatedCABundles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := cfg.AuthInfos[cfg.CurrentContext].Exec.Args
+			got := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].Exec.Args
 			for _, want := range []string{"--ca-bundle-data=" + joined, "--concierge-ca-bundle-data=" + conciergeCA} {
 				if !slices.Contains(got, want) {
 					t.Errorf("issuer %s, %v: args %s lack %s", issuer, caArgs, got, want)
