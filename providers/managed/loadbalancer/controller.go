@@ -44,6 +44,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"sealion.dev/providers/internal/hostsblock"
 )
 
 // component names the controller in Events and logs.
@@ -72,7 +74,7 @@ type Controller struct {
 	mu        sync.Mutex
 	pool      *pool
 	balancers map[string]*balancer  // by Service key (namespace/name)
-	hosts     hostsFile             // ModeHostname only
+	hosts     hostsblock.File       // ModeHostname only
 	oldHosts  map[string]netip.Addr // the hosts block Run found, to give hostnames their old IP back
 }
 
@@ -155,7 +157,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 
 	if c.cfg.Mode == ModeHostname {
-		old, err := c.hosts.read()
+		old, err := c.hosts.Read()
 		if err != nil {
 			return fmt.Errorf("loadbalancer: %w", err)
 		}
@@ -330,7 +332,7 @@ func (c *Controller) writeHostsLocked() error {
 	for _, lb := range c.balancers {
 		entries[lb.hostname] = lb.addr
 	}
-	return c.hosts.write(entries)
+	return c.hosts.Write(entries)
 }
 
 // ensureForwarders runs a forwarder for every TCP port of the Service with its current endpoints,
@@ -460,7 +462,7 @@ func (c *Controller) releaseAll() error {
 		c.releaseLocked(key)
 	}
 	if c.cfg.Mode == ModeHostname {
-		if err := c.hosts.write(nil); err != nil {
+		if err := c.hosts.Write(nil); err != nil {
 			return fmt.Errorf("loadbalancer: removing the hosts block: %w", err)
 		}
 	}

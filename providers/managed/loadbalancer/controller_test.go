@@ -378,7 +378,7 @@ func TestHostnameMode(t *testing.T) {
 		"api.lb-test.elb.test": netip.MustParseAddr("127.0.203.1"),
 	}
 	eventually(t, "waiting for the hosts block", func() error {
-		got, err := hostsFile(hosts).read()
+		got, err := hostsFile(hosts).Read()
 		if err != nil {
 			return err
 		}
@@ -400,7 +400,7 @@ func TestHostnameMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "waiting for api's hosts line to go", func() error {
-		got, err := hostsFile(hosts).read()
+		got, err := hostsFile(hosts).Read()
 		if err == nil && len(got) != 1 {
 			err = fmt.Errorf("hosts block = %v; want web only", got)
 		}
