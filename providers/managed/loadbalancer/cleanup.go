@@ -7,5 +7,5 @@ func RemoveHostnames(path string) error {
 	if path == "" {
 		path = DefaultHostsFile
 	}
-	return hostsFile(path).write(nil)
+	return hostsFile(path).Write(nil)
 }

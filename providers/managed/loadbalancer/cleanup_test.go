@@ -14,7 +14,7 @@ func TestRemoveHostnames(t *testing.T) {
 	if err := os.WriteFile(path, []byte(others), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := hostsFile(path).write(map[string]netip.Addr{"a.b.elb.sealion.test": netip.MustParseAddr("127.0.10.1")}); err != nil {
+	if err := hostsFile(path).Write(map[string]netip.Addr{"a.b.elb.sealion.test": netip.MustParseAddr("127.0.10.1")}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ { // a second call finds nothing to remove

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -44,6 +43,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"sealion.dev/providers/internal/hostsblock"
+	"sealion.dev/providers/managed/internal/tcprelay"
 )
 
 // component names the controller in Events and logs.
@@ -72,7 +74,7 @@ type Controller struct {
 	mu        sync.Mutex
 	pool      *pool
 	balancers map[string]*balancer  // by Service key (namespace/name)
-	hosts     hostsFile             // ModeHostname only
+	hosts     hostsblock.File       // ModeHostname only
 	oldHosts  map[string]netip.Addr // the hosts block Run found, to give hostnames their old IP back
 }
 
@@ -155,7 +157,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 
 	if c.cfg.Mode == ModeHostname {
-		old, err := c.hosts.read()
+		old, err := c.hosts.Read()
 		if err != nil {
 			return fmt.Errorf("loadbalancer: %w", err)
 		}
@@ -330,7 +332,7 @@ func (c *Controller) writeHostsLocked() error {
 	for _, lb := range c.balancers {
 		entries[lb.hostname] = lb.addr
 	}
-	return c.hosts.write(entries)
+	return c.hosts.Write(entries)
 }
 
 // ensureForwarders runs a forwarder for every TCP port of the Service with its current endpoints,
@@ -340,7 +342,7 @@ func (c *Controller) ensureForwarders(svc *corev1.Service, lb *balancer) error {
 	if err != nil {
 		return fmt.Errorf("listing EndpointSlices: %w", err)
 	}
-	endpoints := readyEndpoints(slices)
+	endpoints := tcprelay.ReadyEndpoints(slices)
 
 	ports := map[int32]corev1.ServicePort{}
 	for _, p := range svc.Spec.Ports {
@@ -373,35 +375,6 @@ func (c *Controller) ensureForwarders(svc *corev1.Service, lb *balancer) error {
 		lb.forwarders[port] = f
 	}
 	return errors.Join(errs...)
-}
-
-// readyEndpoints maps each port name of the slices to the "IP:port" of every ready endpoint.
-func readyEndpoints(endpointSlices []*discoveryv1.EndpointSlice) map[string][]string {
-	out := map[string][]string{}
-	for _, slice := range endpointSlices {
-		if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
-			continue
-		}
-		for _, port := range slice.Ports {
-			if port.Port == nil || ptr.Deref(port.Protocol, corev1.ProtocolTCP) != corev1.ProtocolTCP {
-				continue
-			}
-			name := ptr.Deref(port.Name, "")
-			for _, ep := range slice.Endpoints {
-				// Ready unset means ready; the addresses of one endpoint are interchangeable and
-				// consumers use the first, as kube-proxy does.
-				if !ptr.Deref(ep.Conditions.Ready, true) || len(ep.Addresses) == 0 {
-					continue
-				}
-				out[name] = append(out[name], net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(*port.Port))))
-			}
-		}
-	}
-	for name, backends := range out {
-		slices.Sort(backends)
-		out[name] = slices.Compact(backends)
-	}
-	return out
 }
 
 func (c *Controller) ingress(lb *balancer) []corev1.LoadBalancerIngress {
@@ -460,7 +433,7 @@ func (c *Controller) releaseAll() error {
 		c.releaseLocked(key)
 	}
 	if c.cfg.Mode == ModeHostname {
-		if err := c.hosts.write(nil); err != nil {
+		if err := c.hosts.Write(nil); err != nil {
 			return fmt.Errorf("loadbalancer: removing the hosts block: %w", err)
 		}
 	}

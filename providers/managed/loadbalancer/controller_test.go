@@ -378,7 +378,7 @@ func TestHostnameMode(t *testing.T) {
 		"api.lb-test.elb.test": netip.MustParseAddr("127.0.203.1"),
 	}
 	eventually(t, "waiting for the hosts block", func() error {
-		got, err := hostsFile(hosts).read()
+		got, err := hostsFile(hosts).Read()
 		if err != nil {
 			return err
 		}
@@ -400,7 +400,7 @@ func TestHostnameMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "waiting for api's hosts line to go", func() error {
-		got, err := hostsFile(hosts).read()
+		got, err := hostsFile(hosts).Read()
 		if err == nil && len(got) != 1 {
 			err = fmt.Errorf("hosts block = %v; want web only", got)
 		}
@@ -416,45 +416,5 @@ func TestHostnameMode(t *testing.T) {
 	if conn, err := net.DialTimeout("tcp", addr("127.0.203.40", port), time.Second); err == nil {
 		conn.Close()
 		t.Fatal("the forwarder still listens after shutdown")
-	}
-}
-
-func TestReadyEndpoints(t *testing.T) {
-	port := func(name string, p int32, proto corev1.Protocol) discoveryv1.EndpointPort {
-		return discoveryv1.EndpointPort{Name: ptr.To(name), Port: ptr.To(p), Protocol: ptr.To(proto)}
-	}
-	endpoint := func(ready *bool, addrs ...string) discoveryv1.Endpoint {
-		return discoveryv1.Endpoint{Addresses: addrs, Conditions: discoveryv1.EndpointConditions{Ready: ready}}
-	}
-	slices := []*discoveryv1.EndpointSlice{
-		{
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{port("http", 8080, corev1.ProtocolTCP), port("dns", 53, corev1.ProtocolUDP)},
-			Endpoints: []discoveryv1.Endpoint{
-				endpoint(ptr.To(true), "10.1.0.2", "10.1.0.99"),
-				endpoint(nil, "10.1.0.3"),
-				endpoint(ptr.To(false), "10.1.0.4"),
-			},
-		},
-		{
-			AddressType: discoveryv1.AddressTypeIPv6,
-			Ports:       []discoveryv1.EndpointPort{port("http", 8080, corev1.ProtocolTCP)},
-			Endpoints:   []discoveryv1.Endpoint{endpoint(nil, "fd00::2")},
-		},
-		{ // the same endpoint again, as while a slice is being split
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{port("http", 8080, corev1.ProtocolTCP)},
-			Endpoints:   []discoveryv1.Endpoint{endpoint(nil, "10.1.0.3")},
-		},
-		{
-			AddressType: discoveryv1.AddressTypeFQDN,
-			Ports:       []discoveryv1.EndpointPort{port("http", 8080, corev1.ProtocolTCP)},
-			Endpoints:   []discoveryv1.Endpoint{endpoint(nil, "example.com")},
-		},
-	}
-	got := readyEndpoints(slices)
-	want := []string{"10.1.0.2:8080", "10.1.0.3:8080", "[fd00::2]:8080"}
-	if len(got) != 1 || strings.Join(got["http"], ",") != strings.Join(want, ",") {
-		t.Fatalf("readyEndpoints() = %v; want http: %v", got, want)
 	}
 }

@@ -41,7 +41,7 @@ func TestForwarderRoundRobin(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := startTestForwarder(t, tt.backends...)
 			for i, want := range tt.want {
-				c, err := dialEcho(f.listener.Addr().String())
+				c, err := dialEcho(f.server.Addr().String())
 				if err != nil {
 					t.Fatalf("connection %d: %v", i, err)
 				}
@@ -60,7 +60,7 @@ func TestForwarderRoundRobin(t *testing.T) {
 func TestForwarderWithoutEndpointsClosesConnections(t *testing.T) {
 	for _, backends := range [][]string{nil, {deadAddr(t)}} {
 		f := startTestForwarder(t, backends...)
-		conn, err := net.Dial("tcp", f.listener.Addr().String())
+		conn, err := net.Dial("tcp", f.server.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,14 +77,14 @@ func TestForwarderKeepsConnectionsAcrossEndpointChanges(t *testing.T) {
 	b := startEchoServer(t, "127.0.0.1", "b")
 	f := startTestForwarder(t, a.addr)
 
-	long, err := dialEcho(f.listener.Addr().String())
+	long, err := dialEcho(f.server.Addr().String())
 	if err != nil || long.server != "a" {
 		t.Fatalf("first connection: server %v, %v", long, err)
 	}
 	defer long.conn.Close()
 	f.setBackends([]string{b.addr})
 
-	fresh, err := dialEcho(f.listener.Addr().String())
+	fresh, err := dialEcho(f.server.Addr().String())
 	if err != nil || fresh.server != "b" {
 		t.Fatalf("connection after the change: %+v, %v; want one answered by b", fresh, err)
 	}
@@ -97,7 +97,7 @@ func TestForwarderKeepsConnectionsAcrossEndpointChanges(t *testing.T) {
 func TestForwarderHalfClose(t *testing.T) {
 	a := startEchoServer(t, "127.0.0.1", "a")
 	f := startTestForwarder(t, a.addr)
-	conn, err := net.Dial("tcp", f.listener.Addr().String())
+	conn, err := net.Dial("tcp", f.server.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestForwarderCloseEndsConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := dialEcho(f.listener.Addr().String())
+	c, err := dialEcho(f.server.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestForwarderCloseEndsConnections(t *testing.T) {
 	if _, err := c.reader.ReadByte(); err == nil {
 		t.Fatal("the relayed connection is still open after close")
 	}
-	if conn, err := net.Dial("tcp", f.listener.Addr().String()); err == nil {
+	if conn, err := net.Dial("tcp", f.server.Addr().String()); err == nil {
 		conn.Close()
 		t.Fatal("the forwarder still accepts connections after close")
 	}

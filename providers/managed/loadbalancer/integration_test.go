@@ -135,7 +135,7 @@ func TestIntegration(t *testing.T) {
 		waitForIngress(t, client, "echo-host", func(ing []corev1.LoadBalancerIngress) bool {
 			return len(ing) == 1 && ing[0].Hostname == hostname && ing[0].IP == ""
 		})
-		entries, err := hostsFile(hosts).read()
+		entries, err := hostsFile(hosts).Read()
 		if err != nil {
 			t.Fatal(err)
 		}

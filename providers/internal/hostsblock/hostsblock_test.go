@@ -1,4 +1,4 @@
-package loadbalancer
+package hostsblock
 
 import (
 	"net/netip"
@@ -8,7 +8,14 @@ import (
 	"testing"
 )
 
-func TestReplaceBlock(t *testing.T) {
+// testFile has markers like a real caller's.
+func testFile(path string) File {
+	return File{Path: path, Begin: "# BEGIN test hostnames", End: "# END test hostnames"}
+}
+
+func TestReplace(t *testing.T) {
+	f := testFile("")
+	hostsBegin, hostsEnd := f.Begin, f.End
 	block := func(lines ...string) string {
 		return hostsBegin + "\n" + strings.Join(lines, "") + hostsEnd + "\n"
 	}
@@ -43,10 +50,10 @@ func TestReplaceBlock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := replaceBlock([]byte(tt.content), tt.entries)
+			got, err := f.replace([]byte(tt.content), tt.entries)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("replaceBlock() error = %v; want one containing %q", err, tt.wantErr)
+					t.Fatalf("replace() error = %v; want one containing %q", err, tt.wantErr)
 				}
 				return
 			}
@@ -54,19 +61,19 @@ func TestReplaceBlock(t *testing.T) {
 				t.Fatal(err)
 			}
 			if string(got) != tt.want {
-				t.Fatalf("replaceBlock() =\n%s\nwant\n%s", got, tt.want)
+				t.Fatalf("replace() =\n%s\nwant\n%s", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestHostsFileRoundTrip(t *testing.T) {
+func TestFileRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hosts")
-	h := hostsFile(path)
+	h := testFile(path)
 
-	got, err := h.read()
+	got, err := h.Read()
 	if err != nil || len(got) != 0 {
-		t.Fatalf("read() of a missing file = %v, %v; want no entries", got, err)
+		t.Fatalf("Read() of a missing file = %v, %v; want no entries", got, err)
 	}
 	const original = "127.0.0.1 localhost\n::1 localhost ip6-localhost\n"
 	if err := os.WriteFile(path, []byte(original), 0o600); err != nil {
@@ -76,18 +83,18 @@ func TestHostsFileRoundTrip(t *testing.T) {
 		"a.ns.elb.test": netip.MustParseAddr("127.0.10.1"),
 		"b.ns.elb.test": netip.MustParseAddr("127.0.10.2"),
 	}
-	if err := h.write(entries); err != nil {
+	if err := h.Write(entries); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = h.read(); err != nil || len(got) != 2 || got["a.ns.elb.test"] != entries["a.ns.elb.test"] || got["b.ns.elb.test"] != entries["b.ns.elb.test"] {
-		t.Fatalf("read() = %v, %v; want %v", got, err, entries)
+	if got, err = h.Read(); err != nil || len(got) != 2 || got["a.ns.elb.test"] != entries["a.ns.elb.test"] || got["b.ns.elb.test"] != entries["b.ns.elb.test"] {
+		t.Fatalf("Read() = %v, %v; want %v", got, err, entries)
 	}
 	info, err := os.Stat(path)
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("file mode after write = %v, %v; want the original 0600", info.Mode(), err)
 	}
 
-	if err := h.write(nil); err != nil {
+	if err := h.Write(nil); err != nil {
 		t.Fatal(err)
 	}
 	if content, _ := os.ReadFile(path); string(content) != original {
