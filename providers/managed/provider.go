@@ -22,6 +22,7 @@ import (
 	"sealion.dev/providers/internal/hostlock"
 	"sealion.dev/providers/internal/hostproc"
 	"sealion.dev/providers/internal/hoststate"
+	"sealion.dev/providers/managed/ingress"
 	"sealion.dev/providers/managed/loadbalancer"
 )
 
@@ -344,8 +345,14 @@ func (p *provider) Delete(ctx context.Context, name string) error {
 			errs = append(errs, err)
 		}
 	}
+	// A killed supervisor's controllers left their hosts blocks behind.
 	if p.profile.lbMode == loadbalancer.ModeHostname {
 		if err := loadbalancer.RemoveHostnames(loadbalancer.DefaultHostsFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.profile.ingressPassthrough {
+		if err := ingress.RemoveHostnames(ingress.DefaultHostsFile); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"sealion.dev/providers/internal/command"
 	"sealion.dev/providers/internal/containerd"
 	"sealion.dev/providers/internal/daemon"
+	"sealion.dev/providers/managed/ingress"
 	"sealion.dev/providers/managed/loadbalancer"
 )
 
@@ -103,8 +104,28 @@ type cluster struct {
 	// controlPlane and nodeDaemons are the supervised processes, in start order.
 	controlPlane, nodeDaemons []*daemon.Process
 	containerd                *containerd.Daemon
-	lbCancel                  context.CancelFunc
-	lbDone                    chan struct{}
+	// edges are the controllers standing for what the cloud or the homelab puts in front of the
+	// cluster (load balancer, Ingress), stopped first.
+	edges []edge
+}
+
+// edge is one running controller of the cluster's edge.
+type edge struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// runEdge runs a controller of the edge for as long as the supervisor runs.
+func (c *cluster) runEdge(name string, run func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := edge{cancel: cancel, done: make(chan struct{})}
+	c.edges = append(c.edges, e)
+	go func() {
+		defer close(e.done)
+		if err := run(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "supervisor: %s controller: %v\n", name, err)
+		}
+	}()
 }
 
 // start runs each step in order, announcing it first; on failure it returns the step's name.
@@ -148,6 +169,7 @@ func (c *cluster) start(ctx context.Context, announce func(string)) (string, err
 		{"start kube-proxy", func() error { return c.daemon(&c.nodeDaemons, "kube-proxy", kubeProxyCommand(c.layout, c.config)) }},
 		{"install CoreDNS", func() error { return installCoreDNS(ctx, client, images[corednsArchive]) }},
 		{"start the load balancer controller", func() error { return c.startLoadBalancer(client) }},
+		{"start the Ingress controller", func() error { return c.startIngress(client) }},
 		{"wait for a usable cluster", func() error { return c.waitUsable(ctx, client) }},
 		{"label the node as a control plane", func() error { return c.labelControlPlane(ctx, client) }},
 	}
@@ -278,14 +300,21 @@ func (c *cluster) startLoadBalancer(client kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c.lbCancel, c.lbDone = cancel, make(chan struct{})
-	go func() {
-		defer close(c.lbDone)
-		if err := lb.Run(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "supervisor: load balancer controller: %v\n", err)
-		}
-	}()
+	c.runEdge("load balancer", lb.Run)
+	return nil
+}
+
+// startIngress runs the TLS-passthrough Ingress controller for as long as the supervisor runs,
+// where the profile has one.
+func (c *cluster) startIngress(client kubernetes.Interface) error {
+	if !c.profile.ingressPassthrough {
+		return nil
+	}
+	ic, err := ingress.New(client, ingress.Config{})
+	if err != nil {
+		return err
+	}
+	c.runEdge("Ingress", ic.Run)
 	return nil
 }
 
@@ -359,13 +388,15 @@ func ignoreNotFound(err error) error {
 	return nil
 }
 
-// stop takes the cluster down in reverse order: the load balancer controller (which releases its
+// stop takes the cluster down in reverse order: the edge's controllers (which release their
 // addresses and hosts entries), the node's daemons, every container, containerd, and the control
 // plane. Host state the node left behind (mounts, chains, the bridge) is Delete's to clean up.
 func (c *cluster) stop() {
-	if c.lbCancel != nil {
-		c.lbCancel()
-		<-c.lbDone
+	for _, e := range c.edges {
+		e.cancel()
+	}
+	for _, e := range c.edges {
+		<-e.done
 	}
 	var errs []error
 	for i := len(c.nodeDaemons) - 1; i >= 0; i-- {
