@@ -10,8 +10,11 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 )
@@ -58,6 +61,28 @@ spec:
     certificateAuthorityData: Zm9v
     certificateAuthorityDataSource: {kind: Secret, name: ca, key: ca.crt}`,
 			wantErr: "only one of certificateAuthorityData or certificateAuthorityDataSource",
+		},
+		{
+			name: "JWTAuthenticator extra without valueExpression",
+			file: "authentication.concierge.pinniped.dev_jwtauthenticators.yaml",
+			object: `
+metadata: {name: jwt}
+spec:
+  issuer: "https://issuer.example.com"
+  audience: cluster-a
+  claims: {extra: [{key: example.com/tenant}]}`,
+			wantErr: "spec.claims.extra[0].valueExpression: Required value",
+		},
+		{
+			name: "JWTAuthenticator user validation rule without expression",
+			file: "authentication.concierge.pinniped.dev_jwtauthenticators.yaml",
+			object: `
+metadata: {name: jwt}
+spec:
+  issuer: "https://issuer.example.com"
+  audience: cluster-a
+  userValidationRules: [{message: no}]`,
+			wantErr: "spec.userValidationRules[0].expression: Required value",
 		},
 		{
 			name: "WebhookAuthenticator CA source of unknown kind",
@@ -289,5 +314,37 @@ spec:
 				}
 			}
 		})
+	}
+}
+
+// TestJWTAuthenticatorCELFieldsKept proves the API server keeps every CEL field of a
+// JWTAuthenticator written for Pinniped v0.40 and later: a pruned rule would silently let in
+// the users it was written to keep out.
+func TestJWTAuthenticatorCELFieldsKept(t *testing.T) {
+	t.Parallel()
+	spec := `
+claims:
+  username: ""
+  usernameExpression: '"oidc:" + claims.sub'
+  groupsExpression: claims.roles
+  extra: [{key: example.com/tenant, valueExpression: claims.tenant}]
+claimValidationRules:
+- {claim: hd, requiredValue: example.com}
+- {expression: claims.email_verified == true, message: email must be verified}
+userValidationRules:
+- {expression: '!user.username.startsWith("system:")', message: no system users}`
+	want := map[string]interface{}{}
+	if err := yaml.Unmarshal([]byte(spec), &want); err != nil {
+		t.Fatal(err)
+	}
+	_, internal := readCRD(t, filepath.Join(crdDir, "authentication.concierge.pinniped.dev_jwtauthenticators.yaml"))
+	structural, err := structuralschema.NewStructural(internal.Spec.Validation.OpenAPIV3Schema)
+	if err != nil {
+		t.Fatalf("building the structural schema: %v", err)
+	}
+	object := map[string]interface{}{"spec": runtime.DeepCopyJSONValue(want)}
+	structuralpruning.Prune(object, structural, true)
+	if got := object["spec"]; !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("after pruning, spec = %v; want it unchanged: %v", got, want)
 	}
 }

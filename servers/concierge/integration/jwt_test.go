@@ -68,6 +68,17 @@ func TestJWTAuthenticatorStatus(t *testing.T) {
 			phase:  authv1alpha1.PhaseError,
 			wantOK: hasCondition("IssuerURLValid", metav1.ConditionFalse, "InvalidIssuerURLContainsQueryParams"),
 		},
+		{
+			name: "username expression that does not compile",
+			spec: authv1alpha1.JWTAuthenticatorSpec{Issuer: issuer.Issuer, Audience: "a", TLS: &authv1alpha1.TLSSpec{CertificateAuthorityData: b64(issuer.CABundle)},
+				Claims: authv1alpha1.JWTTokenClaims{UsernameExpression: "claims.sub +"}},
+			phase: authv1alpha1.PhaseError,
+			wantOK: func(c []metav1.Condition) bool {
+				cond := condition(c, "AuthenticatorValid")
+				return hasCondition("AuthenticatorValid", metav1.ConditionFalse, "InvalidAuthenticator")(c) &&
+					strings.Contains(cond.Message, `claims.usernameExpression: Invalid value: "claims.sub +": compilation failed`)
+			},
+		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,4 +166,53 @@ func TestTokenCredentialRequestJWT(t *testing.T) {
 			t.Fatalf("got %v, want 422 Invalid naming spec.token.value", err)
 		}
 	})
+}
+
+// TestTokenCredentialRequestJWTCEL proves the CEL fields of a JWTAuthenticator survive the real
+// kube-apiserver's CRD handling and decide exchanges: the mappings make the identity the
+// kube-apiserver sees, and each rule refuses the token or user it names with the uniform failure.
+func TestTokenCredentialRequestJWTCEL(t *testing.T) {
+	issuer := oidcissuer.New(t)
+	createJWTAuthenticator(t, "cel", authv1alpha1.JWTAuthenticatorSpec{
+		Issuer: issuer.Issuer, Audience: "cluster-a",
+		Claims: authv1alpha1.JWTTokenClaims{
+			UsernameExpression: `"oidc:" + claims.sub`,
+			GroupsExpression:   `dyn(claims.roles).map(r, "role:" + r)`,
+		},
+		ClaimValidationRules: []authv1alpha1.ClaimValidationRule{
+			{Claim: "hd", RequiredValue: "example.com"},
+			{Expression: `claims.tenant == "acme"`, Message: "only acme"},
+		},
+		UserValidationRules: []authv1alpha1.UserValidationRule{
+			{Expression: `!user.username.startsWith("oidc:mallory")`, Message: "mallory may not log in"},
+		},
+		TLS: &authv1alpha1.TLSSpec{CertificateAuthorityData: b64(issuer.CABundle)},
+	})
+	waitForJWTStatus(t, "cel", func(s authv1alpha1.JWTAuthenticatorStatus) bool { return s.Phase == authv1alpha1.PhaseReady })
+
+	mint := func(changes map[string]any) string {
+		claims := map[string]any{"sub": "alice", "aud": "cluster-a", "hd": "example.com", "tenant": "acme", "roles": []string{"devs"}}
+		for k, v := range changes {
+			claims[k] = v
+		}
+		tok, err := issuer.Issue(claims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	username, groups := whoami(t, exchange(t, "JWTAuthenticator", "cel", mint(nil)))
+	if username != "oidc:alice" || !slices.Contains(groups, "role:devs") {
+		t.Errorf("kube-apiserver sees %q %v, want oidc:alice in role:devs", username, groups)
+	}
+	for name, changes := range map[string]map[string]any{
+		"claim with the wrong value":   {"hd": "evil.example"},
+		"claim expression false":       {"tenant": "other"},
+		"user rule false":              {"sub": "mallory"},
+		"expression fails at run time": {"roles": "devs"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			requireFailed(t, exchange(t, "JWTAuthenticator", "cel", mint(changes)))
+		})
+	}
 }

@@ -16,10 +16,22 @@ type JWTAuthenticatorSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	Audience string `json:"audience"`
 
-	// Claims names the token claims that carry the username and groups.
+	// Claims says how the token's claims map to the user's identity.
 	//
 	// +optional
 	Claims JWTTokenClaims `json:"claims,omitempty"`
+
+	// ClaimValidationRules are checked against the token's claims before they are mapped to a
+	// user; a token that fails one is refused.
+	//
+	// +optional
+	ClaimValidationRules []ClaimValidationRule `json:"claimValidationRules,omitempty"`
+
+	// UserValidationRules are checked against the user the claims were mapped to; a user that
+	// fails one is refused.
+	//
+	// +optional
+	UserValidationRules []UserValidationRule `json:"userValidationRules,omitempty"`
 
 	// TLS configures how to verify the issuer's serving certificate.
 	//
@@ -27,17 +39,86 @@ type JWTAuthenticatorSpec struct {
 	TLS *TLSSpec `json:"tls,omitempty"`
 }
 
-// JWTTokenClaims names the claims of a JWT that hold the user's identity.
+// JWTTokenClaims says how the claims of a JWT map to the user's identity, each part either by
+// naming a claim or by a CEL expression over the variable claims, as Kubernetes'
+// AuthenticationConfiguration claimMappings do.
 type JWTTokenClaims struct {
-	// Username is the claim that holds the username; "username" when empty.
+	// Username is the claim that holds the username; "username" when it and UsernameExpression
+	// are both empty. It may not be set together with UsernameExpression.
 	//
 	// +optional
 	Username string `json:"username,omitempty"`
 
-	// Groups is the claim that holds the list of group names; "groups" when empty.
+	// UsernameExpression is a CEL expression over claims that yields the username, a non-empty
+	// string. It may not be set together with Username.
+	//
+	// +optional
+	UsernameExpression string `json:"usernameExpression,omitempty"`
+
+	// Groups is the claim that holds the group names, a string or a list of strings; "groups"
+	// when it and GroupsExpression are both empty. It may not be set together with
+	// GroupsExpression.
 	//
 	// +optional
 	Groups string `json:"groups,omitempty"`
+
+	// GroupsExpression is a CEL expression over claims that yields the group names: a string,
+	// a list of strings, or null for none. It may not be set together with Groups.
+	//
+	// +optional
+	GroupsExpression string `json:"groupsExpression,omitempty"`
+
+	// Extra are the user's extra attributes, each computed by a CEL expression over claims.
+	//
+	// +optional
+	Extra []ExtraMapping `json:"extra,omitempty"`
+}
+
+// ExtraMapping computes one extra attribute of the user.
+type ExtraMapping struct {
+	// Key names the attribute: a lowercase domain-prefixed path such as "example.com/team",
+	// outside the k8s.io and kubernetes.io domains, without "=".
+	Key string `json:"key"`
+
+	// ValueExpression is a CEL expression over claims that yields the values: a string, a list
+	// of strings, or null. No value leaves the attribute out.
+	ValueExpression string `json:"valueExpression"`
+}
+
+// ClaimValidationRule is one condition a token's claims must meet: either Claim with
+// RequiredValue, or Expression with an optional Message.
+type ClaimValidationRule struct {
+	// Claim names a claim that must be present and equal RequiredValue.
+	//
+	// +optional
+	Claim string `json:"claim,omitempty"`
+
+	// RequiredValue is the string value Claim must have. Only with Claim.
+	//
+	// +optional
+	RequiredValue string `json:"requiredValue,omitempty"`
+
+	// Expression is a CEL expression over claims that must yield true. Not with Claim.
+	//
+	// +optional
+	Expression string `json:"expression,omitempty"`
+
+	// Message explains a failed Expression in the Concierge's logs. Only with Expression.
+	//
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// UserValidationRule is one condition the mapped user must meet.
+type UserValidationRule struct {
+	// Expression is a CEL expression over user (username, uid, groups, extra) that must yield
+	// true.
+	Expression string `json:"expression"`
+
+	// Message explains a failed Expression in the Concierge's logs.
+	//
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // JWTAuthenticatorStatus is the observed state of a JWTAuthenticator.

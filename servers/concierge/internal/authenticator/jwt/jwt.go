@@ -5,7 +5,10 @@
 // The steps, in order: the CA bundle parses (TLSConfigurationValid); the issuer URL is https
 // with no query, fragment or discovery path (IssuerURLValid); the discovery document is fetched
 // (DiscoveryURLValid); its jwks_uri is an https URL (JWKSURLValid); the key set is fetched
-// (JWKSFetchValid); the upstream authenticator accepts the configuration (AuthenticatorValid).
+// (JWKSFetchValid); the claim mappings and validation rules are valid and their CEL expressions
+// compile, and the upstream authenticator accepts the configuration (AuthenticatorValid).
+// The claim mappings and rules are those of Kubernetes' AuthenticationConfiguration, checked and
+// evaluated by its own code (k8s.io/apiserver), so that they mean here what they mean there.
 // Later the upstream verifier refetches the key set whenever a token names an unknown key,
 // which is how issuer key rotation is picked up.
 package jwt
@@ -15,6 +18,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,8 +29,11 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
+	apiservervalidation "k8s.io/apiserver/pkg/apis/apiserver/validation"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	authenticationcel "k8s.io/apiserver/pkg/authentication/cel"
 	upstreamoidc "k8s.io/apiserver/plugin/pkg/authenticator/token/oidc"
 	"k8s.io/utils/ptr"
 
@@ -35,9 +42,9 @@ import (
 )
 
 const (
-	// DefaultUsernameClaim is used when Config.UsernameClaim is empty.
+	// DefaultUsernameClaim is used when neither a username claim nor an expression is given.
 	DefaultUsernameClaim = "username"
-	// DefaultGroupsClaim is used when Config.GroupsClaim is empty.
+	// DefaultGroupsClaim is used when neither a groups claim nor an expression is given.
 	DefaultGroupsClaim = "groups"
 
 	wellKnownPath  = "/.well-known/openid-configuration"
@@ -64,10 +71,12 @@ type Config struct {
 	Issuer string
 	// Audience must be one of the tokens' aud values.
 	Audience string
-	// UsernameClaim names the claim holding the username; "username" when empty.
-	UsernameClaim string
-	// GroupsClaim names the claim holding the groups; "groups" when empty.
-	GroupsClaim string
+	// Claims maps the token's claims to the user (spec.claims).
+	Claims authv1alpha1.JWTTokenClaims
+	// ClaimValidationRules refuse tokens whose claims fail them (spec.claimValidationRules).
+	ClaimValidationRules []authv1alpha1.ClaimValidationRule
+	// UserValidationRules refuse the users that fail them (spec.userValidationRules).
+	UserValidationRules []authv1alpha1.UserValidationRule
 	// CABundle is PEM CA certificates trusted for the issuer; nil means the system roots.
 	CABundle []byte
 }
@@ -143,10 +152,15 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	}
 	result.Pass(authv1alpha1.ConditionJWKSFetchValid, "successfully fetched jwks")
 
+	upstreamCfg := jwtAuthenticatorConfig(cfg)
+	if err := validateClaimsAndRules(upstreamCfg); err != nil {
+		return fail(authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonInvalidAuthenticator,
+			"could not initialize the JWT authenticator: %v", err)
+	}
 	// The key set outlives New: its context is cancelled by Close, not by ctx.
 	lifecycleCtx, cancel := context.WithCancel(oidc.ClientContext(context.Background(), client))
 	token, err := upstreamoidc.New(lifecycleCtx, upstreamoidc.Options{
-		JWTAuthenticator:     jwtAuthenticatorConfig(cfg),
+		JWTAuthenticator:     upstreamCfg,
 		KeySet:               oidc.NewRemoteKeySet(lifecycleCtx, discovered.JWKSURL),
 		Client:               client, // for distributed claims
 		SupportedSigningAlgs: SigningAlgorithms,
@@ -160,27 +174,78 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	return &Authenticator{token: token, cancel: cancel}, result
 }
 
-// jwtAuthenticatorConfig maps cfg to the upstream structured configuration, with empty
-// username and groups prefixes so identities are exactly the claim values.
+// jwtAuthenticatorConfig maps cfg to the upstream structured configuration. A claim name maps
+// with an empty prefix, so identities are exactly the claim values; when neither a claim nor an
+// expression is given, the default claim is used.
 func jwtAuthenticatorConfig(cfg Config) apiserverapi.JWTAuthenticator {
-	usernameClaim, groupsClaim := cfg.UsernameClaim, cfg.GroupsClaim
-	if usernameClaim == "" {
-		usernameClaim = DefaultUsernameClaim
-	}
-	if groupsClaim == "" {
-		groupsClaim = DefaultGroupsClaim
-	}
 	var audiences []string
 	if cfg.Audience != "" {
 		audiences = []string{cfg.Audience}
 	}
+	extra := make([]apiserverapi.ExtraMapping, 0, len(cfg.Claims.Extra))
+	for _, e := range cfg.Claims.Extra {
+		extra = append(extra, apiserverapi.ExtraMapping{Key: e.Key, ValueExpression: e.ValueExpression})
+	}
+	claimRules := make([]apiserverapi.ClaimValidationRule, 0, len(cfg.ClaimValidationRules))
+	for _, r := range cfg.ClaimValidationRules {
+		claimRules = append(claimRules, apiserverapi.ClaimValidationRule{
+			Claim: r.Claim, RequiredValue: r.RequiredValue, Expression: r.Expression, Message: r.Message,
+		})
+	}
+	userRules := make([]apiserverapi.UserValidationRule, 0, len(cfg.UserValidationRules))
+	for _, r := range cfg.UserValidationRules {
+		userRules = append(userRules, apiserverapi.UserValidationRule{Expression: r.Expression, Message: r.Message})
+	}
 	return apiserverapi.JWTAuthenticator{
 		Issuer: apiserverapi.Issuer{URL: cfg.Issuer, Audiences: audiences},
 		ClaimMappings: apiserverapi.ClaimMappings{
-			Username: apiserverapi.PrefixedClaimOrExpression{Claim: usernameClaim, Prefix: ptr.To("")},
-			Groups:   apiserverapi.PrefixedClaimOrExpression{Claim: groupsClaim, Prefix: ptr.To("")},
+			Username: claimOrExpression(cfg.Claims.Username, cfg.Claims.UsernameExpression, DefaultUsernameClaim),
+			Groups:   claimOrExpression(cfg.Claims.Groups, cfg.Claims.GroupsExpression, DefaultGroupsClaim),
+			Extra:    extra,
 		},
+		ClaimValidationRules: claimRules,
+		UserValidationRules:  userRules,
 	}
+}
+
+func claimOrExpression(claim, expression, defaultClaim string) apiserverapi.PrefixedClaimOrExpression {
+	if claim == "" && expression == "" {
+		claim = defaultClaim
+	}
+	mapping := apiserverapi.PrefixedClaimOrExpression{Claim: claim, Expression: expression}
+	if claim != "" {
+		mapping.Prefix = ptr.To("")
+	}
+	return mapping
+}
+
+// crdFieldNames renames the fields of Kubernetes' structured configuration, in its validation
+// errors, to the JWTAuthenticator spec fields they came from. Longer names come first: the
+// replacer tries them in this order.
+var crdFieldNames = strings.NewReplacer(
+	"claimMappings.username.expression", "claims.usernameExpression",
+	"claimMappings.groups.expression", "claims.groupsExpression",
+	"claimMappings.username", "claims.username",
+	"claimMappings.groups", "claims.groups",
+	"claimMappings.extra", "claims.extra",
+)
+
+// validateClaimsAndRules checks the claim mappings and validation rules as the kube-apiserver
+// checks an AuthenticationConfiguration, compiling every CEL expression, so that an invalid
+// spec is reported in full, in the spec's own field names. One more rule is ours, as upstream
+// Pinniped's: a certificate carries each extra as "key=value", so a key may not hold "=".
+func validateClaimsAndRules(jwtAuthn apiserverapi.JWTAuthenticator) error {
+	_, errs := apiservervalidation.CompileAndValidateJWTAuthenticator(authenticationcel.NewDefaultCompiler(), jwtAuthn, nil)
+	for i, e := range jwtAuthn.ClaimMappings.Extra {
+		if strings.Contains(e.Key, "=") {
+			errs = append(errs, field.Invalid(field.NewPath("claimMappings", "extra").Index(i).Child("key"), e.Key,
+				"Pinniped does not allow extra key names to contain equals sign"))
+		}
+	}
+	if agg := errs.ToAggregate(); agg != nil {
+		return errors.New(crdFieldNames.Replace(agg.Error()))
+	}
+	return nil
 }
 
 // validateIssuerURL returns a reason and message when issuer is not acceptable.

@@ -92,7 +92,8 @@ func TestAuthenticateToken(t *testing.T) {
 
 func TestCustomClaims(t *testing.T) {
 	iss := oidcissuer.New(t)
-	authn := newAuthenticator(t, Config{Issuer: iss.Issuer, Audience: audience, CABundle: iss.CABundle, UsernameClaim: "sub", GroupsClaim: "roles"})
+	authn := newAuthenticator(t, Config{Issuer: iss.Issuer, Audience: audience, CABundle: iss.CABundle,
+		Claims: authv1alpha1.JWTTokenClaims{Username: "sub", Groups: "roles"}})
 	token, err := iss.Issue(map[string]any{"aud": audience, "sub": "bob", "roles": []string{"admins"}, "groups": []string{"ignored"}})
 	if err != nil {
 		t.Fatal(err)

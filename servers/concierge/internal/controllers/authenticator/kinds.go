@@ -43,8 +43,10 @@ func jwtKind(client conciergeclientset.Interface, informer authinformers.JWTAuth
 		build: func(ctx context.Context, o *authv1alpha1.JWTAuthenticator, caBundle []byte) (authncache.Value, checks.List) {
 			a, steps := jwt.New(ctx, jwt.Config{
 				Issuer: o.Spec.Issuer, Audience: o.Spec.Audience,
-				UsernameClaim: o.Spec.Claims.Username, GroupsClaim: o.Spec.Claims.Groups,
-				CABundle: caBundle,
+				Claims:               o.Spec.Claims,
+				ClaimValidationRules: o.Spec.ClaimValidationRules,
+				UserValidationRules:  o.Spec.UserValidationRules,
+				CABundle:             caBundle,
 			})
 			if a == nil {
 				return nil, steps
