@@ -113,7 +113,7 @@ func TestAttributeAllGreen(t *testing.T) {
 	t.Parallel()
 	c, g := group(t, "kubeadm/1.33/{webhook,dex-browser,ldap}")
 	rep := report(testjson.Pass, append(kubeadmSuite(c), pass("TestCLIStaticLogin"),
-		pass("TestTokenCredentialRequestWithLocalUsers"), pass("TestCLIBrowserLogin"))...)
+		pass("TestTokenCredentialRequestWithLocalUsers"), pass("TestCLIBrowserLogin"), pass("TestJWTAuthenticatorCEL"))...)
 	r := Attribute(c, g, rep, []string{"KubeClusterSigningCertificate"})
 	if r.Status != Pass || r.Strategy.Status != Pass || r.Strategy.Expected != "KubeClusterSigningCertificate" {
 		t.Errorf("group %+v, strategy %+v", r.Outcome, r.Strategy.Outcome)
