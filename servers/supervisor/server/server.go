@@ -115,7 +115,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		Clients:       oidcClients.Lister().OIDCClients(c.Namespace),
 		Secrets:       secrets.Lister().Secrets(c.Namespace),
 		MinBcryptCost: clientsecrets.BcryptCost,
-	}).WithReservedNameExceptions(c.File.AllowedReservedNames)
+	}).WithReservedNameExceptions(c.File.AllowedReservedNames).WithAudit(c.audit)
 	issuers := issuer.NewMux(discovery.Endpoints{}, endpoints)
 	federationDomains, err := federationdomain.New(federationdomain.Config{
 		Namespace:                   c.Namespace,
