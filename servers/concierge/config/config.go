@@ -15,6 +15,7 @@ import (
 
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/reservednames"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/serverboot"
 )
 
@@ -39,6 +40,14 @@ type Config struct {
 	// AllowedReservedNames are the exact "system:" usernames and groups a credential may still be
 	// issued for. Empty by default: no authenticator can obtain a credential for a reserved name.
 	AllowedReservedNames reservednames.Exceptions `json:"allowedReservedNames"`
+	// Audit configures the audit events.
+	Audit Audit `json:"audit"`
+}
+
+// Audit configures the audit events, with Pinniped's keys.
+type Audit struct {
+	// LogUsernamesAndGroups writes usernames and groups in audit events instead of redacting them.
+	LogUsernamesAndGroups audit.Setting `json:"logUsernamesAndGroups,omitempty"`
 }
 
 // KubeCertAgent configures the agent that reads the cluster signing key on a
@@ -208,6 +217,9 @@ func (c *Config) validate() error {
 	errs = append(errs, c.validateKubeCertAgent()...)
 	if err := c.AllowedReservedNames.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("allowedReservedNames: %w", err))
+	}
+	if err := c.Audit.LogUsernamesAndGroups.Validate("audit.logUsernamesAndGroups"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

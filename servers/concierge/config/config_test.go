@@ -113,3 +113,14 @@ func TestParseAllowedReservedNames(t *testing.T) {
 		t.Errorf("the configured exception is refused: %s", got)
 	}
 }
+
+// Pinniped's audit key is accepted with its values, and any other value is refused by name.
+func TestParseAudit(t *testing.T) {
+	c, err := Parse([]byte(minimal + "audit:\n  logUsernamesAndGroups: enabled\n"))
+	if err != nil || !c.Audit.LogUsernamesAndGroups.Enabled() {
+		t.Fatalf("enabled: %+v, %v", c, err)
+	}
+	if _, err := Parse([]byte(minimal + "audit:\n  logUsernamesAndGroups: yes\n")); err == nil || !strings.Contains(err.Error(), `audit.logUsernamesAndGroups: must be "enabled", "disabled" or empty`) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 
 	"github.com/spf13/cobra"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -24,6 +25,7 @@ import (
 	"sealion.dev/servers/concierge/internal/controllers/authenticator"
 	"sealion.dev/servers/concierge/internal/credential"
 	"sealion.dev/servers/concierge/internal/dynamicca"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/leaderelection"
 )
 
@@ -109,6 +111,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	proxySigner := dynamicca.New("impersonation proxy signer")
 	exchanger := &credential.Exchanger{
 		Authenticators: &authenticators, Issuer: dynamicca.FirstLoaded{signer, proxySigner}, Reserved: c.File.AllowedReservedNames,
+		Audit: audit.New(os.Stdout, c.File.Audit.LogUsernamesAndGroups.Enabled()),
 	}
 	proxy, err := c.impersonationProxy(signer, proxySigner, exchanger)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/reservednames"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/serverboot"
 )
 
@@ -35,6 +36,16 @@ type Config struct {
 	// AllowedReservedNames are the exact "system:" usernames and groups a downstream identity may
 	// still carry. Empty by default: no upstream or transformation can log in such an identity.
 	AllowedReservedNames reservednames.Exceptions `json:"allowedReservedNames"`
+	// Audit configures the audit events.
+	Audit Audit `json:"audit"`
+}
+
+// Audit configures the audit events, with Pinniped's keys.
+type Audit struct {
+	// LogUsernamesAndGroups writes usernames and groups in audit events instead of redacting them.
+	LogUsernamesAndGroups audit.Setting `json:"logUsernamesAndGroups,omitempty"`
+	// LogInternalPaths audits the requests of probes to /healthz too.
+	LogInternalPaths audit.Setting `json:"logInternalPaths,omitempty"`
 }
 
 // Names of the objects the Supervisor reads.
@@ -172,6 +183,12 @@ func (c *Config) validate() error {
 	}
 	if err := c.AllowedReservedNames.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("allowedReservedNames: %w", err))
+	}
+	if err := c.Audit.LogUsernamesAndGroups.Validate("audit.logUsernamesAndGroups"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Audit.LogInternalPaths.Validate("audit.logInternalPaths"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -116,3 +116,17 @@ func TestLoad(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// Pinniped's audit keys are accepted with their values, and any other value is refused by name.
+func TestParseAudit(t *testing.T) {
+	c, err := Parse([]byte(minimal + "audit: {logUsernamesAndGroups: enabled, logInternalPaths: disabled}\n"))
+	if err != nil || !c.Audit.LogUsernamesAndGroups.Enabled() || c.Audit.LogInternalPaths.Enabled() {
+		t.Fatalf("got %+v, %v", c, err)
+	}
+	_, err = Parse([]byte(minimal + "audit: {logUsernamesAndGroups: on, logInternalPaths: Enabled}\n"))
+	for _, w := range []string{`audit.logUsernamesAndGroups: must be "enabled", "disabled" or empty`, `audit.logInternalPaths: must be`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v does not mention %q", err, w)
+		}
+	}
+}

@@ -28,6 +28,7 @@ func (c completedConfig) newAggregatedAPI() (*aggregatedAPI, error) {
 			Namespace:   c.Namespace,
 			OIDCClients: c.SupervisorClient.ConfigV1alpha1().OIDCClients(c.Namespace),
 			Store:       &clientsecrets.Store{Secrets: c.KubeClient.CoreV1().Secrets(c.Namespace), Labels: c.File.Labels},
+			Audit:       c.audit,
 		},
 	}}).Complete()
 	if err != nil {

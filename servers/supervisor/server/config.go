@@ -2,6 +2,8 @@ package server
 
 import (
 	"cmp"
+	"io"
+	"os"
 	"time"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -11,6 +13,7 @@ import (
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	"sealion.dev/core/servingcert"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/leaderelection"
 	"sealion.dev/servers/supervisor/apiserver"
 	"sealion.dev/servers/supervisor/config"
@@ -71,6 +74,8 @@ type Config struct {
 	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the GETs and the POSTs (or other
 	// methods) that the listeners serve at once, together; 100 and 30 by default.
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// AuditOutput receives the audit events, one JSON line each; os.Stdout by default.
+	AuditOutput io.Writer
 }
 
 // Clients are the API clients of the Supervisor's controllers.
@@ -81,6 +86,8 @@ type Clients struct {
 
 type completedConfig struct {
 	*Config
+	// audit writes the events of the endpoints and of the aggregated API.
+	audit *audit.Logger
 }
 
 // CompletedConfig can only be made by Complete, so New always sees the defaults filled in.
@@ -102,5 +109,8 @@ func (c *Config) Complete() CompletedConfig {
 	}
 	c.MaxRequestsInFlight = cmp.Or(c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
 	c.MaxMutatingRequestsInFlight = cmp.Or(c.MaxMutatingRequestsInFlight, defaultMaxMutatingRequestsInFlight)
-	return CompletedConfig{&completedConfig{c}}
+	if c.AuditOutput == nil {
+		c.AuditOutput = os.Stdout
+	}
+	return CompletedConfig{&completedConfig{Config: c, audit: audit.New(c.AuditOutput, c.File.Audit.LogUsernamesAndGroups.Enabled())}}
 }

@@ -36,9 +36,11 @@ const maxHeaderBytes = 64 << 10
 // listen opens the configured listeners for handler, HTTPS with the certificate getCertificate
 // chooses. Listening here, before Run, reports a port in use when the server is constructed. The
 // listeners share one in-flight limit, and answer /healthz outside it, so that a flood does not
-// fail the probes and get the pod restarted.
+// fail the probes and get the pod restarted. Every request is audited, /healthz only when the
+// configuration asks.
 func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) ([]*listener, error) {
 	handler = withHealthz(withInFlightLimit(handler, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight))
+	handler = withAudit(handler, c.audit, c.File.Audit.LogInternalPaths.Enabled())
 	var listeners []*listener
 	for _, e := range []struct {
 		name      string

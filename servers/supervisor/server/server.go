@@ -103,7 +103,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	// The sessions' upstream tokens are sealed with keys the sessionkeys controller keeps in a
 	// Secret; a replaced key opens what it sealed as long as a session record can live.
 	sealKeys := tokenseal.NewRing()
-	storage := sessions.NewStorage(c.KubeClient.CoreV1().Secrets(c.Namespace), registry, sealKeys)
+	storage := sessions.NewStorage(c.KubeClient.CoreV1().Secrets(c.Namespace), registry, sealKeys).WithAudit(c.audit)
 	sessionKeys := sessionkeys.New(sessionkeys.Config{
 		Namespace:   c.Namespace,
 		Labels:      c.File.Labels,
@@ -115,7 +115,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		Clients:       oidcClients.Lister().OIDCClients(c.Namespace),
 		Secrets:       secrets.Lister().Secrets(c.Namespace),
 		MinBcryptCost: clientsecrets.BcryptCost,
-	}).WithReservedNameExceptions(c.File.AllowedReservedNames)
+	}).WithReservedNameExceptions(c.File.AllowedReservedNames).WithAudit(c.audit)
 	issuers := issuer.NewMux(discovery.Endpoints{}, endpoints)
 	federationDomains, err := federationdomain.New(federationdomain.Config{
 		Namespace:                   c.Namespace,

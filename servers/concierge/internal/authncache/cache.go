@@ -5,6 +5,7 @@ package authncache
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 
@@ -72,12 +73,16 @@ func (c *Cache) Keys() []Key {
 	return keys
 }
 
-// AuthenticateToken authenticates token with the authenticator under key; a missing authenticator
-// is an unauthenticated result, not an error, so callers answer it like any bad token.
+// ErrNoSuchAuthenticator is the error of a token for an authenticator the cache does not hold,
+// with Pinniped's text: its audit events report it as an unexpected error, not a rejected token.
+var ErrNoSuchAuthenticator = errors.New("no such authenticator")
+
+// AuthenticateToken authenticates token with the authenticator under key, or fails with
+// ErrNoSuchAuthenticator.
 func (c *Cache) AuthenticateToken(ctx context.Context, key Key, token string) (*authenticator.Response, bool, error) {
 	v := c.Get(key)
 	if v == nil {
-		return nil, false, nil
+		return nil, false, ErrNoSuchAuthenticator
 	}
 	return v.AuthenticateToken(ctx, token)
 }

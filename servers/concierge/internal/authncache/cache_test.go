@@ -2,6 +2,7 @@ package authncache
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -26,8 +27,8 @@ func TestCache(t *testing.T) {
 	key := Key{APIGroup: "authentication.concierge.pinniped.dev", Kind: "JWTAuthenticator", Name: "a"}
 	ctx := context.Background()
 
-	if _, ok, err := c.AuthenticateToken(ctx, key, "good"); ok || err != nil {
-		t.Fatalf("empty cache authenticated: ok=%v err=%v", ok, err)
+	if _, ok, err := c.AuthenticateToken(ctx, key, "good"); ok || !errors.Is(err, ErrNoSuchAuthenticator) {
+		t.Fatalf("empty cache: ok=%v err=%v, want ErrNoSuchAuthenticator", ok, err)
 	}
 
 	first := &fakeAuth{name: "first"}

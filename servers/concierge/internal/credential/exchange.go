@@ -6,6 +6,8 @@ package credential
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/concierge/internal/authncache"
+	"sealion.dev/servers/internal/audit"
 )
 
 // ErrAuthenticationFailed is the one answer to any token that does not yield a credential, including
@@ -69,6 +72,8 @@ type Exchanger struct {
 	Reserved reservednames.Exceptions
 	TTL      time.Duration // DefaultTTL when zero
 	Now      func() time.Time
+	// Audit receives Pinniped's TokenCredentialRequest audit events.
+	Audit *audit.Logger
 }
 
 // Exchange authenticates token with the authenticator under key and, for a user a client
@@ -86,20 +91,41 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 		logger.V(4).Info("token credential request refused", "reason", "empty token")
 		return nil, ErrAuthenticationFailed
 	}
+	e.Audit.Event(ctx, "TokenCredentialRequest Token Received", audit.Fields{}, "tokenID", audit.TokenID(token))
+	authn := auditedAuthenticator{APIGroup: key.APIGroup, Kind: key.Kind, Name: key.Name}
 	resp, ok, err := e.Authenticators.AuthenticateToken(ctx, key, token)
-	if err != nil || !ok {
-		// The error can quote token contents (claims), so it is logged at debug level only.
+	if err != nil {
+		// The error can quote token contents (claims), so it is logged at debug level only; the
+		// audit event, written for the operator, carries it as Pinniped's does.
 		logger.V(4).Info("token credential request refused", "reason", "token not authenticated", "err", err)
+		e.Audit.Event(ctx, "TokenCredentialRequest Unexpected Error", audit.Fields{},
+			"reason", "authenticator returned an error", "err", err, "authenticator", authn)
 		return nil, ErrAuthenticationFailed
 	}
-	if reason := unsupportedUser(resp.User); reason != "" {
+	if !ok {
+		logger.V(4).Info("token credential request refused", "reason", "token not authenticated")
+		e.Audit.Event(ctx, "TokenCredentialRequest Authentication Failed", audit.Fields{},
+			"reason", "auth rejected by authenticator", "authenticator", authn)
+		return nil, ErrAuthenticationFailed
+	}
+	reason := unsupportedUser(resp.User)
+	if reason != "" {
 		logger.V(4).Info("token credential request refused", "reason", reason)
-		return nil, ErrAuthenticationFailed
-	}
-	// An authenticator that yields a reserved name is misconfigured or attacked: that is worth an
-	// operator's attention, so it is logged at the default level (names only, never the token).
-	if reason := e.Reserved.Refused(resp.User.GetName(), resp.User.GetGroups()); reason != "" {
+	} else if reason = e.Reserved.Refused(resp.User.GetName(), resp.User.GetGroups()); reason != "" {
+		// An authenticator that yields a reserved name is misconfigured or attacked: that is worth
+		// an operator's attention, so it is logged at the default level (names only, never the token).
 		logger.Info("token credential request refused", "reason", reason)
+	}
+	if reason != "" {
+		var name, uid string
+		var extras int
+		if resp.User != nil {
+			name, uid, extras = resp.User.GetName(), resp.User.GetUID(), len(resp.User.GetExtra())
+		}
+		e.Audit.Event(ctx, "TokenCredentialRequest Unsupported UserInfo",
+			audit.Fields{PersonalInfo: []any{"userInfoName", name, "userInfoUID", uid}},
+			"userInfoExtrasCount", extras, "reason", "unsupported value in userInfo returned by authenticator",
+			"err", reason, "authenticator", authn)
 		return nil, ErrAuthenticationFailed
 	}
 	ttl := e.TTL
@@ -109,14 +135,44 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 	certPEM, keyPEM, err := e.Issuer.IssueClientCert(resp.User.GetName(), resp.User.GetGroups(), ttl)
 	if err != nil {
 		logger.Error(err, "token credential request could not issue a certificate")
+		e.Audit.Event(ctx, "TokenCredentialRequest Unexpected Error", audit.Fields{},
+			"reason", "cert issuer returned an error", "err", err, "authenticator", authn)
 		return nil, ErrAuthenticationFailed
 	}
 	logger.V(4).Info("token credential request succeeded", "username", resp.User.GetName())
+	expires := e.now().Add(ttl)
+	e.Audit.Event(ctx, "TokenCredentialRequest Authenticated User",
+		audit.Fields{PersonalInfo: []any{"username", resp.User.GetName(), "groups", resp.User.GetGroups(), "extras", resp.User.GetExtra()}},
+		"issuedClientCert", validity(certPEM, expires), "authenticator", authn)
 	return &Credential{
-		ExpirationTimestamp:   e.now().Add(ttl),
+		ExpirationTimestamp:   expires,
 		ClientCertificateData: string(certPEM),
 		ClientKeyData:         string(keyPEM),
 	}, nil
+}
+
+// auditedAuthenticator names the authenticator in audit events with Pinniped's keys.
+type auditedAuthenticator struct {
+	APIGroup string `json:"apiGroup"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+}
+
+// certValidity is the issuedClientCert of an audit event.
+type certValidity struct {
+	NotBefore string `json:"notBefore,omitempty"`
+	NotAfter  string `json:"notAfter"`
+}
+
+// validity reads the validity of the issued certificate for the audit event; when it cannot be
+// parsed (a test issuer), notAfter is the expiry the response reports.
+func validity(certPEM []byte, expires time.Time) certValidity {
+	if block, _ := pem.Decode(certPEM); block != nil {
+		if cert, err := x509.ParseCertificate(block.Bytes); err == nil {
+			return certValidity{NotBefore: cert.NotBefore.UTC().Format(time.RFC3339), NotAfter: cert.NotAfter.UTC().Format(time.RFC3339)}
+		}
+	}
+	return certValidity{NotAfter: expires.UTC().Format(time.RFC3339)}
 }
 
 // unsupportedUser says why a certificate cannot represent u, or "" when it can: a certificate holds a

@@ -1,8 +1,11 @@
 package credential
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,13 +14,14 @@ import (
 
 	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/concierge/internal/authncache"
+	"sealion.dev/servers/internal/audit"
 )
 
 type fakeAuthenticators map[string]*authenticator.Response
 
 func (f fakeAuthenticators) AuthenticateToken(_ context.Context, key authncache.Key, token string) (*authenticator.Response, bool, error) {
 	if key.Name != "known" {
-		return nil, false, nil
+		return nil, false, authncache.ErrNoSuchAuthenticator
 	}
 	if token == "error" {
 		return nil, false, errors.New("issuer said: claim x was bad")
@@ -64,30 +68,33 @@ func TestExchange(t *testing.T) {
 		reserved   reservednames.Exceptions
 		wantUser   string
 		wantGroups []string
+		wantEvents []string
 	}{
-		{name: "valid", key: known, token: "alice", wantUser: "alice", wantGroups: []string{"devs", "ops"}},
-		{name: "credential id extra is allowed", key: known, token: "credid", wantUser: "bob"},
-		{name: "empty token", key: known, token: ""},
-		{name: "unknown token", key: known, token: "mallory"},
-		{name: "authenticator error", key: known, token: "error"},
-		{name: "unknown authenticator", key: authncache.Key{Kind: "JWTAuthenticator", Name: "other"}, token: "alice"},
-		{name: "empty username", key: known, token: "noname"},
-		{name: "uid", key: known, token: "uid"},
-		{name: "other extras", key: known, token: "extras"},
-		{name: "no user in response", key: known, token: "nilresult"},
-		{name: "issuer fails", key: known, token: "alice", issuerErr: errors.New("no CA loaded")},
-		{name: "reserved username", key: known, token: "admin"},
-		{name: "reserved group", key: known, token: "masters"},
-		{name: "reserved group in another case", key: known, token: "mixedcase"},
-		{name: "reserved group not among the exceptions", key: known, token: "masters", reserved: reservednames.Exceptions{Groups: []string{"system:monitoring"}}},
+		{name: "valid", key: known, token: "alice", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}, wantUser: "alice", wantGroups: []string{"devs", "ops"}},
+		{name: "credential id extra is allowed", key: known, token: "credid", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}, wantUser: "bob"},
+		{name: "empty token", key: known, token: "", wantEvents: nil},
+		{name: "unknown token", key: known, token: "mallory", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authentication Failed"}},
+		{name: "authenticator error", key: known, token: "error", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}},
+		{name: "unknown authenticator", key: authncache.Key{Kind: "JWTAuthenticator", Name: "other"}, token: "alice", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}},
+		{name: "empty username", key: known, token: "noname", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
+		{name: "uid", key: known, token: "uid", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
+		{name: "other extras", key: known, token: "extras", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
+		{name: "no user in response", key: known, token: "nilresult", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
+		{name: "issuer fails", key: known, token: "alice", issuerErr: errors.New("no CA loaded"), wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}},
+		{name: "reserved username", key: known, token: "admin", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
+		{name: "reserved group", key: known, token: "masters", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
+		{name: "reserved group in another case", key: known, token: "mixedcase", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
+		{name: "reserved group not among the exceptions", key: known, token: "masters", reserved: reservednames.Exceptions{Groups: []string{"system:monitoring"}}, wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
 		{name: "reserved group allowed by exception", key: known, token: "monitor", reserved: reservednames.Exceptions{Groups: []string{"system:monitoring"}},
-			wantUser: "prometheus", wantGroups: []string{"system:monitoring"}},
+			wantUser: "prometheus", wantGroups: []string{"system:monitoring"}, wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			issuer := &fakeIssuer{err: tt.issuerErr}
-			e := &Exchanger{Authenticators: users, Issuer: issuer, Reserved: tt.reserved, Now: func() time.Time { return now }}
+			var log bytes.Buffer
+			e := &Exchanger{Authenticators: users, Issuer: issuer, Reserved: tt.reserved, Now: func() time.Time { return now }, Audit: audit.New(&log, false)}
 			cred, err := e.Exchange(context.Background(), tt.key, tt.token)
+			checkEvents(t, log.String(), tt.token, tt.wantEvents)
 			if tt.wantUser == "" {
 				if !errors.Is(err, ErrAuthenticationFailed) || err.Error() != "authentication failed" || cred != nil {
 					t.Fatalf("got cred=%v err=%v, want the uniform authentication failure", cred, err)
@@ -104,6 +111,70 @@ func TestExchange(t *testing.T) {
 				t.Errorf("unexpected credential %+v", cred)
 			}
 		})
+	}
+}
+
+// checkEvents checks that out holds the events named want, in order, each marked as an audit
+// event and naming the authenticator where Pinniped's does, the first with the token's SHA-256;
+// and that neither the token nor (redacted by default) a username appears. A reserved name is
+// Kubernetes's, not a person's, and may be named in the reason.
+func checkEvents(t *testing.T, out, token string, want []string) {
+	t.Helper()
+	var got []string
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not JSON: %s", line)
+		}
+		msg, _ := ev["message"].(string)
+		got = append(got, msg)
+		switch {
+		case ev["auditEvent"] != true:
+			t.Errorf("not marked auditEvent: %s", line)
+		case msg == "TokenCredentialRequest Token Received" && ev["tokenID"] != audit.TokenID(token):
+			t.Errorf("tokenID is not the token's SHA-256: %s", line)
+		case msg != "TokenCredentialRequest Token Received" && ev["authenticator"] == nil:
+			t.Errorf("no authenticator: %s", line)
+		}
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	for _, secret := range []string{`"` + token + `"`, "alice", "mallory", "prometheus"} {
+		if token != "" && strings.Contains(out, secret) {
+			t.Errorf("the events show %s:\n%s", secret, out)
+		}
+	}
+}
+
+// The successful and the refused exchange name the user's details in personalInfo: redacted by
+// default, in clear when enabled. The authenticator's error and the reason are written.
+func TestExchangeAuditDetails(t *testing.T) {
+	users := fakeAuthenticators{"alice": {User: &user.DefaultInfo{Name: "alice", Groups: []string{"devs", "ops"}}}, "uid": {User: &user.DefaultInfo{Name: "sa", UID: "1234"}}}
+	known := authncache.Key{APIGroup: "authentication.concierge.pinniped.dev", Kind: "JWTAuthenticator", Name: "known"}
+	for _, tt := range []struct {
+		token    string
+		personal bool
+		want     []string
+	}{
+		{"alice", false, []string{`"personalInfo":{"username":"redacted","groups":["redacted 2 values"],"extras":{"redacted":"redacted 0 keys"}}`,
+			`"issuedClientCert":{"notAfter":"2026-01-02T03:09:05Z"}`, `"authenticator":{"apiGroup":"authentication.concierge.pinniped.dev","kind":"JWTAuthenticator","name":"known"}`}},
+		{"alice", true, []string{`"personalInfo":{"username":"alice","groups":["devs","ops"],"extras":{}}`}},
+		{"uid", true, []string{`"personalInfo":{"userInfoName":"sa","userInfoUID":"1234"},"userInfoExtrasCount":0,"reason":"unsupported value in userInfo returned by authenticator","err":"user has a UID"`}},
+		{"error", false, []string{`"reason":"authenticator returned an error","err":"issuer said: claim x was bad"`}},
+		{"nobody", false, []string{`"reason":"auth rejected by authenticator"`}},
+	} {
+		var log bytes.Buffer
+		e := &Exchanger{Authenticators: users, Issuer: &fakeIssuer{}, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }, Audit: audit.New(&log, tt.personal)}
+		_, _ = e.Exchange(context.Background(), known, tt.token)
+		for _, w := range tt.want {
+			if !strings.Contains(log.String(), w) {
+				t.Errorf("%s (personal %v): events do not contain %s:\n%s", tt.token, tt.personal, w, log.String())
+			}
+		}
 	}
 }
 

@@ -1,9 +1,11 @@
 package tokencredentialrequest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
@@ -19,6 +22,7 @@ import (
 	"sealion.dev/core/apis/concierge/login"
 	"sealion.dev/servers/concierge/internal/authncache"
 	"sealion.dev/servers/concierge/internal/credential"
+	"sealion.dev/servers/internal/audit"
 )
 
 type fakeExchanger struct {
@@ -166,5 +170,51 @@ func TestDiscovery(t *testing.T) {
 	}
 	if _, ok := s.(rest.ShortNamesProvider); ok {
 		t.Error("upstream has no short names")
+	}
+}
+
+// rejectingAuthenticators refuses every token.
+type rejectingAuthenticators struct{}
+
+func (rejectingAuthenticators) AuthenticateToken(context.Context, authncache.Key, string) (*authenticator.Response, bool, error) {
+	return nil, false, nil
+}
+
+// A request refused before the exchange (missing token, namespace, dryRun, admission) is not
+// audited, as upstream; one that reaches it is, under the request's Kubernetes audit ID.
+func TestCreateAudit(t *testing.T) {
+	var log bytes.Buffer
+	ex := &credential.Exchanger{Authenticators: rejectingAuthenticators{}, Audit: audit.New(&log, false)}
+	r := NewREST(ex, gr)
+	refuse := func(context.Context, runtime.Object) error { return errors.New("admission says no") }
+	for name, create := range map[string]func() error{
+		"no token": func() error { _, err := r.Create(context.Background(), request(""), nil, nil); return err },
+		"namespace": func() error {
+			_, err := r.Create(genericapirequest.WithNamespace(context.Background(), "ns"), request("t"), nil, nil)
+			return err
+		},
+		"dryRun": func() error {
+			_, err := r.Create(context.Background(), request("t"), nil, &metav1.CreateOptions{DryRun: []string{"All"}})
+			return err
+		},
+		"admission": func() error { _, err := r.Create(context.Background(), request("t"), refuse, nil); return err },
+	} {
+		if err := create(); err == nil || log.Len() != 0 {
+			t.Errorf("%s: err %v, audited %q", name, err, log.String())
+		}
+	}
+
+	ctx := audit.WithID(context.Background(), "kube-audit-id")
+	if _, err := r.Create(ctx, request("secret-token"), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 2 || strings.Contains(log.String(), "secret-token") {
+		t.Fatalf("events:\n%s", log.String())
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, `"auditEvent":true,"auditID":"kube-audit-id"`) {
+			t.Errorf("not under the request's audit ID: %s", l)
+		}
 	}
 }

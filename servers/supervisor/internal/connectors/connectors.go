@@ -69,9 +69,11 @@ type RefreshConnector interface {
 	Refresh(ctx context.Context, login Login, prev Identity) (*Identity, error)
 }
 
-// RevokeConnector revokes the upstream tokens a session holds when the session ends.
+// RevokeConnector revokes the upstream tokens a session holds when the session ends. It returns
+// the type (OAuth token_type_hint) of the token it revoked, or "" when it revoked none, for the
+// audit event.
 type RevokeConnector interface {
-	Revoke(ctx context.Context, session Session) error
+	Revoke(ctx context.Context, session Session) (revoked string, err error)
 }
 
 // Error is a login or refresh the upstream refused or could not serve, with the hint the client

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sealion.dev/core/reservednames"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/authorize"
 	"sealion.dev/servers/supervisor/internal/oauth/callback"
@@ -47,6 +48,13 @@ func (e *Endpoints) WithClients(clients *provider.OIDCClients) *Endpoints {
 // name stays refused. Call it before the endpoints serve their first request.
 func (e *Endpoints) WithReservedNameExceptions(allowed reservednames.Exceptions) *Endpoints {
 	e.shared.Reserved = allowed
+	return e
+}
+
+// WithAudit has the endpoints write their audit events to log. Call it before the first issuer is
+// mounted.
+func (e *Endpoints) WithAudit(log *audit.Logger) *Endpoints {
+	e.shared.Audit = log
 	return e
 }
 

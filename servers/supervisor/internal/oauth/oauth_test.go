@@ -27,6 +27,7 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	configlisters "sealion.dev/core/generated/supervisor/listers/config/v1alpha1"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
@@ -60,6 +61,8 @@ type harness struct {
 	// oidcClients and clientSecrets are the informer caches of the OIDCClients and their
 	// storage Secrets (see addOIDCClient).
 	oidcClients, clientSecrets cache.Indexer
+	// auditLog holds the endpoints' audit events, personal information redacted.
+	auditLog *auditLog
 }
 
 func newHarness(t testing.TB, transforms *idtransform.Pipeline) *harness {
@@ -94,6 +97,8 @@ func newHarnessWith(t testing.TB, ups *fakeUpstreams, idps ...issuer.IdentityPro
 		Secrets:       corev1listers.NewSecretLister(h.clientSecrets).Secrets(namespace),
 		MinBcryptCost: bcrypt.MinCost,
 	})
+	h.auditLog = &auditLog{}
+	h.endpoints.WithAudit(audit.New(h.auditLog, false))
 	mux := issuer.NewMux(h.endpoints)
 	h.server = httptest.NewTLSServer(mux)
 	t.Cleanup(h.server.Close)

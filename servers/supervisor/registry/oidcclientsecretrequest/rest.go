@@ -27,6 +27,7 @@ import (
 
 	"sealion.dev/core/apis/supervisor/clientsecret"
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
 )
 
@@ -50,6 +51,8 @@ type Config struct {
 	Cost int
 	// Rand is the source of new secrets; crypto/rand when nil.
 	Rand io.Reader
+	// Audit receives an event for each change of a client's secrets, under the request's audit ID.
+	Audit *audit.Logger
 }
 
 // REST is the storage of oidcclientsecretrequests.
@@ -161,9 +164,8 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 			}
 			return nil, r.internal("storing the client secrets of OIDCClient "+req.Name, err)
 		}
-		// Pinniped's audit event name, so that log searches written for it keep working.
-		klog.FromContext(ctx).Info("OIDCClientSecretRequest Updated Secrets",
-			"oidcClient", req.Name, "generatedNewSecret", req.Spec.GenerateNewSecret, "revokedOldSecrets", revoke, "totalClientSecrets", len(hashes))
+		r.cfg.Audit.Event(ctx, "OIDCClientSecretRequest Updated Secrets", audit.Fields{},
+			"clientID", req.Name, "generatedSecret", req.Spec.GenerateNewSecret, "revokedSecrets", revoke, "totalSecrets", len(hashes))
 	}
 
 	return &clientsecret.OIDCClientSecretRequest{

@@ -1,11 +1,13 @@
 package oidcclientsecretrequest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"testing/iotest"
 
@@ -23,6 +25,7 @@ import (
 	"sealion.dev/core/apis/supervisor/clientsecret"
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
 )
 
@@ -38,6 +41,7 @@ var gr = schema.GroupResource{Group: "clientsecret.supervisor.tuna.io", Resource
 type fixture struct {
 	kube *kubefake.Clientset
 	rest *REST
+	log  bytes.Buffer // the audit events
 }
 
 func newFixture(t *testing.T, cost int) *fixture {
@@ -46,13 +50,16 @@ func newFixture(t *testing.T, cost int) *fixture {
 	supervisor := supervisorfake.NewSimpleClientset(&configv1alpha1.OIDCClient{
 		ObjectMeta: metav1.ObjectMeta{Name: clientName, Namespace: ns, UID: clientUID},
 	})
-	return &fixture{kube: kube, rest: NewREST(Config{
+	f := &fixture{kube: kube}
+	f.rest = NewREST(Config{
 		Namespace:            ns,
 		OIDCClients:          supervisor.ConfigV1alpha1().OIDCClients(ns),
 		Store:                &clientsecrets.Store{Secrets: kube.CoreV1().Secrets(ns), Labels: map[string]string{"app": "pinniped-supervisor"}},
 		OIDCClientAPIVersion: apiVersion,
 		Cost:                 cost, // and crypto/rand, as Rand is nil
-	}, gr)}
+		Audit:                audit.New(&f.log, false),
+	}, gr)
+	return f
 }
 
 func nsContext(namespace string) context.Context {
@@ -232,6 +239,9 @@ func TestRejectedRequests(t *testing.T) {
 					t.Errorf("a rejected request wrote: %v", a)
 				}
 			}
+			if f.log.Len() != 0 {
+				t.Errorf("a rejected request was audited: %s", f.log.String())
+			}
 		})
 	}
 }
@@ -294,5 +304,25 @@ func TestDiscovery(t *testing.T) {
 	}
 	if _, ok := l.NewList().(*clientsecret.OIDCClientSecretRequestList); !ok {
 		t.Errorf("NewList gives %T", l.NewList())
+	}
+}
+
+// Each change of the secrets is audited with Pinniped's event and keys, under the request's
+// Kubernetes audit ID, and without the secret; a request that changes nothing is not.
+func TestAuditEvents(t *testing.T) {
+	f := newFixture(t, bcrypt.MinCost)
+	ctx := audit.WithID(nsContext(ns), "kube-audit-id")
+	out, err := f.rest.Create(ctx, request(clientName, true, false), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.rest.Create(ctx, request(clientName, false, false), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := f.log.String()
+	want := `"message":"OIDCClientSecretRequest Updated Secrets","auditEvent":true,"auditID":"kube-audit-id","clientID":"` + clientName +
+		`","generatedSecret":true,"revokedSecrets":false,"totalSecrets":1}` + "\n"
+	if strings.Count(got, "\n") != 1 || !strings.HasSuffix(got, want) || strings.Contains(got, out.(*clientsecret.OIDCClientSecretRequest).Status.GeneratedSecret) {
+		t.Fatalf("events:\n%s\nwant one ending %s", got, want)
 	}
 }

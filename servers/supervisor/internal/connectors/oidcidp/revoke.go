@@ -22,36 +22,37 @@ const revocationTimeout = 10 * time.Second
 
 // Revoke revokes the upstream refresh token of a session. It sends the token only to the issuer
 // that issued it: when the OIDCIdentityProvider now points elsewhere, the token is left to expire.
-func (c *Connector) Revoke(ctx context.Context, s connectors.Session) error {
+func (c *Connector) Revoke(ctx context.Context, s connectors.Session) (string, error) {
 	if s.OIDC == nil || s.OIDC.UpstreamRefreshToken == "" {
-		return nil
+		return "", nil
 	}
 	if c.cfg.IssuerURL != s.OIDC.UpstreamIssuer {
 		klog.FromContext(ctx).V(1).Info("Not revoking an upstream token: its identity provider now has another issuer",
 			"issuer", c.cfg.IssuerURL, "tokenIssuer", s.OIDC.UpstreamIssuer)
-		return nil
+		return "", nil
 	}
 	return c.revokeToken(ctx, s.OIDC.UpstreamRefreshToken, "refresh_token")
 }
 
 // revokeToken revokes token at the upstream's revocation_endpoint, authenticated as the
-// upstream client. An upstream that advertises no revocation endpoint has nothing to do.
-func (c *Connector) revokeToken(ctx context.Context, token, hint string) error {
+// upstream client, and returns hint once it is revoked. An upstream that advertises no
+// revocation endpoint has nothing to do.
+func (c *Connector) revokeToken(ctx context.Context, token, hint string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, revocationTimeout)
 	defer cancel()
 	op, err := c.provider(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var meta struct {
 		Endpoint    string   `json:"revocation_endpoint"`
 		AuthMethods []string `json:"revocation_endpoint_auth_methods_supported"`
 	}
 	if err := op.Claims(&meta); err != nil {
-		return fmt.Errorf("reading the discovery document of %s: %w", c.cfg.IssuerURL, err)
+		return "", fmt.Errorf("reading the discovery document of %s: %w", c.cfg.IssuerURL, err)
 	}
 	if meta.Endpoint == "" {
-		return nil
+		return "", nil
 	}
 	form := url.Values{"token": {token}, "token_type_hint": {hint}}
 	// client_secret_basic is the default of RFC 7009 (and RFC 8414); client_secret_post only
@@ -66,7 +67,7 @@ func (c *Connector) revokeToken(ctx context.Context, token, hint string) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, meta.Endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return fmt.Errorf("revoking an upstream %s: %w", hint, err)
+		return "", fmt.Errorf("revoking an upstream %s: %w", hint, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if basic {
@@ -78,7 +79,7 @@ func (c *Connector) revokeToken(ctx context.Context, token, hint string) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("revoking an upstream %s: %w", hint, err)
+		return "", fmt.Errorf("revoking an upstream %s: %w", hint, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -88,7 +89,7 @@ func (c *Connector) revokeToken(ctx context.Context, token, hint string) error {
 			Error string `json:"error"`
 		}
 		_ = json.Unmarshal(body, &answer)
-		return fmt.Errorf("revoking an upstream %s at %s: %s %s", hint, meta.Endpoint, resp.Status, answer.Error)
+		return "", fmt.Errorf("revoking an upstream %s at %s: %s %s", hint, meta.Endpoint, resp.Status, answer.Error)
 	}
-	return nil
+	return hint, nil
 }

@@ -66,6 +66,7 @@ func (p authorizer) authorize(w http.ResponseWriter, r *http.Request) {
 		p.AuthorizeError(ctx, w, ar, fosite.ErrInvalidRequest.WithHint(err.Error()), browserless)
 		return
 	}
+	p.AuditUsing(ctx, res)
 	if browserless {
 		p.authorizeWithoutBrowser(w, r, ar, res)
 		return
@@ -81,12 +82,14 @@ func (p authorizer) authorize(w http.ResponseWriter, r *http.Request) {
 			p.OAuth.WriteAuthorizeError(ctx, w, ar, p.LoginError(ctx, res, err))
 			return
 		}
+		p.AuditAuthorizeID(ctx, "Upstream Authorize Redirect", state)
 		http.Redirect(w, r, to, http.StatusSeeOther)
 		return
 	}
 	// Without a browser flow of its own, the upstream checks the password of the Supervisor's
 	// login form.
 	login := url.URL{Path: p.Issuer.Path(provider.LoginPath), RawQuery: url.Values{"state": {state}}.Encode()}
+	p.AuditAuthorizeID(ctx, "Upstream Authorize Redirect", state)
 	http.Redirect(w, r, login.String(), http.StatusSeeOther)
 }
 

@@ -30,6 +30,7 @@ func (p callbacks) callback(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	p.AuditAuthorizeID(ctx, "AuthorizeID From Parameters", q.Get("state"))
 	if e := q.Get("error"); e != "" {
 		p.OAuth.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHintf("the upstream identity provider answered %s: %s", e, q.Get("error_description")))
 		return
@@ -39,6 +40,7 @@ func (p callbacks) callback(w http.ResponseWriter, r *http.Request) {
 		p.OAuth.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()))
 		return
 	}
+	p.AuditUsing(ctx, res)
 	browser, ok := res.Conn.(connectors.BrowserConnector)
 	if !ok {
 		p.OAuth.WriteAuthorizeError(ctx, w, ar, fosite.ErrInvalidRequest.WithHintf("identity provider %q does not log in through the callback", res.IDP.DisplayName))

@@ -63,11 +63,13 @@ func (p pages) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	p.AuditAuthorizeID(ctx, "AuthorizeID From Parameters", encoded)
 	res, err := p.IdentityProvider(st.IDP, "")
 	if err != nil {
 		p.OAuth.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()))
 		return
 	}
+	p.AuditUsing(ctx, res)
 	// A connector with a browser flow of its own (OIDC's password grant) is not offered the form.
 	_, password := res.Conn.(connectors.PasswordConnector)
 	if _, browser := res.Conn.(connectors.BrowserConnector); !password || browser {

@@ -10,6 +10,7 @@ import (
 	"github.com/ory/fosite/token/jwt"
 	"k8s.io/klog/v2"
 
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
@@ -71,17 +72,23 @@ func (p *Provider) LoginError(ctx context.Context, res *Resolved, err error) err
 // our own authorization code.
 func (p *Provider) FinishLogin(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, idp *issuer.IdentityProvider, user *connectors.Identity, browserless bool) {
 	ctx := r.Context()
+	p.Audit.Event(ctx, "Identity From Upstream IDP", audit.Fields{PersonalInfo: []any{"upstreamUsername", user.Username, "upstreamGroups", user.Groups}},
+		"upstreamIDPDisplayName", idp.DisplayName, "upstreamIDPType", idp.Type, "upstreamIDPResourceName", idp.Name, "upstreamIDPResourceUID", idp.UID)
 	downstream, err := p.Transform(ctx, idp, idtransform.Identity{Username: user.Username, Groups: user.Groups})
 	if err != nil {
 		p.AuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()), browserless)
 		return
 	}
 	GrantScopes(ar)
-	resp, err := p.OAuth.NewAuthorizeResponse(ctx, ar, p.newLoginSession(ar, idp, user, downstream))
+	session := p.newLoginSession(ar, idp, user, downstream)
+	resp, err := p.OAuth.NewAuthorizeResponse(ctx, ar, session)
 	if err != nil {
 		p.AuthorizeError(ctx, w, ar, err, browserless)
 		return
 	}
+	p.Audit.Event(ctx, "Session Started", audit.Fields{SessionID: ar.GetID(), PersonalInfo: []any{
+		"username", session.Custom.Username, "groups", session.Custom.Groups, "subject", session.Subject, "additionalClaims", user.AdditionalClaims,
+	}}, "warnings", []string{})
 	if browserless {
 		w = foundRedirects{w}
 	}
@@ -112,6 +119,7 @@ func (s *Shared) Transform(ctx context.Context, idp *issuer.IdentityProvider, id
 		return idtransform.Identity{}, fmt.Errorf("identity transformations failed: %w", err)
 	}
 	if res.Rejected {
+		s.Audit.Event(ctx, "Authentication Rejected By Transforms", audit.Fields{}, "reason", res.Message)
 		return idtransform.Identity{}, errors.New(res.Message)
 	}
 	if err := s.RefuseReserved(ctx, idp.DisplayName, res.Identity); err != nil {
@@ -196,6 +204,10 @@ func (p *Provider) PasswordLogin(ctx context.Context, res *Resolved, username, p
 		return nil, ErrNoPasswordFlow
 	}
 	user, err := conn.Authenticate(ctx, p.ConnectorLogin(res), username, password)
+	var refused *connectors.Error
+	if errors.As(err, &refused) && !refused.Unavailable {
+		p.Audit.Event(ctx, "Incorrect Username Or Password", audit.Fields{})
+	}
 	if err != nil {
 		return nil, p.LoginError(ctx, res, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ory/fosite/token/jwt"
 
 	"sealion.dev/core/reservednames"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 )
@@ -104,6 +105,8 @@ type Shared struct {
 	// zero value refuses them all.
 	Reserved reservednames.Exceptions
 	Now      func() time.Time
+	// Audit receives Pinniped's audit events of logins and token requests.
+	Audit *audit.Logger
 }
 
 // Provider is the fosite provider of one issuer and what its endpoints share.

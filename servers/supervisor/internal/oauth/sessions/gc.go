@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"sealion.dev/core/controller"
+	"sealion.dev/servers/internal/audit"
 )
 
 // GarbageCollectInterval is how often RunGarbageCollector sweeps.
@@ -43,6 +44,7 @@ func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
 		switch {
 		case err == nil:
 			deleted++
+			s.audit.Event(ctx, "Session Garbage Collected", audit.Fields{}, "storageType", secret.Labels[TypeLabel])
 		case !apierrors.IsNotFound(err):
 			errs = append(errs, fmt.Errorf("deleting %s: %w", secret.Name, err))
 		}
@@ -74,13 +76,11 @@ func (s *Storage) RunGarbageCollector(ctx context.Context, leading func() bool) 
 	}).Run(ctx)
 }
 
-// sweep runs GarbageCollect and logs the outcome. A failure waits for the next sweep rather than
+// sweep runs GarbageCollect and logs a failure (each deletion is audited). A failure waits for the next sweep rather than
 // the controller's quicker retry: each sweep also retries the failed revocations, whose attempts
 // are counted per sweep.
 func (s *Storage) sweep(ctx context.Context) {
 	if n, err := s.GarbageCollect(ctx); err != nil {
 		klog.FromContext(ctx).Error(err, "Garbage collecting OAuth sessions", "deleted", n)
-	} else if n > 0 {
-		klog.FromContext(ctx).V(2).Info("Session Garbage Collected", "deleted", n)
 	}
 }

@@ -1,8 +1,10 @@
 package sessions
 
 import (
+	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions/sessionstest"
 )
 
@@ -34,12 +37,17 @@ func TestGarbageCollect(t *testing.T) {
 		secret("unlabeled", SecretType(typeAccessToken), nil, past),
 		secret("other-type", corev1.SecretTypeOpaque, stored, past),
 	)
-	s := NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}, sessionstest.Keys())
+	var log bytes.Buffer
+	s := NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}, sessionstest.Keys()).WithAudit(audit.New(&log, false))
 	s.now = func() time.Time { return now }
 
 	n, err := s.GarbageCollect(context.Background())
 	if err != nil || n != 1 {
 		t.Fatalf("GarbageCollect() = %d, %v; want 1 deleted", n, err)
+	}
+	// Each deletion is audited with Pinniped's event and the record's storage type.
+	if got := log.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, `"message":"Session Garbage Collected","auditEvent":true,"storageType":"`+typeAccessToken+`"}`) {
+		t.Errorf("audit events:\n%s", got)
 	}
 	list, err := clientset.CoreV1().Secrets(namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {

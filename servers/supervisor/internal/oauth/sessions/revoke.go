@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/tokenseal"
@@ -147,5 +148,9 @@ func (s *Storage) revokeUpstream(ctx context.Context, namespace string, sess *Se
 	if !ok {
 		return nil
 	}
-	return revoker.Revoke(ctx, sess.Custom.Session)
+	revoked, err := revoker.Revoke(ctx, sess.Custom.Session)
+	if err == nil && revoked != "" {
+		s.audit.Event(ctx, "Upstream OIDC Token Revoked", audit.Fields{}, "type", revoked)
+	}
+	return err
 }

@@ -1,12 +1,15 @@
 package sessions
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes/fake"
 
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions/sessionstest"
@@ -34,12 +37,12 @@ type revoker struct {
 	err     error
 }
 
-func (r *revoker) Revoke(_ context.Context, s connectors.Session) error {
+func (r *revoker) Revoke(_ context.Context, s connectors.Session) (string, error) {
 	if r.err != nil {
-		return r.err
+		return "", r.err
 	}
 	r.revoked = append(r.revoked, s.OIDC.UpstreamRefreshToken)
-	return nil
+	return "refresh_token", nil
 }
 
 func TestRevokeUpstream(t *testing.T) {
@@ -81,13 +84,19 @@ func TestRevokeUpstream(t *testing.T) {
 			if conn == nil {
 				conn = r
 			}
-			s := NewStorage(fake.NewClientset().CoreV1().Secrets(namespace), oneConnector{conn}, sessionstest.Keys())
+			var log bytes.Buffer
+			s := NewStorage(fake.NewClientset().CoreV1().Secrets(namespace), oneConnector{conn}, sessionstest.Keys()).WithAudit(audit.New(&log, false))
 			err := s.revokeUpstream(context.Background(), tt.namespace, tt.session)
 			if (err != nil) != tt.wantErr {
 				t.Errorf("revokeUpstream() = %v, want error %v", err, tt.wantErr)
 			}
 			if got := len(r.revoked) == 1 && r.revoked[0] == "upstream-refresh"; got != tt.wantRevoked || !tt.wantRevoked && len(r.revoked) != 0 {
 				t.Errorf("revoked %v, want revoked %v", r.revoked, tt.wantRevoked)
+			}
+			// Only a revocation is audited, with the type of the token and never the token.
+			event := `"message":"Upstream OIDC Token Revoked","auditEvent":true,"type":"refresh_token"}`
+			if got := log.String(); strings.Contains(got, event) != tt.wantRevoked || strings.Count(got, "\n") > 1 || strings.Contains(got, "upstream-refresh") {
+				t.Errorf("audit events %q", got)
 			}
 		})
 	}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/tokenseal"
 )
 
@@ -92,6 +93,8 @@ type Storage struct {
 	connectors Connectors
 	// keys seal the upstream tokens of stored sessions.
 	keys *tokenseal.Ring
+	// audit receives an event for each record the garbage collector deletes.
+	audit *audit.Logger
 }
 
 // NewStorage stores OAuth state with secrets (the Supervisor's namespace), sealing upstream
@@ -99,6 +102,12 @@ type Storage struct {
 // of their identity providers.
 func NewStorage(secrets corev1client.SecretInterface, connectors Connectors, keys *tokenseal.Ring) *Storage {
 	return &Storage{secrets: secrets, now: time.Now, connectors: connectors, keys: keys}
+}
+
+// WithAudit has the garbage collector write Pinniped's "Session Garbage Collected" events to log.
+func (s *Storage) WithAudit(log *audit.Logger) *Storage {
+	s.audit = log
+	return s
 }
 
 // record is the stored form of a fosite request; the client is stored by ID.

@@ -17,6 +17,7 @@ import (
 	"github.com/ory/fosite/token/jwt"
 	"k8s.io/klog/v2"
 
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
@@ -52,7 +53,12 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 		p.OAuth.WriteAccessError(ctx, w, ar, err)
 		return
 	}
-	if s, ok := ar.GetSession().(*sessions.Session); ok && !ar.GetGrantTypes().ExactOne(provider.GrantTokenExchange) {
+	exchange := ar.GetGrantTypes().ExactOne(provider.GrantTokenExchange)
+	if !exchange {
+		// fosite gives a code's or refresh token's request the ID of the login's stored session.
+		p.Audit.Event(ctx, "Session Found", audit.Fields{SessionID: ar.GetID()})
+	}
+	if s, ok := ar.GetSession().(*sessions.Session); ok && !exchange {
 		// Refresh tokens expire with the session, not sessions.SessionLifetime after each rotation.
 		s.SetExpiresAt(fosite.RefreshToken, s.Custom.LoginTime.Add(sessions.SessionLifetime))
 		if ar.GetGrantTypes().ExactOne(provider.GrantRefreshToken) {
@@ -71,6 +77,15 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		p.OAuth.WriteAccessError(ctx, w, ar, err)
 		return
+	}
+	// The ID token of a code or a refresh, the access token of an exchange: a cluster's
+	// TokenCredentialRequest audits the same token ID.
+	idToken, _ := resp.GetExtra("id_token").(string)
+	if exchange {
+		idToken = resp.GetAccessToken()
+	}
+	if idToken != "" {
+		p.Audit.Event(ctx, "ID Token Issued", audit.Fields{SessionID: ar.GetID()}, "tokenID", audit.TokenID(idToken))
 	}
 	p.OAuth.WriteAccessResponse(ctx, w, ar, resp)
 }
@@ -123,6 +138,7 @@ func (p endpoint) refreshUpstream(ctx context.Context, s *sessions.Session, ar f
 	if err != nil {
 		return p.refreshError(ctx, res, err)
 	}
+	p.Audit.Event(ctx, "Identity Refreshed From Upstream IDP", audit.Fields{PersonalInfo: []any{"upstreamUsername", up.Username, "upstreamGroups", up.Groups}})
 	if up.Username != s.Custom.UpstreamUsername {
 		return refusedRefresh("the upstream identity changed since the login")
 	}
@@ -136,6 +152,7 @@ func (p endpoint) refreshUpstream(ctx context.Context, s *sessions.Session, ar f
 	s.Custom.UpstreamGroups = up.Groups
 	s.Custom.Session = up.Session
 	provider.SetIdentity(s, down, ar)
+	p.Audit.Event(ctx, "Session Refreshed", audit.Fields{SessionID: ar.GetID(), PersonalInfo: []any{"username", s.Custom.Username, "groups", s.Custom.Groups, "subject", s.Subject}})
 	return nil
 }
 
@@ -242,6 +259,7 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 	if !ok {
 		return fosite.ErrServerError.WithHint("unexpected session type")
 	}
+	t.Audit.Event(ctx, "Session Found", audit.Fields{SessionID: orig.GetID()})
 	// The session's identity was checked at login and at each refresh; checking it again here
 	// covers sessions stored before an operator narrowed the reserved-name exceptions.
 	if err := t.RefuseReserved(ctx, s.Custom.ProviderName, idtransform.Identity{Username: s.Custom.Username, Groups: s.Custom.Groups}); err != nil {
