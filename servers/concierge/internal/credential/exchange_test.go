@@ -3,6 +3,7 @@ package credential
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,12 +30,13 @@ func (f fakeAuthenticators) AuthenticateToken(_ context.Context, key authncache.
 type fakeIssuer struct {
 	username string
 	groups   []string
+	ous      []string
 	ttl      time.Duration
 	err      error
 }
 
-func (f *fakeIssuer) IssueClientCert(username string, groups []string, ttl time.Duration) ([]byte, []byte, error) {
-	f.username, f.groups, f.ttl = username, groups, ttl
+func (f *fakeIssuer) IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, error) {
+	f.username, f.groups, f.ous, f.ttl = username, groups, organizationalUnits, ttl
 	if f.err != nil {
 		return nil, nil, f.err
 	}
@@ -44,8 +46,10 @@ func (f *fakeIssuer) IssueClientCert(username string, groups []string, ttl time.
 func TestExchange(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	users := fakeAuthenticators{
-		"alice":     {User: &user.DefaultInfo{Name: "alice", Groups: []string{"devs", "ops"}}},
-		"credid":    {User: &user.DefaultInfo{Name: "bob", Extra: map[string][]string{credentialIDExtraKey: {"x"}}}},
+		"alice":  {User: &user.DefaultInfo{Name: "alice", Groups: []string{"devs", "ops"}}},
+		"credid": {User: &user.DefaultInfo{Name: "bob", Extra: map[string][]string{"authentication.kubernetes.io/credential-id": {"x"}}}},
+		"domainextras": {User: &user.DefaultInfo{Name: "dave", Extra: map[string][]string{
+			"example.com/team": {"b", "a"}, "authentication.kubernetes.io/credential-id": {"JTI=1"}}}},
 		"noname":    {User: &user.DefaultInfo{Groups: []string{"devs"}}},
 		"uid":       {User: &user.DefaultInfo{Name: "sa", UID: "1234"}},
 		"extras":    {User: &user.DefaultInfo{Name: "carol", Extra: map[string][]string{"scopes": {"x"}}}},
@@ -64,16 +68,21 @@ func TestExchange(t *testing.T) {
 		reserved   reservednames.Exceptions
 		wantUser   string
 		wantGroups []string
+		wantOUs    []string
 	}{
 		{name: "valid", key: known, token: "alice", wantUser: "alice", wantGroups: []string{"devs", "ops"}},
-		{name: "credential id extra is allowed", key: known, token: "credid", wantUser: "bob"},
+		{name: "credential id extra is carried", key: known, token: "credid", wantUser: "bob",
+			wantOUs: []string{"authentication.kubernetes.io/credential-id=x"}},
+		// As Pinniped v0.40+: any extra with a valid key goes into the certificate's OUs.
+		{name: "domain-prefixed extras are carried", key: known, token: "domainextras", wantUser: "dave",
+			wantOUs: []string{"authentication.kubernetes.io/credential-id=JTI=1", "example.com/team=a", "example.com/team=b"}},
 		{name: "empty token", key: known, token: ""},
 		{name: "unknown token", key: known, token: "mallory"},
 		{name: "authenticator error", key: known, token: "error"},
 		{name: "unknown authenticator", key: authncache.Key{Kind: "JWTAuthenticator", Name: "other"}, token: "alice"},
 		{name: "empty username", key: known, token: "noname"},
 		{name: "uid", key: known, token: "uid"},
-		{name: "other extras", key: known, token: "extras"},
+		{name: "extra key that is not domain-prefixed", key: known, token: "extras"},
 		{name: "no user in response", key: known, token: "nilresult"},
 		{name: "issuer fails", key: known, token: "alice", issuerErr: errors.New("no CA loaded")},
 		{name: "reserved username", key: known, token: "admin"},
@@ -97,8 +106,8 @@ func TestExchange(t *testing.T) {
 			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
-			if issuer.username != tt.wantUser || len(issuer.groups) != len(tt.wantGroups) || issuer.ttl != DefaultTTL {
-				t.Errorf("issued for %q %v ttl %v", issuer.username, issuer.groups, issuer.ttl)
+			if issuer.username != tt.wantUser || !slices.Equal(issuer.groups, tt.wantGroups) || !slices.Equal(issuer.ous, tt.wantOUs) || issuer.ttl != DefaultTTL {
+				t.Errorf("issued for %q %v OUs %q ttl %v", issuer.username, issuer.groups, issuer.ous, issuer.ttl)
 			}
 			if cred.ClientCertificateData != "CERT" || cred.ClientKeyData != "KEY" || !cred.ExpirationTimestamp.Equal(now.Add(5*time.Minute)) {
 				t.Errorf("unexpected credential %+v", cred)
