@@ -146,10 +146,8 @@ func tlsCondition(caBundle []byte, err error) (*http.Client, metav1.Condition) {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cbErr.Reason, cbErr.Message
 	case err != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, idpv1alpha1.ReasonInvalidTLSConfig, err.Error()
-	case len(caBundle) == 0:
-		c.Message = "spec.githubAPI.tls is valid: no CA bundle configured, the system roots verify the server"
 	default:
-		c.Message = "spec.githubAPI.tls is valid: the configured CA bundle verifies the server"
+		c.Message = cabundle.ValidMessage("spec.githubAPI.tls", caBundle)
 	}
 	return client, c
 }

@@ -22,7 +22,7 @@ import (
 // LDAPConnectionValid, included then, is Unknown. An otherwise unusable spec makes it False.
 func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error) (*ldapclient.Provider, []metav1.Condition) {
 	username, password, secretCond := BindSecretCondition(spec.Bind.SecretName, bindSecret)
-	tlsCond := connectors.TLSCondition(caBundle, tlsErr)
+	tlsCond := connectors.TLSCondition("spec.tls", caBundle, tlsErr)
 	conds := []metav1.Condition{secretCond, tlsCond}
 	if secretCond.Status != metav1.ConditionTrue || tlsCond.Status != metav1.ConditionTrue {
 		conds = append(conds, metav1.Condition{
