@@ -31,7 +31,7 @@ func open(ctx context.Context, idp *idpv1alpha1.GitHubIdentityProvider, in conne
 		return nil, nil, err
 	}
 	caBundle, tlsErr := in.CABundle("spec.githubAPI.tls", idp.Spec.GitHubAPI.TLS)
-	p, address, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr)
+	p, address, conds := Prepare(idp.Namespace, idp.Spec, idp.Generation, secret, caBundle, tlsErr)
 	if address == "" {
 		return nil, conds, nil // GitHubConnectionValid is already in conds, Unknown
 	}
