@@ -407,7 +407,8 @@ func TestSyncStatus(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: issuerName},
 				Status:     configv1alpha1.CredentialIssuerStatus{Strategies: []configv1alpha1.CredentialIssuerStrategy{other}},
 			}},
-			want: []configv1alpha1.StrategyType{"ImpersonationProxy", "KubeClusterSigningCertificate"},
+			// In upstream's order: the certificate strategy first.
+			want: []configv1alpha1.StrategyType{"KubeClusterSigningCertificate", "ImpersonationProxy"},
 		},
 	}
 	for _, tt := range tests {
