@@ -7,9 +7,9 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 )
 
@@ -40,72 +40,83 @@ const (
 	ReasonInvalidTLSConfig = "InvalidTLSConfig"
 )
 
-// Resolve returns the PEM bundle for an inline base64 value or a source (at most one is set).
-// Both empty means the system roots, returned as a nil bundle.
-func Resolve(inline string, source *Source, l Listers) ([]byte, error) {
+// Resolve returns the PEM bundle for an inline base64 value or a source (at most one is set) of the
+// TLS spec at field (spec.tls, say). Both empty means the system roots, returned as a nil bundle.
+// Error messages are upstream Pinniped's, word for word, since clients and checks compare them.
+func Resolve(field, inline string, source *Source, l Listers) ([]byte, error) {
 	switch {
 	case inline != "" && source != nil:
-		return nil, invalid("spec.tls.certificateAuthorityData and spec.tls.certificateAuthorityDataSource are mutually exclusive")
+		return nil, invalid("%s is invalid: both tls.certificateAuthorityDataSource and tls.certificateAuthorityData provided", field)
 	case inline != "":
+		where := field + ".certificateAuthorityData"
 		pem, err := base64.StdEncoding.DecodeString(inline)
 		if err != nil {
-			return nil, invalid("spec.tls.certificateAuthorityData is not valid base64: %v", err)
+			return nil, invalid("%s is invalid: %v", where, err)
 		}
-		return validPEM(pem, "spec.tls.certificateAuthorityData")
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return nil, invalid("%s is invalid: no base64-encoded PEM certificates found in %d bytes of data (%s)", where, len(inline), pemHint)
+		}
+		return pem, nil
 	case source != nil:
+		where := field + ".certificateAuthorityDataSource"
 		pem, err := fromSource(source, l)
 		if err != nil {
-			return nil, err
+			return nil, invalid("%s is invalid: %v", where, err)
 		}
-		return validPEM(pem, fmt.Sprintf("key %q of %s %s/%s", source.Key, source.Kind, l.Namespace, source.Name))
+		return pem, nil
 	}
 	return nil, nil
 }
 
+// ValidMessage is the message of a true TLSConfigurationValid condition for the TLS spec at field
+// whose bundle Resolve returned.
+func ValidMessage(field string, bundle []byte) string {
+	if len(bundle) == 0 {
+		return field + " is valid: no TLS configuration provided: using default root CA bundle from container image"
+	}
+	return field + " is valid: using configured CA bundle"
+}
+
+const pemHint = `PEM certificates must begin with "-----BEGIN CERTIFICATE-----"`
+
 func fromSource(s *Source, l Listers) ([]byte, error) {
-	where := fmt.Sprintf("%s %s/%s", s.Kind, l.Namespace, s.Name)
+	var data []byte
+	var found bool
+	// Upstream names the kind in lower case: `secret "ns/name"`.
+	where := fmt.Sprintf("%s %q", strings.ToLower(s.Kind), l.Namespace+"/"+s.Name)
 	switch s.Kind {
 	case "Secret":
 		secret, err := l.Secrets.Secrets(l.Namespace).Get(s.Name)
 		if err != nil {
-			return nil, lookupError(where, err)
+			return nil, fmt.Errorf("failed to get %s: %w", where, err)
 		}
 		if secret.Type != corev1.SecretTypeTLS && secret.Type != corev1.SecretTypeOpaque {
-			return nil, invalid("%s has type %q; want %q or %q", where, secret.Type, corev1.SecretTypeTLS, corev1.SecretTypeOpaque)
+			return nil, fmt.Errorf("%s of type %q cannot be used as a certificate authority data source", where, secret.Type)
 		}
-		v, ok := secret.Data[s.Key]
-		if !ok {
-			return nil, invalid("%s has no key %q", where, s.Key)
-		}
-		return v, nil
+		data, found = secret.Data[s.Key]
 	case "ConfigMap":
 		cm, err := l.ConfigMaps.ConfigMaps(l.Namespace).Get(s.Name)
 		if err != nil {
-			return nil, lookupError(where, err)
+			return nil, fmt.Errorf("failed to get %s: %w", where, err)
 		}
-		if v, ok := cm.Data[s.Key]; ok {
-			return []byte(v), nil
+		var v string
+		if v, found = cm.Data[s.Key]; found {
+			data = []byte(v)
+		} else {
+			data, found = cm.BinaryData[s.Key]
 		}
-		if v, ok := cm.BinaryData[s.Key]; ok {
-			return v, nil
-		}
-		return nil, invalid("%s has no key %q", where, s.Key)
+	default:
+		return nil, fmt.Errorf("unsupported CA bundle source kind: %s", s.Kind)
 	}
-	return nil, invalid("spec.tls.certificateAuthorityDataSource.kind must be Secret or ConfigMap, got %q", s.Kind)
-}
-
-func lookupError(where string, err error) error {
-	if apierrors.IsNotFound(err) {
-		return invalid("%s not found", where)
+	switch {
+	case !found:
+		return nil, fmt.Errorf("key %q not found in %s", s.Key, where)
+	case len(data) == 0:
+		return nil, fmt.Errorf("key %q has empty value in %s", s.Key, where)
+	case !x509.NewCertPool().AppendCertsFromPEM(data):
+		return nil, fmt.Errorf("key %q with %d bytes of data in %s is not a PEM-encoded certificate (%s)", s.Key, len(data), where, pemHint)
 	}
-	return invalid("reading %s: %v", where, err)
-}
-
-func validPEM(pem []byte, where string) ([]byte, error) {
-	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
-		return nil, invalid("%s holds no PEM certificate", where)
-	}
-	return pem, nil
+	return data, nil
 }
 
 func invalid(format string, args ...any) error {

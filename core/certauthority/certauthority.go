@@ -188,11 +188,12 @@ func (c *CA) PrivateKeyPEM() []byte { return bytes.Clone(c.keyPEM) }
 // Certificate returns the parsed CA certificate. Callers must not modify it.
 func (c *CA) Certificate() *x509.Certificate { return c.cert }
 
-// IssueClientCert issues a client certificate for username with groups as organizations,
+// IssueClientCert issues a client certificate for username with groups as organizations and
+// organizationalUnits as OUs (the Concierge carries user extras there),
 // valid from ClockSkew ago until ttl from now, with a new ECDSA P-256 key.
-func (c *CA) IssueClientCert(username string, groups []string, ttl time.Duration) (certPEM, keyPEM []byte, err error) {
+func (c *CA) IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) (certPEM, keyPEM []byte, err error) {
 	return c.issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: username, Organization: groups},
+		Subject:     pkix.Name{CommonName: username, Organization: groups, OrganizationalUnit: organizationalUnits},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}, ttl)
 }

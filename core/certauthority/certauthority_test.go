@@ -129,7 +129,7 @@ func TestLoad(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.certPEM, ca.Bundle())
 			// A loaded CA must be able to sign, and what it signs must verify against its bundle.
-			certPEM, _, err := ca.IssueClientCert("alice", nil, time.Minute)
+			certPEM, _, err := ca.IssueClientCert("alice", nil, nil, time.Minute)
 			require.NoError(t, err)
 			verify(t, ca, certPEM, x509.ExtKeyUsageClientAuth, "")
 		})
@@ -208,7 +208,7 @@ func TestIssueClientCert(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			certPEM, keyPEM, err := tt.ca.IssueClientCert(tt.username, tt.groups, 5*time.Minute)
+			certPEM, keyPEM, err := tt.ca.IssueClientCert(tt.username, tt.groups, nil, 5*time.Minute)
 			require.NoError(t, err)
 
 			cert := verify(t, tt.ca, certPEM, x509.ExtKeyUsageClientAuth, "")
@@ -233,9 +233,9 @@ func TestIssueClientCert(t *testing.T) {
 func TestIssueClientCertFreshKeyAndSerial(t *testing.T) {
 	ca, err := New("ec", time.Hour)
 	require.NoError(t, err)
-	cert1, key1, err := ca.IssueClientCert("alice", nil, time.Minute)
+	cert1, key1, err := ca.IssueClientCert("alice", nil, nil, time.Minute)
 	require.NoError(t, err)
-	cert2, key2, err := ca.IssueClientCert("alice", nil, time.Minute)
+	cert2, key2, err := ca.IssueClientCert("alice", nil, nil, time.Minute)
 	require.NoError(t, err)
 	assert.NotEqual(t, key1, key2)
 	c1, _ := pem.Decode(cert1)
@@ -264,14 +264,14 @@ func TestIssueServingCert(t *testing.T) {
 func TestIssueErrors(t *testing.T) {
 	ca, err := New("errors", time.Hour)
 	require.NoError(t, err)
-	_, _, err = ca.IssueClientCert("alice", nil, 0)
+	_, _, err = ca.IssueClientCert("alice", nil, nil, 0)
 	assert.ErrorContains(t, err, `issue certificate for "alice": ttl must be positive`)
 	_, _, err = ca.IssueServingCert("nothing", nil, nil, time.Hour)
 	assert.ErrorContains(t, err, "need at least one DNS name or IP address")
 
 	expired, err := Load(ca.Bundle(), ca.PrivateKeyPEM(), WithClock(func() time.Time { return time.Now().Add(2 * time.Hour) }))
 	require.NoError(t, err)
-	_, _, err = expired.IssueClientCert("alice", nil, time.Minute)
+	_, _, err = expired.IssueClientCert("alice", nil, nil, time.Minute)
 	assert.ErrorContains(t, err, `issue certificate for "alice": CA "CN=errors" expired at`)
 }
 
@@ -299,7 +299,7 @@ func BenchmarkIssueClientCert(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := bc.ca.IssueClientCert("alice", groups, 5*time.Minute); err != nil {
+				if _, _, err := bc.ca.IssueClientCert("alice", groups, nil, 5*time.Minute); err != nil {
 					b.Fatal(err)
 				}
 			}

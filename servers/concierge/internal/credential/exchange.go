@@ -21,6 +21,7 @@ import (
 	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/concierge/internal/authncache"
 	"sealion.dev/servers/internal/audit"
+	"sealion.dev/servers/concierge/internal/certextra"
 )
 
 // ErrAuthenticationFailed is the one answer to any token that does not yield a credential, including
@@ -42,13 +43,10 @@ func RequireToken(loginGroup, name, token string) error {
 // DefaultTTL is the lifetime of issued client certificates.
 const DefaultTTL = 5 * time.Minute
 
-// credentialIDExtraKey is the one user extra a token may carry: client-go sets it to identify the
-// credential in audit logs. Any other extra cannot be expressed in a client certificate.
-const credentialIDExtraKey = "authentication.kubernetes.io/credential-id"
-
-// ClientCertIssuer signs client certificates for a username and groups.
+// ClientCertIssuer signs client certificates for a username, groups and OUs (the user's extras,
+// package certextra).
 type ClientCertIssuer interface {
-	IssueClientCert(username string, groups []string, ttl time.Duration) (certPEM, keyPEM []byte, err error)
+	IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) (certPEM, keyPEM []byte, err error)
 }
 
 // TokenAuthenticator authenticates a token with the authenticator named by key.
@@ -132,7 +130,7 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	certPEM, keyPEM, err := e.Issuer.IssueClientCert(resp.User.GetName(), resp.User.GetGroups(), ttl)
+	certPEM, keyPEM, err := e.Issuer.IssueClientCert(resp.User.GetName(), resp.User.GetGroups(), certextra.OrganizationalUnits(resp.User.GetExtra()), ttl)
 	if err != nil {
 		logger.Error(err, "token credential request could not issue a certificate")
 		e.Audit.Event(ctx, "TokenCredentialRequest Unexpected Error", audit.Fields{},
@@ -175,19 +173,18 @@ func validity(certPEM []byte, expires time.Time) certValidity {
 	return certValidity{NotAfter: expires.UTC().Format(time.RFC3339)}
 }
 
-// unsupportedUser says why a certificate cannot represent u, or "" when it can: a certificate holds a
-// username and groups only, so a UID or extras would be silently lost.
+// unsupportedUser says why a certificate cannot represent u, or "" when it can: a certificate
+// holds a username, groups and extras (in OUs, as upstream, package certextra), so a UID would be
+// silently lost, and an extra key upstream refuses is refused too.
 func unsupportedUser(u user.Info) string {
 	switch {
 	case u == nil || u.GetName() == "":
-		return "empty username"
+		return "empty username is not allowed"
 	case u.GetUID() != "":
-		return "user has a UID"
+		return "UIDs are not supported"
 	}
-	for k := range u.GetExtra() {
-		if k != credentialIDExtraKey {
-			return "user has extras"
-		}
+	if err := certextra.Validate(u.GetExtra()); err != nil {
+		return err.Error()
 	}
 	return ""
 }

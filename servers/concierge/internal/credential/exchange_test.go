@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,12 +34,13 @@ func (f fakeAuthenticators) AuthenticateToken(_ context.Context, key authncache.
 type fakeIssuer struct {
 	username string
 	groups   []string
+	ous      []string
 	ttl      time.Duration
 	err      error
 }
 
-func (f *fakeIssuer) IssueClientCert(username string, groups []string, ttl time.Duration) ([]byte, []byte, error) {
-	f.username, f.groups, f.ttl = username, groups, ttl
+func (f *fakeIssuer) IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, error) {
+	f.username, f.groups, f.ous, f.ttl = username, groups, organizationalUnits, ttl
 	if f.err != nil {
 		return nil, nil, f.err
 	}
@@ -48,8 +50,10 @@ func (f *fakeIssuer) IssueClientCert(username string, groups []string, ttl time.
 func TestExchange(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	users := fakeAuthenticators{
-		"alice":     {User: &user.DefaultInfo{Name: "alice", Groups: []string{"devs", "ops"}}},
-		"credid":    {User: &user.DefaultInfo{Name: "bob", Extra: map[string][]string{credentialIDExtraKey: {"x"}}}},
+		"alice":  {User: &user.DefaultInfo{Name: "alice", Groups: []string{"devs", "ops"}}},
+		"credid": {User: &user.DefaultInfo{Name: "bob", Extra: map[string][]string{"authentication.kubernetes.io/credential-id": {"x"}}}},
+		"domainextras": {User: &user.DefaultInfo{Name: "dave", Extra: map[string][]string{
+			"example.com/team": {"b", "a"}, "authentication.kubernetes.io/credential-id": {"JTI=1"}}}},
 		"noname":    {User: &user.DefaultInfo{Groups: []string{"devs"}}},
 		"uid":       {User: &user.DefaultInfo{Name: "sa", UID: "1234"}},
 		"extras":    {User: &user.DefaultInfo{Name: "carol", Extra: map[string][]string{"scopes": {"x"}}}},
@@ -69,16 +73,21 @@ func TestExchange(t *testing.T) {
 		wantUser   string
 		wantGroups []string
 		wantEvents []string
+		wantOUs    []string
 	}{
 		{name: "valid", key: known, token: "alice", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}, wantUser: "alice", wantGroups: []string{"devs", "ops"}},
-		{name: "credential id extra is allowed", key: known, token: "credid", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}, wantUser: "bob"},
+		{name: "credential id extra is carried", key: known, token: "credid", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}, wantUser: "bob",
+			wantOUs: []string{"authentication.kubernetes.io/credential-id=x"}},
+		// As Pinniped v0.40+: any extra with a valid key goes into the certificate's OUs.
+		{name: "domain-prefixed extras are carried", key: known, token: "domainextras", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}, wantUser: "dave",
+			wantOUs: []string{"authentication.kubernetes.io/credential-id=JTI=1", "example.com/team=a", "example.com/team=b"}},
 		{name: "empty token", key: known, token: "", wantEvents: nil},
 		{name: "unknown token", key: known, token: "mallory", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authentication Failed"}},
 		{name: "authenticator error", key: known, token: "error", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}},
 		{name: "unknown authenticator", key: authncache.Key{Kind: "JWTAuthenticator", Name: "other"}, token: "alice", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}},
 		{name: "empty username", key: known, token: "noname", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
 		{name: "uid", key: known, token: "uid", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
-		{name: "other extras", key: known, token: "extras", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
+		{name: "extra key that is not domain-prefixed", key: known, token: "extras", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
 		{name: "no user in response", key: known, token: "nilresult", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
 		{name: "issuer fails", key: known, token: "alice", issuerErr: errors.New("no CA loaded"), wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}},
 		{name: "reserved username", key: known, token: "admin", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
@@ -104,8 +113,8 @@ func TestExchange(t *testing.T) {
 			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
-			if issuer.username != tt.wantUser || len(issuer.groups) != len(tt.wantGroups) || issuer.ttl != DefaultTTL {
-				t.Errorf("issued for %q %v ttl %v", issuer.username, issuer.groups, issuer.ttl)
+			if issuer.username != tt.wantUser || !slices.Equal(issuer.groups, tt.wantGroups) || !slices.Equal(issuer.ous, tt.wantOUs) || issuer.ttl != DefaultTTL {
+				t.Errorf("issued for %q %v OUs %q ttl %v", issuer.username, issuer.groups, issuer.ous, issuer.ttl)
 			}
 			if cred.ClientCertificateData != "CERT" || cred.ClientKeyData != "KEY" || !cred.ExpirationTimestamp.Equal(now.Add(5*time.Minute)) {
 				t.Errorf("unexpected credential %+v", cred)
@@ -163,7 +172,7 @@ func TestExchangeAuditDetails(t *testing.T) {
 		{"alice", false, []string{`"personalInfo":{"username":"redacted","groups":["redacted 2 values"],"extras":{"redacted":"redacted 0 keys"}}`,
 			`"issuedClientCert":{"notAfter":"2026-01-02T03:09:05Z"}`, `"authenticator":{"apiGroup":"authentication.concierge.pinniped.dev","kind":"JWTAuthenticator","name":"known"}`}},
 		{"alice", true, []string{`"personalInfo":{"username":"alice","groups":["devs","ops"],"extras":{}}`}},
-		{"uid", true, []string{`"personalInfo":{"userInfoName":"sa","userInfoUID":"1234"},"userInfoExtrasCount":0,"reason":"unsupported value in userInfo returned by authenticator","err":"user has a UID"`}},
+		{"uid", true, []string{`"personalInfo":{"userInfoName":"sa","userInfoUID":"1234"},"userInfoExtrasCount":0,"reason":"unsupported value in userInfo returned by authenticator","err":"UIDs are not supported"`}},
 		{"error", false, []string{`"reason":"authenticator returned an error","err":"issuer said: claim x was bad"`}},
 		{"nobody", false, []string{`"reason":"auth rejected by authenticator"`}},
 	} {

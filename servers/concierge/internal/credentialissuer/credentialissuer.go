@@ -6,8 +6,10 @@
 package credentialissuer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -78,23 +80,53 @@ func (u *Updater) now() time.Time {
 	return time.Now()
 }
 
-// Merge puts s into status in place of the entry of the same type, or appends it, and reports
+// Merge puts s into status in place of the entry of the same type, or adds it, and reports
 // whether status changed. An entry that differs from s only in LastUpdateTime is left as it is;
-// a new or changed entry gets LastUpdateTime now.
+// a new or changed entry gets LastUpdateTime now. The entries are kept in upstream's order
+// (strategyOrder), which older clients rely on.
 func Merge(status *configv1alpha1.CredentialIssuerStatus, s configv1alpha1.CredentialIssuerStrategy, now time.Time) bool {
 	s = *s.DeepCopy()
 	s.LastUpdateTime = metav1.NewTime(now.UTC().Truncate(time.Second)) // the precision the API server keeps
+	changed := true
+	found := false
 	for i, existing := range status.Strategies {
 		if existing.Type != s.Type {
 			continue
 		}
+		found = true
 		existing.LastUpdateTime = s.LastUpdateTime
 		if equality.Semantic.DeepEqual(existing, s) {
-			return false
+			changed = false
+			break
 		}
 		status.Strategies[i] = s
-		return true
+		break
 	}
-	status.Strategies = append(status.Strategies, s)
-	return true
+	if !found {
+		status.Strategies = append(status.Strategies, s)
+	}
+	if !slices.IsSortedFunc(status.Strategies, strategyOrder) {
+		slices.SortStableFunc(status.Strategies, strategyOrder)
+		changed = true
+	}
+	return changed
+}
+
+// strategyOrder puts KubeClusterSigningCertificate before ImpersonationProxy, then any other type
+// by name, as upstream does: a client that takes the first successful strategy (as upstream's CLI
+// does) then picks the certificate strategy, which needs no proxy, wherever it works.
+func strategyOrder(a, b configv1alpha1.CredentialIssuerStrategy) int {
+	weight := func(t configv1alpha1.StrategyType) int {
+		switch t {
+		case configv1alpha1.StrategyTypeKubeClusterSigningCertificate:
+			return 2
+		case configv1alpha1.StrategyTypeImpersonationProxy:
+			return 1
+		}
+		return 0
+	}
+	if c := cmp.Compare(weight(b.Type), weight(a.Type)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Type, b.Type)
 }

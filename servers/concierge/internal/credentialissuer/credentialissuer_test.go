@@ -48,10 +48,18 @@ func TestMerge(t *testing.T) {
 			want: []configv1alpha1.CredentialIssuerStrategy{strategy(kube, ok, "m", t1)},
 		},
 		{
-			name:   "appended after another type",
+			// As upstream: the certificate strategy first, so that clients taking the first
+			// successful strategy use it wherever it works.
+			name:   "the certificate strategy goes before the proxy",
 			before: []configv1alpha1.CredentialIssuerStrategy{strategy(proxy, ok, "p", t0)},
 			set:    strategy(kube, ok, "m", time.Time{}), wantChanged: true,
-			want: []configv1alpha1.CredentialIssuerStrategy{strategy(proxy, ok, "p", t0), strategy(kube, ok, "m", t1)},
+			want: []configv1alpha1.CredentialIssuerStrategy{strategy(kube, ok, "m", t1), strategy(proxy, ok, "p", t0)},
+		},
+		{
+			name:   "an order that is not upstream's is put right",
+			before: []configv1alpha1.CredentialIssuerStrategy{strategy("Zed", ok, "z", t0), strategy("Other", ok, "o", t0), strategy(proxy, ok, "p", t0), strategy(kube, ok, "m", t0)},
+			set:    strategy(kube, ok, "m", time.Time{}), wantChanged: true,
+			want: []configv1alpha1.CredentialIssuerStrategy{strategy(kube, ok, "m", t0), strategy(proxy, ok, "p", t0), strategy("Other", ok, "o", t0), strategy("Zed", ok, "z", t0)},
 		},
 		{
 			name:   "replaced in place, other types untouched",
@@ -111,7 +119,7 @@ func TestSetStrategy(t *testing.T) {
 		{
 			name: "merged into an existing one", objects: []runtime.Object{existing.DeepCopy()}, set: strategy(kube, ok, "m", time.Time{}),
 			wantActions: []string{"get", "update/status"}, wantLabels: existing.Labels,
-			want: []configv1alpha1.CredentialIssuerStrategy{strategy(proxy, ok, "p", t0), strategy(kube, ok, "m", t1)},
+			want: []configv1alpha1.CredentialIssuerStrategy{strategy(kube, ok, "m", t1), strategy(proxy, ok, "p", t0)},
 		},
 		{
 			name: "nothing written when unchanged", objects: []runtime.Object{existing.DeepCopy()}, set: strategy(proxy, ok, "p", time.Time{}),
@@ -121,7 +129,7 @@ func TestSetStrategy(t *testing.T) {
 		{
 			name: "a conflict is retried", objects: []runtime.Object{existing.DeepCopy()}, set: strategy(kube, bad, "e", time.Time{}), conflicts: 2,
 			wantActions: []string{"get", "update/status", "get", "update/status", "get", "update/status"}, wantLabels: existing.Labels,
-			want: []configv1alpha1.CredentialIssuerStrategy{strategy(proxy, ok, "p", t0), strategy(kube, bad, "e", t1)},
+			want: []configv1alpha1.CredentialIssuerStrategy{strategy(kube, bad, "e", t1), strategy(proxy, ok, "p", t0)},
 		},
 	}
 	for _, tt := range tests {

@@ -27,9 +27,10 @@ import (
 // ClientCertIssuer issues client certificates, such as those returned by a
 // TokenCredentialRequest.
 type ClientCertIssuer interface {
-	// IssueClientCert issues a certificate with CommonName username and Organizations groups,
+	// IssueClientCert issues a certificate with CommonName username, Organizations groups and
+	// OrganizationalUnits organizationalUnits,
 	// valid for ttl, and returns it with its new private key, both PEM-encoded.
-	IssueClientCert(username string, groups []string, ttl time.Duration) (certPEM, keyPEM []byte, err error)
+	IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) (certPEM, keyPEM []byte, err error)
 }
 
 // ErrNoCA is returned by IssueClientCert while no valid CA has been loaded.
@@ -91,12 +92,12 @@ func (s *Signer) CABundle() []byte {
 }
 
 // IssueClientCert issues a client certificate from the current CA; see certauthority.CA.
-func (s *Signer) IssueClientCert(username string, groups []string, ttl time.Duration) ([]byte, []byte, error) {
+func (s *Signer) IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, error) {
 	ca := s.current()
 	if ca == nil {
 		return nil, nil, fmt.Errorf("%s: %w", s.name, ErrNoCA)
 	}
-	certPEM, keyPEM, err := ca.IssueClientCert(username, groups, ttl)
+	certPEM, keyPEM, err := ca.IssueClientCert(username, groups, organizationalUnits, ttl)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", s.name, err)
 	}

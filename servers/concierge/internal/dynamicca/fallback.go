@@ -14,9 +14,9 @@ type FirstLoaded []*Signer
 var _ ClientCertIssuer = FirstLoaded(nil)
 
 // IssueClientCert issues from the first Signer with a CA; ErrNoCA when none has one.
-func (f FirstLoaded) IssueClientCert(username string, groups []string, ttl time.Duration) ([]byte, []byte, error) {
+func (f FirstLoaded) IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, error) {
 	for _, s := range f {
-		certPEM, keyPEM, err := s.IssueClientCert(username, groups, ttl)
+		certPEM, keyPEM, err := s.IssueClientCert(username, groups, organizationalUnits, ttl)
 		if errors.Is(err, ErrNoCA) {
 			continue
 		}

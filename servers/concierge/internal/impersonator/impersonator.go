@@ -3,8 +3,10 @@ package impersonator
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"time"
@@ -33,6 +35,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"sealion.dev/servers/concierge/internal/certextra"
 )
 
 // Config is what New needs.
@@ -264,12 +268,36 @@ func DelegatedAuthenticator(kube kubernetes.Interface, clientCAs ...dynamiccerti
 	// bundles would be re-parsed on every request.
 	var authenticators []authenticator.Request
 	for _, ca := range clientCAs {
-		authenticators = append(authenticators, x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion))
+		authenticators = append(authenticators, x509request.NewDynamic(ca.VerifyOptions, certificateUser))
 	}
 	authenticators = append(authenticators, bearertoken.New(tokens))
 	known := group.NewAuthenticatedGroupAdder(unionauth.New(authenticators...))
 	return unionauth.NewFailOnError(known, anonymous.NewAuthenticator(nil)), nil
 }
+
+// certificateUser reads a client certificate as the kube-apiserver does (CN the username, O the
+// groups, the certificate's hash as credential-id) and adds the user extras the Concierge carries in
+// OUs (package certextra), which the kube-apiserver ignores: through the proxy, a user keeps the
+// extras its authenticator gave it. A credential-id from the token is added to the certificate's own.
+var certificateUser = x509request.UserConversionFunc(func(chain []*x509.Certificate) (*authenticator.Response, bool, error) {
+	resp, ok, err := x509request.CommonNameUserConversion.User(chain)
+	if err != nil || !ok {
+		return resp, ok, err
+	}
+	carried, err := certextra.FromOrganizationalUnits(chain[0].Subject.OrganizationalUnit)
+	if err != nil || carried == nil {
+		return resp, err == nil, err
+	}
+	extra := maps.Clone(resp.User.GetExtra())
+	if extra == nil {
+		extra = make(map[string][]string, len(carried))
+	}
+	for k, v := range carried {
+		extra[k] = append(extra[k], v...)
+	}
+	resp.User = &user.DefaultInfo{Name: resp.User.GetName(), Groups: resp.User.GetGroups(), Extra: extra}
+	return resp, true, nil
+})
 
 // DelegatedAuthorizer asks the kube-apiserver with SubjectAccessReviews, caching answers briefly.
 func DelegatedAuthorizer(kube kubernetes.Interface) (authorizer.Authorizer, error) {

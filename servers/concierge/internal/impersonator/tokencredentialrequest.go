@@ -15,6 +15,7 @@ import (
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
 	"sealion.dev/servers/concierge/internal/authncache"
 	"sealion.dev/servers/concierge/internal/credential"
+	"sealion.dev/servers/concierge/internal/requestcheck"
 )
 
 // Exchanger turns a token into a client certificate; credential.Exchanger is one.
@@ -47,14 +48,14 @@ func TokenCredentialRequestHandler(loginGroup string, exchanger Exchanger) http.
 			return
 		}
 		// The token is checked before dryRun, as the aggregated API does.
-		if err := credential.RequireToken(loginGroup, in.Name, in.Spec.Token); err != nil {
+		err := credential.RequireToken(loginGroup, in.Name, in.Spec.Token)
+		if err == nil {
+			err = requestcheck.DryRun(loginGroup, in.Name, r.URL.Query()["dryRun"])
+		}
+		if err != nil {
 			status := err.(apierrors.APIStatus).Status()
 			status.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
 			writeJSON(w, int(status.Code), status)
-			return
-		}
-		if len(r.URL.Query()["dryRun"]) > 0 {
-			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "dryRun is not supported")
 			return
 		}
 		key := authncache.Key{

@@ -47,3 +47,24 @@ func TestTokenCredentialRequestWithoutToken(t *testing.T) {
 		t.Error("the exchanger was asked")
 	}
 }
+
+// dryRun through the proxy is the aggregated API's (and upstream's) 422 on the field dryRun.
+func TestTokenCredentialRequestDryRun(t *testing.T) {
+	const group = "login.concierge.pinniped.dev"
+	ex := &refusingExchanger{}
+	body := `{"apiVersion":"login.concierge.pinniped.dev/v1alpha1","kind":"TokenCredentialRequest","metadata":{"name":"x"},"spec":{"token":"t","authenticator":{"kind":"JWTAuthenticator","name":"a"}}}`
+	rec := httptest.NewRecorder()
+	TokenCredentialRequestHandler(group, ex).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, TokenCredentialRequestPath(group)+"?dryRun=All", strings.NewReader(body)))
+
+	var status metav1.Status
+	if err := json.Unmarshal(rec.Body.Bytes(), &status); err != nil {
+		t.Fatalf("%v: %s", err, rec.Body)
+	}
+	want := `.login.concierge.pinniped.dev "x" is invalid: dryRun: Unsupported value: ["All"]`
+	if rec.Code != http.StatusUnprocessableEntity || status.Reason != metav1.StatusReasonInvalid || status.Message != want {
+		t.Errorf("got %d %+v", rec.Code, status)
+	}
+	if ex.called {
+		t.Error("the exchanger was asked")
+	}
+}

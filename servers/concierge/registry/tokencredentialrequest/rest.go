@@ -18,6 +18,7 @@ import (
 	"sealion.dev/core/apis/concierge/login"
 	"sealion.dev/servers/concierge/internal/authncache"
 	"sealion.dev/servers/concierge/internal/credential"
+	"sealion.dev/servers/concierge/internal/requestcheck"
 )
 
 // Exchanger issues a credential for a token; see credential.Exchanger.
@@ -113,15 +114,15 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 }
 
 func (r *REST) validate(ctx context.Context, req *login.TokenCredentialRequest, options *metav1.CreateOptions) error {
-	// Checked first, as upstream does.
+	// In upstream's order: the token, then dryRun, then the namespace.
 	if err := credential.RequireToken(r.groupResource.Group, req.Name, req.Spec.Token); err != nil {
 		return err
 	}
-	if ns, ok := genericapirequest.NamespaceFrom(ctx); ok && ns != "" {
-		return apierrors.NewBadRequest("namespace is not allowed on TokenCredentialRequest")
+	if options != nil {
+		if err := requestcheck.DryRun(r.groupResource.Group, req.Name, options.DryRun); err != nil {
+			return err
+		}
 	}
-	if options != nil && len(options.DryRun) > 0 {
-		return apierrors.NewBadRequest("dryRun is not supported")
-	}
-	return nil
+	ns, _ := genericapirequest.NamespaceFrom(ctx)
+	return requestcheck.Namespace("TokenCredentialRequest", ns)
 }

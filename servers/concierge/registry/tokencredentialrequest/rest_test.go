@@ -91,11 +91,17 @@ func TestCreateFailures(t *testing.T) {
 		admitErr    error
 		wantMessage bool
 		wantStatus  int32
+		wantError   string // the whole message, when set
 	}{
 		{name: "authentication failed", exchangeErr: credential.ErrAuthenticationFailed, wantMessage: true},
 		{name: "internal error", exchangeErr: errors.New("boom"), wantStatus: 500},
-		{name: "namespaced", ctx: nsCtx, wantStatus: 400},
-		{name: "dry run", opts: &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, wantStatus: 400},
+		{name: "namespaced", ctx: nsCtx, wantStatus: 400,
+			wantError: "namespace is not allowed on TokenCredentialRequest: default"},
+		{name: "dry run", opts: &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, wantStatus: 422,
+			wantError: `.login.concierge.pinniped.dev "x" is invalid: dryRun: Unsupported value: ["All"]`},
+		// dryRun is looked at before the namespace, as upstream does.
+		{name: "dry run and namespaced", ctx: nsCtx, opts: &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, wantStatus: 422,
+			wantError: `.login.concierge.pinniped.dev "x" is invalid: dryRun: Unsupported value: ["All"]`},
 		{name: "admission refuses", admitErr: apierrors.NewForbidden(gr, "", errors.New("no")), wantStatus: 403},
 	}
 	for _, tt := range tests {
@@ -105,7 +111,9 @@ func TestCreateFailures(t *testing.T) {
 				ctx = context.Background()
 			}
 			validate := func(context.Context, runtime.Object) error { return tt.admitErr }
-			out, err := NewREST(&fakeExchanger{err: tt.exchangeErr}, gr).Create(ctx, request("tok"), validate, tt.opts)
+			req := request("tok")
+			req.Name = "x"
+			out, err := NewREST(&fakeExchanger{err: tt.exchangeErr}, gr).Create(ctx, req, validate, tt.opts)
 			if tt.wantMessage {
 				resp := out.(*login.TokenCredentialRequest)
 				if err != nil || resp.Status.Credential != nil || ptr.Deref(resp.Status.Message, "") != "authentication failed" {
@@ -116,6 +124,9 @@ func TestCreateFailures(t *testing.T) {
 			var status apierrors.APIStatus
 			if !errors.As(err, &status) || status.Status().Code != tt.wantStatus {
 				t.Fatalf("got %v, want HTTP %d", err, tt.wantStatus)
+			}
+			if tt.wantError != "" && err.Error() != tt.wantError {
+				t.Errorf("got %q, want %q", err, tt.wantError)
 			}
 		})
 	}

@@ -17,10 +17,12 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"sealion.dev/core/apis/concierge/identity"
+	"sealion.dev/servers/concierge/internal/requestcheck"
 )
 
 // REST is the storage of whoamirequests.
 type REST struct {
+	groupResource  schema.GroupResource
 	tableConvertor rest.TableConvertor
 }
 
@@ -36,7 +38,7 @@ var (
 
 // NewREST serves the resource named by groupResource.
 func NewREST(groupResource schema.GroupResource) *REST {
-	return &REST{tableConvertor: rest.NewDefaultTableConvertor(groupResource)}
+	return &REST{groupResource: groupResource, tableConvertor: rest.NewDefaultTableConvertor(groupResource)}
 }
 
 func (*REST) New() runtime.Object     { return &identity.WhoAmIRequest{} }
@@ -63,14 +65,19 @@ func (r *REST) ConvertToTable(ctx context.Context, obj runtime.Object, tableOpti
 
 // Create answers with the requesting user.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	if _, ok := obj.(*identity.WhoAmIRequest); !ok {
+	req, ok := obj.(*identity.WhoAmIRequest)
+	if !ok {
 		return nil, apierrors.NewBadRequest("not a WhoAmIRequest")
 	}
-	if ns, ok := genericapirequest.NamespaceFrom(ctx); ok && ns != "" {
-		return nil, apierrors.NewBadRequest("namespace is not allowed on WhoAmIRequest")
+	// In upstream's order: dryRun, then the namespace.
+	if options != nil {
+		if err := requestcheck.DryRun(r.groupResource.Group, req.Name, options.DryRun); err != nil {
+			return nil, err
+		}
 	}
-	if options != nil && len(options.DryRun) > 0 {
-		return nil, apierrors.NewBadRequest("dryRun is not supported")
+	ns, _ := genericapirequest.NamespaceFrom(ctx)
+	if err := requestcheck.Namespace("WhoAmIRequest", ns); err != nil {
+		return nil, err
 	}
 	if createValidation != nil {
 		if err := createValidation(ctx, obj.DeepCopyObject()); err != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -41,8 +43,15 @@ func TestCreate(t *testing.T) {
 	if _, err := r.Create(context.Background(), &identity.WhoAmIRequest{}, nil, nil); err == nil {
 		t.Error("a request without a user succeeded")
 	}
-	if _, err := r.Create(genericapirequest.WithNamespace(ctx, "ns"), &identity.WhoAmIRequest{}, nil, nil); err == nil {
-		t.Error("a namespaced request succeeded")
+	if _, err := r.Create(genericapirequest.WithNamespace(ctx, "ns"), &identity.WhoAmIRequest{}, nil, nil); err == nil ||
+		err.Error() != "namespace is not allowed on WhoAmIRequest: ns" {
+		t.Errorf("a namespaced request: got %v", err)
+	}
+	// dryRun is looked at before the namespace, as upstream does.
+	dryRun := &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	_, err = r.Create(genericapirequest.WithNamespace(ctx, "ns"), &identity.WhoAmIRequest{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, nil, dryRun)
+	if want := `.identity.concierge.pinniped.dev "x" is invalid: dryRun: Unsupported value: ["All"]`; err == nil || err.Error() != want || !apierrors.IsInvalid(err) {
+		t.Errorf("a dryRun request: got %v, want %s", err, want)
 	}
 }
 

@@ -37,8 +37,8 @@ func PhaseOf(conds []metav1.Condition) idpv1alpha1.Phase {
 	return phase
 }
 
-// TLSCondition is TLSConfigurationValid after resolving spec.tls to caBundle or err.
-func TLSCondition(caBundle []byte, err error) metav1.Condition {
+// TLSCondition is TLSConfigurationValid after resolving the TLS spec at field to caBundle or err.
+func TLSCondition(field string, caBundle []byte, err error) metav1.Condition {
 	c := metav1.Condition{Type: idpv1alpha1.ConditionTLSConfigurationValid, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess}
 	var cbErr *cabundle.Error
 	switch {
@@ -46,10 +46,8 @@ func TLSCondition(caBundle []byte, err error) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cbErr.Reason, cbErr.Message
 	case err != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, idpv1alpha1.ReasonInvalidTLSConfig, err.Error()
-	case len(caBundle) == 0:
-		c.Message = "no CA bundle configured: the system roots verify the server"
 	default:
-		c.Message = "the configured CA bundle verifies the server"
+		c.Message = cabundle.ValidMessage(field, caBundle)
 	}
 	return c
 }

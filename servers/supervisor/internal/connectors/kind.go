@@ -26,8 +26,9 @@ type Object interface {
 type Inputs struct {
 	// Secret returns the Secret name, or nil when it does not exist.
 	Secret func(name string) (*corev1.Secret, error)
-	// CABundle resolves a spec.tls: a PEM bundle, nil for the system roots, or a *cabundle.Error.
-	CABundle func(*idpv1alpha1.TLSSpec) ([]byte, error)
+	// CABundle resolves the TLS spec at field (spec.tls, say; errors name it): a PEM bundle, nil for
+	// the system roots, or a *cabundle.Error.
+	CABundle func(field string, spec *idpv1alpha1.TLSSpec) ([]byte, error)
 	// Probes remembers the object's last successful probe (see Probe).
 	Probes *ProbeCache
 }

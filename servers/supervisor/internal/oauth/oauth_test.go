@@ -274,6 +274,17 @@ func TestLoginRefreshAndTokenExchange(t *testing.T) {
 		t.Fatal("no refresh token although offline_access was requested")
 	}
 
+	// As upstream: azp names the client, rat and auth_time are the login's, each token has a jti.
+	checkLoginClaims := func(what string, c map[string]any) {
+		t.Helper()
+		if c["azp"] != provider.PinnipedCLIClientID || c["rat"] == nil || c["rat"] != claims["rat"] ||
+			c["auth_time"] != claims["auth_time"] || c["jti"] == nil || c["jti"] == "" {
+			t.Errorf("%s: azp %v, rat %v, auth_time %v, jti %v; want azp %s and the login's rat %v and auth_time %v",
+				what, c["azp"], c["rat"], c["auth_time"], c["jti"], provider.PinnipedCLIClientID, claims["rat"], claims["auth_time"])
+		}
+	}
+	checkLoginClaims("ID token", claims)
+
 	// Token exchange for a cluster audience.
 	status, body := h.exchange(tok.AccessToken, "cluster-1")
 	if status != http.StatusOK || body["issued_token_type"] != tokenTypeJWT {
@@ -284,6 +295,7 @@ func TestLoginRefreshAndTokenExchange(t *testing.T) {
 		fmt.Sprint(exClaims[sessions.AdditionalClaimsClaim]) != "map[upstreamEmail:pinny@example.com]" {
 		t.Errorf("exchanged token claims %v", exClaims)
 	}
+	checkLoginClaims("exchanged token", exClaims)
 
 	// A refresh re-checks the upstream, picks up new groups and rotates the refresh token.
 	h.upstream.mu.Lock()
@@ -297,6 +309,7 @@ func TestLoginRefreshAndTokenExchange(t *testing.T) {
 	if !slices.Equal(toStrings(rClaims["groups"]), []string{"seals"}) || rClaims["sub"] != wantSub {
 		t.Errorf("refreshed ID token claims %v; want the new upstream groups", rClaims)
 	}
+	checkLoginClaims("refreshed ID token", rClaims)
 	if h.upstream.refreshes != 1 {
 		t.Errorf("upstream saw %d refreshes, want 1", h.upstream.refreshes)
 	}

@@ -38,6 +38,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
+	"sealion.dev/core/cabundle"
 	"sealion.dev/servers/concierge/internal/authenticator/checks"
 )
 
@@ -111,7 +112,7 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	if err != nil {
 		return fail(authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ReasonInvalidTLSConfig, "%v", err)
 	}
-	result.Pass(authv1alpha1.ConditionTLSConfigurationValid, tlsMessage(cfg.CABundle))
+	result.Pass(authv1alpha1.ConditionTLSConfigurationValid, cabundle.ValidMessage("spec.tls", cfg.CABundle))
 
 	if reason, msg := validateIssuerURL(cfg.Issuer); reason != "" {
 		return fail(authv1alpha1.ConditionIssuerURLValid, reason, "%s", msg)
@@ -122,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	provider, err := oidc.NewProvider(probeCtx, cfg.Issuer)
 	if err != nil {
 		return fail(authv1alpha1.ConditionDiscoveryURLValid, authv1alpha1.ReasonInvalidDiscoveryProbe,
-			"could not perform OIDC discovery for %q: %v", cfg.Issuer, err)
+			"could not perform oidc discovery on provider issuer: %s", truncate(err))
 	}
 	result.Pass(authv1alpha1.ConditionDiscoveryURLValid, "discovery performed successfully")
 
@@ -131,24 +132,24 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	}
 	if err := provider.Claims(&discovered); err != nil {
 		return fail(authv1alpha1.ConditionJWKSURLValid, authv1alpha1.ReasonInvalidProviderJWKSURL,
-			"could not read jwks_uri from the discovery document: %v", err)
+			"could not get provider jwks_uri: %v", err)
 	}
 	jwksURL, err := url.Parse(discovered.JWKSURL)
 	switch {
 	case discovered.JWKSURL == "":
 		return fail(authv1alpha1.ConditionJWKSURLValid, authv1alpha1.ReasonInvalidProviderJWKSURL,
-			"the discovery document has no jwks_uri")
+			"could not get provider jwks_uri: the discovery document has none")
 	case err != nil:
 		return fail(authv1alpha1.ConditionJWKSURLValid, authv1alpha1.ReasonInvalidProviderJWKSURL,
-			"jwks_uri %q is not a valid URL: %v", discovered.JWKSURL, err)
+			"could not parse provider jwks_uri: %v", err)
 	case jwksURL.Scheme != "https":
 		return fail(authv1alpha1.ConditionJWKSURLValid, authv1alpha1.ReasonInvalidProviderJWKSURLScheme,
-			"jwks_uri %q must be an https URL", discovered.JWKSURL)
+			"jwks_uri %s has invalid scheme, require 'https'", discovered.JWKSURL)
 	}
 	result.Pass(authv1alpha1.ConditionJWKSURLValid, "jwks_uri is a valid URL")
 
 	if err := fetchKeySet(ctx, client, discovered.JWKSURL); err != nil {
-		return fail(authv1alpha1.ConditionJWKSFetchValid, authv1alpha1.ReasonInvalidCouldNotFetchJWKS, "%v", err)
+		return fail(authv1alpha1.ConditionJWKSFetchValid, authv1alpha1.ReasonInvalidCouldNotFetchJWKS, "could not fetch keys: %v", err)
 	}
 	result.Pass(authv1alpha1.ConditionJWKSFetchValid, "successfully fetched jwks")
 
@@ -248,25 +249,38 @@ func validateClaimsAndRules(jwtAuthn apiserverapi.JWTAuthenticator) error {
 	return nil
 }
 
-// validateIssuerURL returns a reason and message when issuer is not acceptable.
+// validateIssuerURL returns a reason and message when issuer is not acceptable, checked in
+// upstream's order and worded as upstream words them.
 func validateIssuerURL(issuer string) (reason, message string) {
 	u, err := url.Parse(issuer)
 	switch {
 	case err != nil:
-		return authv1alpha1.ReasonInvalidIssuerURL, fmt.Sprintf("issuer %q is not a valid URL: %v", issuer, err)
+		return authv1alpha1.ReasonInvalidIssuerURL, fmt.Sprintf("spec.issuer URL is invalid: %v", err)
 	case u.Scheme != "https":
-		return authv1alpha1.ReasonInvalidIssuerURLScheme, fmt.Sprintf("issuer %q must be an https URL", issuer)
+		return authv1alpha1.ReasonInvalidIssuerURLScheme, fmt.Sprintf("spec.issuer %s has invalid scheme, require 'https'", issuer)
 	case u.Host == "":
-		return authv1alpha1.ReasonInvalidIssuerURL, fmt.Sprintf("issuer %q has no host", issuer)
-	case u.Fragment != "" || strings.Contains(issuer, "#"):
-		return authv1alpha1.ReasonInvalidIssuerURLContainsFragment, fmt.Sprintf("issuer %q must not have a fragment", issuer)
-	case u.RawQuery != "" || u.ForceQuery:
-		return authv1alpha1.ReasonInvalidIssuerURLContainsQueryParams, fmt.Sprintf("issuer %q must not have query parameters", issuer)
+		// Upstream lets this through to fail discovery; refused here, where it is clearer.
+		return authv1alpha1.ReasonInvalidIssuerURL, "spec.issuer URL is invalid: the URL has no host"
 	case strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), wellKnownPath):
 		return authv1alpha1.ReasonInvalidIssuerURLContainsWellKnownEndpoint,
-			fmt.Sprintf("issuer %q must not end in %s; give the issuer itself", issuer, wellKnownPath)
+			fmt.Sprintf("spec.issuer %s cannot include path '%s'", issuer, wellKnownPath)
+	case u.RawQuery != "" || u.ForceQuery:
+		return authv1alpha1.ReasonInvalidIssuerURLContainsQueryParams, fmt.Sprintf("spec.issuer %s cannot include query params", issuer)
+	case u.Fragment != "" || strings.Contains(issuer, "#"):
+		return authv1alpha1.ReasonInvalidIssuerURLContainsFragment, fmt.Sprintf("spec.issuer %s cannot include fragment", issuer)
 	}
 	return "", ""
+}
+
+// truncate shortens a discovery error to 300 characters, as upstream does, unless it is one of
+// go-oidc's or x509's, which are kept whole.
+func truncate(err error) string {
+	const limit = 300
+	msg := err.Error()
+	if len(msg) <= limit || strings.Contains(msg, "oidc:") || strings.Contains(msg, "x509:") {
+		return msg
+	}
+	return fmt.Sprintf("%s [truncated %d chars]", msg[:limit], len(msg)-limit)
 }
 
 // httpClient trusts caBundle, or the system roots when it is nil.
@@ -316,13 +330,6 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	return n, err
-}
-
-func tlsMessage(caBundle []byte) string {
-	if caBundle == nil {
-		return "no CA bundle given; using the system roots"
-	}
-	return "CA bundle is valid"
 }
 
 // fetchKeySet gets the issuer's key set once, so an unreachable or malformed JWKS is reported

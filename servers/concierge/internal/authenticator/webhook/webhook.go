@@ -12,7 +12,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
+	"sealion.dev/core/cabundle"
 	"sealion.dev/servers/concierge/internal/authenticator/checks"
 )
 
@@ -84,31 +84,33 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 		if !roots.AppendCertsFromPEM(cfg.CABundle) {
 			return fail(authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ReasonInvalidTLSConfig, "the CA bundle holds no PEM certificate")
 		}
-		result.Pass(authv1alpha1.ConditionTLSConfigurationValid, "CA bundle is valid")
-	} else {
-		result.Pass(authv1alpha1.ConditionTLSConfigurationValid, "no CA bundle given; using the system roots")
 	}
+	result.Pass(authv1alpha1.ConditionTLSConfigurationValid, cabundle.ValidMessage("spec.tls", cfg.CABundle))
 
 	endpoint, err := url.Parse(cfg.Endpoint)
 	if err != nil {
 		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointURL,
-			"endpoint %q is not a valid URL: %v", cfg.Endpoint, err)
+			"spec.endpoint URL cannot be parsed: %v", err)
 	}
-	if endpoint.Scheme != "https" || endpoint.Host == "" {
+	if endpoint.Scheme == "https" && endpoint.Host == "" {
+		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointURL,
+			"spec.endpoint URL is not valid: the URL has no host")
+	}
+	if endpoint.Scheme != "https" {
 		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointURLScheme,
-			"endpoint %q must be an https URL", cfg.Endpoint)
+			"spec.endpoint URL %s has invalid scheme, require 'https'", cfg.Endpoint)
 	}
 	proxy, err := http.ProxyFromEnvironment(&http.Request{URL: endpoint})
 	if err != nil {
 		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointCannotDetermineProxy,
-			"could not determine the proxy for endpoint %q from HTTPS_PROXY and NO_PROXY: %v", cfg.Endpoint, err)
+			"spec.endpoint URL error: %v", err)
 	}
-	result.Pass(authv1alpha1.ConditionEndpointURLValid, "endpoint is a valid URL")
+	result.Pass(authv1alpha1.ConditionEndpointURLValid, "spec.endpoint is a valid URL")
 
 	if proxy != nil {
 		// The upstream client connects through the proxy; a direct dial would test the wrong path.
 		result.Pass(authv1alpha1.ConditionWebhookConnectionValid,
-			fmt.Sprintf("skipped the TLS dial probe: connections go through proxy %s", proxy.Redacted()))
+			"skipped dialing connection probe because HTTPS_PROXY is configured for use with the specified host")
 	} else {
 		if err := dialTLS(ctx, endpoint, roots); err != nil {
 			return fail(authv1alpha1.ConditionWebhookConnectionValid, authv1alpha1.ReasonUnableToDialServer,
@@ -127,7 +129,7 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	}
 	if _, err := rest.HTTPClientFor(restConfig); err != nil {
 		return fail(authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonUnableToCreateClient,
-			"could not create an HTTP client for the webhook: %v", err)
+			"unable to create client for this webhook: %v", err)
 	}
 	version := cfg.APIVersion
 	if version == "" {
@@ -136,7 +138,7 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	webhook, err := upstreamwebhook.New(restConfig, version, nil, *upstreamwebhook.DefaultRetryBackoff())
 	if err != nil {
 		return fail(authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonUnableToInstantiateWebhook,
-			"could not initialize the webhook authenticator: %v", err)
+			"unable to instantiate webhook: %v", err)
 	}
 	result.Pass(authv1alpha1.ConditionAuthenticatorValid, "authenticator initialized")
 	return &Authenticator{token: webhook}, result

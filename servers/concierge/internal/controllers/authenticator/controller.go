@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,7 +172,7 @@ func (c *Controller[T]) resolveTLS(obj T) ([]byte, *cabundle.Error) {
 			source = &cabundle.Source{Kind: string(s.Kind), Name: s.Name, Key: s.Key}
 		}
 	}
-	bundle, err := cabundle.Resolve(inline, source, cabundle.Listers{
+	bundle, err := cabundle.Resolve("spec.tls", inline, source, cabundle.Listers{
 		Namespace: c.shared.Namespace, Secrets: c.shared.Secrets.Lister(), ConfigMaps: c.shared.ConfigMaps.Lister(),
 	})
 	var e *cabundle.Error
@@ -196,10 +197,10 @@ func (c *Controller[T]) laterSteps() []string {
 func (c *Controller[T]) writeStatus(ctx context.Context, obj T, steps checks.List) error {
 	phase := authv1alpha1.PhaseReady
 	if steps.OK() {
-		steps.Pass(authv1alpha1.ConditionReady, "the authenticator is ready")
+		steps.Pass(authv1alpha1.ConditionReady, "the "+c.kind.name+" is ready")
 	} else {
 		phase = authv1alpha1.PhaseError
-		steps.Fail(authv1alpha1.ConditionReady, authv1alpha1.ReasonNotReady, "the authenticator is not ready: see other conditions for details")
+		steps.Fail(authv1alpha1.ConditionReady, authv1alpha1.ReasonNotReady, "the %s is not ready: see other conditions for details", c.kind.name)
 	}
 	current := c.kind.conditions(obj)
 	updated := make([]metav1.Condition, len(current))
@@ -210,7 +211,9 @@ func (c *Controller[T]) writeStatus(ctx context.Context, obj T, steps checks.Lis
 			changed = true
 		}
 	}
-	if !changed && c.kind.phase(obj) == phase {
+	// Sorted by type, as upstream keeps them (conditions of other types are kept).
+	slices.SortStableFunc(updated, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
+	if !changed && c.kind.phase(obj) == phase && slices.EqualFunc(updated, current, func(a, b metav1.Condition) bool { return a.Type == b.Type }) {
 		return nil
 	}
 	return c.kind.updateStatus(ctx, obj, updated, phase)

@@ -148,12 +148,44 @@ func newController(cfg Config, client kubernetes.Interface, informers Informers,
 // sync runs one reconciliation and records its outcome. An error asks for a retry with backoff;
 // states that an event will end (a pod not running yet) return nil and wait for that event.
 func (c *Controller) sync(ctx context.Context) error {
+	legacyErr := c.deleteLegacyPods(ctx)
 	strategy, err := c.reconcile(ctx)
 	strategy.Type = configv1alpha1.StrategyTypeKubeClusterSigningCertificate
 	if werr := c.status.SetStrategy(ctx, strategy); werr != nil {
-		return errors.Join(err, werr)
+		return errors.Join(legacyErr, err, werr)
 	}
-	return err
+	return errors.Join(legacyErr, err)
+}
+
+// LegacyAgentLabelValue marks the bare agent pods that Pinniped v0.7.0 and older created, with no
+// Deployment to remove them: the Concierge that replaces such an install deletes them.
+const LegacyAgentLabelValue = "true"
+
+// deleteLegacyPods deletes the legacy agent pods of this install: those labelled
+// kube-cert-agent.pinniped.dev=true and with every configured label, as upstream selects them. The
+// delete is conditional on the pod seen, so a pod replaced meanwhile is left alone.
+func (c *Controller) deleteLegacyPods(ctx context.Context) error {
+	set := labels.Set{}
+	for k, v := range c.cfg.Labels {
+		set[k] = v
+	}
+	set[AgentLabelKey] = LegacyAgentLabelValue
+	legacy, err := c.informers.Pods.Lister().Pods(c.cfg.Namespace).List(labels.SelectorFromSet(set))
+	if err != nil {
+		return wrap(err, "could not list legacy agent pods")
+	}
+	var errs []error
+	for _, pod := range legacy {
+		err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion},
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, wrap(err, "could not delete legacy agent pod %s/%s", pod.Namespace, pod.Name))
+			continue
+		}
+		klog.FromContext(ctx).Info("deleted legacy kube-cert-agent pod", "pod", klog.KObj(pod))
+	}
+	return errors.Join(errs...)
 }
 
 func (c *Controller) reconcile(ctx context.Context) (configv1alpha1.CredentialIssuerStrategy, error) {

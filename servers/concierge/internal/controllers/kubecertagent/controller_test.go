@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -406,7 +407,8 @@ func TestSyncStatus(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: issuerName},
 				Status:     configv1alpha1.CredentialIssuerStatus{Strategies: []configv1alpha1.CredentialIssuerStrategy{other}},
 			}},
-			want: []configv1alpha1.StrategyType{"ImpersonationProxy", "KubeClusterSigningCertificate"},
+			// In upstream's order: the certificate strategy first.
+			want: []configv1alpha1.StrategyType{"KubeClusterSigningCertificate", "ImpersonationProxy"},
 		},
 	}
 	for _, tt := range tests {
@@ -753,4 +755,37 @@ func settled(t *testing.T, f *fakeExecutor) int {
 			return n
 		}
 	}
+}
+
+// The bare agent pods of Pinniped v0.7.0 and older (label kube-cert-agent.pinniped.dev=true) of this
+// install (all the configured labels) are deleted, conditionally on the pod seen; the current agent's
+// pods, and legacy pods of another install, are left alone.
+func TestLegacyAgentPodsAreDeleted(t *testing.T) {
+	labelled := func(name string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testConfig.Namespace, Name: name, UID: types.UID(name + "-uid"),
+			ResourceVersion: "7", Labels: labels}}
+	}
+	legacy := labelled("legacy", map[string]string{AgentLabelKey: "true", "app": "pinniped-concierge", "team": "auth"})
+	otherInstall := labelled("other-install", map[string]string{AgentLabelKey: "true", "app": "other"})
+	current := labelled("current", map[string]string{AgentLabelKey: AgentLabelValue, "team": "auth"})
+	w := newWorld(t, testConfig, []runtime.Object{legacy, otherInstall, current})
+
+	_ = w.sync(t) // no kube-controller-manager: the strategy fails, the cleanup is done anyway
+
+	var deleted []string
+	for _, a := range w.kube.Actions() {
+		if d, ok := a.(clienttesting.DeleteAction); ok && d.GetResource().Resource == "pods" {
+			deleted = append(deleted, d.GetName())
+			pre := d.GetDeleteOptions().Preconditions
+			if pre == nil || ptr.Deref(pre.UID, "") != legacy.UID || ptr.Deref(pre.ResourceVersion, "") != "7" {
+				t.Errorf("delete of %s without the pod's uid and resourceVersion as preconditions: %+v", d.GetName(), pre)
+			}
+		}
+	}
+	if !slices.Equal(deleted, []string{"legacy"}) {
+		t.Errorf("deleted pods %v, want only [legacy]", deleted)
+	}
+	pods, err := w.kube.CoreV1().Pods(testConfig.Namespace).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 2)
 }

@@ -42,7 +42,7 @@ func open(ctx context.Context, idp *idpv1alpha1.ActiveDirectoryIdentityProvider,
 	if err != nil {
 		return nil, nil, err
 	}
-	caBundle, tlsErr := in.CABundle(idp.Spec.TLS)
+	caBundle, tlsErr := in.CABundle("spec.tls", idp.Spec.TLS)
 	cfg, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr)
 	if cfg == nil {
 		return nil, conds, nil

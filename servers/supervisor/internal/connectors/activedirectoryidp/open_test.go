@@ -61,7 +61,7 @@ func TestOpen(t *testing.T) {
 		}
 		in := connectors.Inputs{
 			Secret:   func(string) (*corev1.Secret, error) { return bind, nil },
-			CABundle: func(*idpv1alpha1.TLSSpec) ([]byte, error) { return nil, nil },
+			CABundle: func(string, *idpv1alpha1.TLSSpec) ([]byte, error) { return nil, nil },
 			Probes:   caches[name],
 		}
 		c, conds, err := open(context.Background(), idp, in, connect)

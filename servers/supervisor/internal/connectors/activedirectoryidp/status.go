@@ -23,7 +23,7 @@ import (
 // LDAPConnectionValid, included then, are Unknown.
 func Prepare(spec idpv1alpha1.ActiveDirectoryIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error) (*ldapclient.Config, []metav1.Condition) {
 	username, password, secretCond := ldapidp.BindSecretCondition(spec.Bind.SecretName, bindSecret)
-	tlsCond := connectors.TLSCondition(caBundle, tlsErr)
+	tlsCond := connectors.TLSCondition("spec.tls", caBundle, tlsErr)
 	conds := []metav1.Condition{secretCond, tlsCond}
 	if secretCond.Status != metav1.ConditionTrue || tlsCond.Status != metav1.ConditionTrue {
 		const msg = "not checked: the bind Secret or spec.tls is invalid"

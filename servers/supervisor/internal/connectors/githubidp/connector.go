@@ -30,8 +30,8 @@ func open(ctx context.Context, idp *idpv1alpha1.GitHubIdentityProvider, in conne
 	if err != nil {
 		return nil, nil, err
 	}
-	caBundle, tlsErr := in.CABundle(idp.Spec.GitHubAPI.TLS)
-	p, address, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr)
+	caBundle, tlsErr := in.CABundle("spec.githubAPI.tls", idp.Spec.GitHubAPI.TLS)
+	p, address, conds := Prepare(idp.Namespace, idp.Spec, idp.Generation, secret, caBundle, tlsErr)
 	if address == "" {
 		return nil, conds, nil // GitHubConnectionValid is already in conds, Unknown
 	}

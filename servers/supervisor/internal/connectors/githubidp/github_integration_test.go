@@ -311,7 +311,7 @@ func TestSupervisorPrepare(t *testing.T) {
 	secret := &corev1.Secret{Type: githubidp.ClientSecretType, Data: map[string][]byte{
 		githubidp.ClientIDKey: []byte(github.DefaultClientID), githubidp.ClientSecretKey: []byte(github.DefaultClientSecret),
 	}}
-	p, address, conds := githubidp.Prepare(spec, 1, secret, s.CABundle, nil)
+	p, address, conds := githubidp.Prepare("supervisor", spec, 1, secret, s.CABundle, nil)
 	if p == nil || address != s.Host || len(conds) != 5 {
 		t.Fatalf("Prepare: provider %v, address %q, conditions %+v", p, address, conds)
 	}

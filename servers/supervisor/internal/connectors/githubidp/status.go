@@ -37,10 +37,10 @@ const ReasonInvalidHost = "InvalidHost"
 // caBundle or tlsErr (typically a *cabundle.Error) are the outcome of resolving
 // spec.githubAPI.tls. When the host or TLS is invalid there is nothing to dial: the address is
 // empty and the sixth condition, GitHubConnectionValid Unknown, is included.
-func Prepare(spec idpv1alpha1.GitHubIdentityProviderSpec, generation int64, clientSecret *corev1.Secret, caBundle []byte, tlsErr error) (p *Provider, dialAddress string, conds []metav1.Condition) {
+func Prepare(namespace string, spec idpv1alpha1.GitHubIdentityProviderSpec, generation int64, clientSecret *corev1.Secret, caBundle []byte, tlsErr error) (p *Provider, dialAddress string, conds []metav1.Condition) {
 	cfg := ConfigFromSpec(spec)
 	var secretCond metav1.Condition
-	cfg.ClientID, cfg.ClientSecret, secretCond = checkClientSecret(spec.Client.SecretName, clientSecret)
+	cfg.ClientID, cfg.ClientSecret, secretCond = checkClientSecret(namespace, spec.Client.SecretName, clientSecret)
 	address, err := apiAddress(cfg.Host)
 	hostCond := check(idpv1alpha1.ConditionHostValid, ReasonInvalidHost, fmt.Sprintf("spec.githubAPI.host (%q) is valid", cfg.Host), err)
 	var tlsCond metav1.Condition
@@ -109,27 +109,30 @@ func ConfigFromSpec(spec idpv1alpha1.GitHubIdentityProviderSpec) Config {
 	return cfg
 }
 
-// checkClientSecret wants a secrets.pinniped.dev/github-client Secret with exactly the keys
-// clientID and clientSecret.
-func checkClientSecret(name string, s *corev1.Secret) (clientID, clientSecret string, c metav1.Condition) {
-	c = metav1.Condition{Type: idpv1alpha1.ConditionClientCredentialsSecretValid, Status: metav1.ConditionFalse}
+// checkClientSecret wants a secrets.pinniped.dev/github-client Secret in namespace with exactly the
+// keys clientID and clientSecret. As upstream, every way of failing has the reason SecretNotFound and
+// a message that says what is wanted.
+func checkClientSecret(namespace, name string, s *corev1.Secret) (clientID, clientSecret string, c metav1.Condition) {
+	c = metav1.Condition{Type: idpv1alpha1.ConditionClientCredentialsSecretValid, Status: metav1.ConditionFalse, Reason: idpv1alpha1.ReasonSecretNotFound}
+	var problem string
 	switch {
 	case s == nil:
-		c.Reason, c.Message = idpv1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %q from spec.client.secretName not found", name)
+		problem = fmt.Sprintf("secret %q not found", name)
 	case s.Type != ClientSecretType:
-		c.Reason, c.Message = idpv1alpha1.ReasonSecretWrongType,
-			fmt.Sprintf("Secret %q has type %q, want %q", name, s.Type, ClientSecretType)
-	case len(s.Data[ClientIDKey]) == 0 || len(s.Data[ClientSecretKey]) == 0:
-		c.Reason, c.Message = idpv1alpha1.ReasonSecretMissingKeys,
-			fmt.Sprintf("Secret %q needs non-empty keys %q and %q", name, ClientIDKey, ClientSecretKey)
+		problem = fmt.Sprintf("wrong secret type %q", s.Type)
+	case len(s.Data[ClientIDKey]) == 0:
+		problem = fmt.Sprintf("missing key %q", ClientIDKey)
+	case len(s.Data[ClientSecretKey]) == 0:
+		problem = fmt.Sprintf("missing key %q", ClientSecretKey)
 	case len(s.Data) != 2:
-		c.Reason, c.Message = idpv1alpha1.ReasonInvalid,
-			fmt.Sprintf("Secret %q must hold only the keys %q and %q", name, ClientIDKey, ClientSecretKey)
+		problem = "extra keys found"
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, idpv1alpha1.ReasonSuccess
-		c.Message = fmt.Sprintf("clientID and clientSecret have been read from Secret %q", name)
+		c.Message = fmt.Sprintf("clientID and clientSecret have been read from spec.client.SecretName (%q)", name)
 		return string(s.Data[ClientIDKey]), string(s.Data[ClientSecretKey]), c
 	}
+	c.Message = fmt.Sprintf("%s: secret from spec.client.SecretName (%q) must be found in namespace %q with type %q and keys %q and %q",
+		problem, name, namespace, ClientSecretType, ClientIDKey, ClientSecretKey)
 	return "", "", c
 }
 
@@ -146,10 +149,8 @@ func tlsCondition(caBundle []byte, err error) (*http.Client, metav1.Condition) {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cbErr.Reason, cbErr.Message
 	case err != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, idpv1alpha1.ReasonInvalidTLSConfig, err.Error()
-	case len(caBundle) == 0:
-		c.Message = "spec.githubAPI.tls is valid: no CA bundle configured, the system roots verify the server"
 	default:
-		c.Message = "spec.githubAPI.tls is valid: the configured CA bundle verifies the server"
+		c.Message = cabundle.ValidMessage("spec.githubAPI.tls", caBundle)
 	}
 	return client, c
 }

@@ -94,15 +94,15 @@ func TestPrepare(t *testing.T) {
 		{name: "no Secret", want: with(0, condSummary{creds, F, "SecretNotFound"}), wantAddress: "ghe.example.com:8443"},
 		{
 			name: "Opaque Secret", secret: secret(corev1.SecretTypeOpaque, map[string]string{"clientID": "id", "clientSecret": "shh"}),
-			want: with(0, condSummary{creds, F, "SecretWrongType"}), wantAddress: "ghe.example.com:8443",
+			want: with(0, condSummary{creds, F, "SecretNotFound"}), wantAddress: "ghe.example.com:8443",
 		},
 		{
 			name: "no clientSecret", secret: secret(ClientSecretType, map[string]string{"clientID": "id"}),
-			want: with(0, condSummary{creds, F, "SecretMissingKeys"}), wantAddress: "ghe.example.com:8443",
+			want: with(0, condSummary{creds, F, "SecretNotFound"}), wantAddress: "ghe.example.com:8443",
 		},
 		{
 			name: "extra key", secret: secret(ClientSecretType, map[string]string{"clientID": "id", "clientSecret": "shh", "x": "y"}),
-			want: with(0, condSummary{creds, F, "Invalid"}), wantAddress: "ghe.example.com:8443",
+			want: with(0, condSummary{creds, F, "SecretNotFound"}), wantAddress: "ghe.example.com:8443",
 		},
 		{
 			name: "unknown username attribute", secret: good,
@@ -144,7 +144,7 @@ func TestPrepare(t *testing.T) {
 			if tt.spec != nil {
 				tt.spec(&s)
 			}
-			p, address, conds := Prepare(s, 3, tt.secret, tt.caBundle, tt.tlsErr)
+			p, address, conds := Prepare("supervisor", s, 3, tt.secret, tt.caBundle, tt.tlsErr)
 			if diff := cmp.Diff(tt.want, summarize(t, conds, 3)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
@@ -193,4 +193,36 @@ func TestConnectionCondition(t *testing.T) {
 func pemOf(t *testing.T, srv *httptest.Server) []byte {
 	t.Helper()
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// ClientCredentialsSecretValid is worded as upstream words it, with its one false reason.
+func TestClientSecretConditionAsUpstream(t *testing.T) {
+	const tail = `: secret from spec.client.SecretName ("gh") must be found in namespace "supervisor" with type "secrets.pinniped.dev/github-client" and keys "clientID" and "clientSecret"`
+	secretOf := func(typ corev1.SecretType, data map[string]string) *corev1.Secret {
+		s := &corev1.Secret{Type: typ, Data: map[string][]byte{}}
+		for k, v := range data {
+			s.Data[k] = []byte(v)
+		}
+		return s
+	}
+	tests := []struct {
+		secret *corev1.Secret
+		want   string
+	}{
+		{nil, `secret "gh" not found` + tail},
+		{secretOf(corev1.SecretTypeOpaque, nil), `wrong secret type "Opaque"` + tail},
+		{secretOf(ClientSecretType, map[string]string{"clientSecret": "s"}), `missing key "clientID"` + tail},
+		{secretOf(ClientSecretType, map[string]string{"clientID": "i"}), `missing key "clientSecret"` + tail},
+		{secretOf(ClientSecretType, map[string]string{"clientID": "i", "clientSecret": "s", "x": "y"}), `extra keys found` + tail},
+	}
+	for _, tt := range tests {
+		_, _, c := checkClientSecret("supervisor", "gh", tt.secret)
+		if c.Status != metav1.ConditionFalse || c.Reason != "SecretNotFound" || c.Message != tt.want {
+			t.Errorf("got %s/%s %q\nwant False/SecretNotFound %q", c.Status, c.Reason, c.Message, tt.want)
+		}
+	}
+	_, _, c := checkClientSecret("supervisor", "gh", secretOf(ClientSecretType, map[string]string{"clientID": "i", "clientSecret": "s"}))
+	if want := `clientID and clientSecret have been read from spec.client.SecretName ("gh")`; c.Status != metav1.ConditionTrue || c.Message != want {
+		t.Errorf("got %s %q, want True %q", c.Status, c.Message, want)
+	}
 }

@@ -45,7 +45,7 @@ func open(ctx context.Context, idp *idpv1alpha1.LDAPIdentityProvider, in connect
 	if err != nil {
 		return nil, nil, err
 	}
-	caBundle, tlsErr := in.CABundle(idp.Spec.TLS)
+	caBundle, tlsErr := in.CABundle("spec.tls", idp.Spec.TLS)
 	p, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr)
 	if p == nil {
 		return nil, conds, nil

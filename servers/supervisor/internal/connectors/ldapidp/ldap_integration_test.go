@@ -54,7 +54,7 @@ func TestOpenAndLogIn(t *testing.T) {
 	}}
 	conn, conds, err := ldapidp.Open(ctx, idp, connectors.Inputs{
 		Secret:   func(string) (*corev1.Secret, error) { return secret, nil },
-		CABundle: func(*idpv1alpha1.TLSSpec) ([]byte, error) { return l.CABundle, nil },
+		CABundle: func(string, *idpv1alpha1.TLSSpec) ([]byte, error) { return l.CABundle, nil },
 		Probes:   connectors.NewProbeCache(time.Now),
 	})
 	if err != nil || conn == nil || connectors.PhaseOf(conds) != idpv1alpha1.PhaseReady {

@@ -51,7 +51,7 @@ func TestOpen(t *testing.T) {
 				}
 				return nil, nil
 			},
-			CABundle: func(*idpv1alpha1.TLSSpec) ([]byte, error) { return nil, nil },
+			CABundle: func(string, *idpv1alpha1.TLSSpec) ([]byte, error) { return nil, nil },
 			Probes:   caches[idp.Name],
 		}
 		c, conds, err := open(context.Background(), idp, in, func(p *ldapclient.Provider, _ context.Context) (ldapclient.Protocol, error) {
@@ -116,7 +116,7 @@ func TestOpenWhileUnreachable(t *testing.T) {
 		t.Helper()
 		in := connectors.Inputs{
 			Secret:   func(string) (*corev1.Secret, error) { return bind, nil },
-			CABundle: func(*idpv1alpha1.TLSSpec) ([]byte, error) { return nil, nil },
+			CABundle: func(string, *idpv1alpha1.TLSSpec) ([]byte, error) { return nil, nil },
 			Probes:   probes,
 		}
 		c, conds, err := open(context.Background(), ldapIDP("dir", "ldap.example", "bind"), in, func(*ldapclient.Provider, context.Context) (ldapclient.Protocol, error) {

@@ -22,7 +22,7 @@ import (
 // LDAPConnectionValid, included then, is Unknown. An otherwise unusable spec makes it False.
 func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error) (*ldapclient.Provider, []metav1.Condition) {
 	username, password, secretCond := BindSecretCondition(spec.Bind.SecretName, bindSecret)
-	tlsCond := connectors.TLSCondition(caBundle, tlsErr)
+	tlsCond := connectors.TLSCondition("spec.tls", caBundle, tlsErr)
 	conds := []metav1.Condition{secretCond, tlsCond}
 	if secretCond.Status != metav1.ConditionTrue || tlsCond.Status != metav1.ConditionTrue {
 		conds = append(conds, metav1.Condition{
@@ -46,7 +46,8 @@ func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSe
 func ConnectionCondition(p *ldapclient.Provider, generation int64, protocol ldapclient.Protocol, err error) metav1.Condition {
 	c := metav1.Condition{Type: idpv1alpha1.ConditionLDAPConnectionValid, ObservedGeneration: generation}
 	if err != nil {
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, idpv1alpha1.ReasonLDAPConnectionError, err.Error()
+		c.Status, c.Reason = metav1.ConditionFalse, idpv1alpha1.ReasonLDAPConnectionError
+		c.Message = fmt.Sprintf("could not successfully connect to %q and bind as user %q: %v", p.Config().Host, p.Config().BindUsername, err)
 		return c
 	}
 	c.Status, c.Reason = metav1.ConditionTrue, idpv1alpha1.ReasonSuccess
@@ -54,22 +55,22 @@ func ConnectionCondition(p *ldapclient.Provider, generation int64, protocol ldap
 	return c
 }
 
-// BindSecretCondition is BindSecretValid: it wants a kubernetes.io/basic-auth Secret (nil
+// BindSecretCondition is BindSecretValid, worded as upstream words it: it wants a kubernetes.io/basic-auth Secret (nil
 // when it does not exist) with a username (the bind DN) and a password, which it returns.
 func BindSecretCondition(name string, s *corev1.Secret) (username, password string, c metav1.Condition) {
 	c = metav1.Condition{Type: idpv1alpha1.ConditionBindSecretValid, Status: metav1.ConditionFalse}
 	switch {
 	case s == nil:
-		c.Reason, c.Message = idpv1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %q not found", name)
+		c.Reason, c.Message = idpv1alpha1.ReasonSecretNotFound, fmt.Sprintf("secret %q not found", name)
 	case s.Type != corev1.SecretTypeBasicAuth:
 		c.Reason, c.Message = idpv1alpha1.ReasonSecretWrongType,
-			fmt.Sprintf("Secret %q has type %q, want %q", name, s.Type, corev1.SecretTypeBasicAuth)
+			fmt.Sprintf("referenced Secret %q has wrong type %q (should be %q)", name, s.Type, corev1.SecretTypeBasicAuth)
 	case len(s.Data[corev1.BasicAuthUsernameKey]) == 0 || len(s.Data[corev1.BasicAuthPasswordKey]) == 0:
 		c.Reason, c.Message = idpv1alpha1.ReasonSecretMissingKeys,
-			fmt.Sprintf("Secret %q needs non-empty keys %q and %q", name, corev1.BasicAuthUsernameKey, corev1.BasicAuthPasswordKey)
+			fmt.Sprintf("referenced Secret %q is missing required keys %q", name, []string{corev1.BasicAuthUsernameKey, corev1.BasicAuthPasswordKey})
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, idpv1alpha1.ReasonSuccess
-		c.Message = fmt.Sprintf("loaded the bind DN and password from Secret %q", name)
+		c.Message = "loaded bind secret"
 		return string(s.Data[corev1.BasicAuthUsernameKey]), string(s.Data[corev1.BasicAuthPasswordKey]), c
 	}
 	return "", "", c

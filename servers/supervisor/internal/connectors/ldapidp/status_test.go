@@ -181,7 +181,7 @@ func TestConnectionCondition(t *testing.T) {
 		t.Errorf("success condition (-want +got):\n%s", diff)
 	}
 	failed := ConnectionCondition(p, 3, "", errors.New("connecting: refused"))
-	if failed.Status != metav1.ConditionFalse || failed.Reason != "LDAPConnectionError" || failed.Message != "connecting: refused" {
+	if failed.Status != metav1.ConditionFalse || failed.Reason != "LDAPConnectionError" || failed.Message != `could not successfully connect to "ldap.example.test" and bind as user "cn=svc,dc=example": connecting: refused` {
 		t.Errorf("failure condition = %+v", failed)
 	}
 
@@ -208,5 +208,34 @@ func TestConfigFromSpec(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ConfigFromSpec (-want +got):\n%s", diff)
+	}
+}
+
+// BindSecretValid is worded as upstream words it, with its reasons.
+func TestBindSecretConditionAsUpstream(t *testing.T) {
+	secretOf := func(typ corev1.SecretType, data map[string]string) *corev1.Secret {
+		s := &corev1.Secret{Type: typ, Data: map[string][]byte{}}
+		for k, v := range data {
+			s.Data[k] = []byte(v)
+		}
+		return s
+	}
+	tests := []struct {
+		secret          *corev1.Secret
+		status          metav1.ConditionStatus
+		reason, message string
+	}{
+		{nil, metav1.ConditionFalse, "SecretNotFound", `secret "bind" not found`},
+		{secretOf(corev1.SecretTypeOpaque, nil), metav1.ConditionFalse, "SecretWrongType",
+			`referenced Secret "bind" has wrong type "Opaque" (should be "kubernetes.io/basic-auth")`},
+		{secretOf(corev1.SecretTypeBasicAuth, map[string]string{"username": "cn=svc"}), metav1.ConditionFalse, "SecretMissingKeys",
+			`referenced Secret "bind" is missing required keys ["username" "password"]`},
+		{secretOf(corev1.SecretTypeBasicAuth, map[string]string{"username": "cn=svc", "password": "pw"}), metav1.ConditionTrue, "Success", "loaded bind secret"},
+	}
+	for _, tt := range tests {
+		_, _, c := BindSecretCondition("bind", tt.secret)
+		if c.Status != tt.status || c.Reason != tt.reason || c.Message != tt.message {
+			t.Errorf("got %s/%s %q\nwant %s/%s %q", c.Status, c.Reason, c.Message, tt.status, tt.reason, tt.message)
+		}
 	}
 }

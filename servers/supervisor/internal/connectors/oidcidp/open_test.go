@@ -45,7 +45,7 @@ func (o *opener) open(idp *idpv1alpha1.OIDCIdentityProvider) (*Connector, []meta
 	o.t.Helper()
 	in := connectors.Inputs{
 		Secret: func(string) (*corev1.Secret, error) { return o.secret, nil },
-		CABundle: func(spec *idpv1alpha1.TLSSpec) ([]byte, error) {
+		CABundle: func(_ string, spec *idpv1alpha1.TLSSpec) ([]byte, error) {
 			return base64.StdEncoding.DecodeString(spec.CertificateAuthorityData)
 		},
 		Probes: o.probes,

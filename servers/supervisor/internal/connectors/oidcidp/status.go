@@ -64,8 +64,8 @@ func open(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvider, in connect
 		return nil, nil, err
 	}
 	clientID, clientSecret, secretCond := clientSecretCondition(spec.Client.SecretName, secret)
-	caBundle, tlsErr := in.CABundle(spec.TLS)
-	tlsCond := connectors.TLSCondition(caBundle, tlsErr)
+	caBundle, tlsErr := in.CABundle("spec.tls", spec.TLS)
+	tlsCond := connectors.TLSCondition("spec.tls", caBundle, tlsErr)
 	var d discovered
 	if tlsCond.Status != metav1.ConditionTrue {
 		d.cond = metav1.Condition{

@@ -217,7 +217,7 @@ func (k *kindController) secret(name string) (*corev1.Secret, error) {
 }
 
 // caBundle resolves a TLS spec: a PEM bundle, nil for the system roots, or a *cabundle.Error.
-func (k *kindController) caBundle(spec *idpv1alpha1.TLSSpec) ([]byte, error) {
+func (k *kindController) caBundle(field string, spec *idpv1alpha1.TLSSpec) ([]byte, error) {
 	if spec == nil {
 		return nil, nil
 	}
@@ -225,7 +225,7 @@ func (k *kindController) caBundle(spec *idpv1alpha1.TLSSpec) ([]byte, error) {
 	if s := spec.CertificateAuthorityDataSource; s != nil {
 		source = &cabundle.Source{Kind: string(s.Kind), Name: s.Name, Key: s.Key}
 	}
-	return cabundle.Resolve(spec.CertificateAuthorityData, source, k.tls)
+	return cabundle.Resolve(field, spec.CertificateAuthorityData, source, k.tls)
 }
 
 // writeStatus updates the object's status when conds or their phase differ from those stored.

@@ -141,6 +141,9 @@ func (s *Shared) RefuseReserved(ctx context.Context, idpName string, id idtransf
 	return nil
 }
 
+// AuthorizedPartyClaim is the ID token claim naming the client the tokens were issued to (azp).
+const AuthorizedPartyClaim = "azp"
+
 // newLoginSession is the session of a fresh login for the authorize request ar.
 func (p *Provider) newLoginSession(ar fosite.Requester, idp *issuer.IdentityProvider, user *connectors.Identity, downstream idtransform.Identity) *sessions.Session {
 	s := sessions.NewSession()
@@ -154,7 +157,10 @@ func (p *Provider) newLoginSession(ar fosite.Requester, idp *issuer.IdentityProv
 	}
 	s.Subject = user.Subject
 	s.Username = downstream.Username
-	s.Claims = &jwt.IDTokenClaims{Subject: s.Subject, RequestedAt: now, AuthTime: now}
+	// As upstream: azp names the client of the login and stays in refreshed and exchanged tokens;
+	// rat and auth_time are the login's.
+	s.Claims = &jwt.IDTokenClaims{Subject: s.Subject, RequestedAt: now, AuthTime: now,
+		Extra: map[string]any{AuthorizedPartyClaim: ar.GetClient().GetID()}}
 	s.Headers = &jwt.Headers{Extra: map[string]any{"kid": p.keyID}}
 	SetIdentity(s, downstream, ar)
 	if len(user.AdditionalClaims) > 0 {

@@ -267,13 +267,14 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 	}
 	now := t.Now().UTC()
 	claims := &jwt.IDTokenClaims{
-		Issuer:    t.Issuer.URL,
-		Subject:   s.Subject,
-		Audience:  []string{form.Get("audience")},
-		IssuedAt:  now,
-		ExpiresAt: now.Add(provider.IDTokenLifetime),
-		AuthTime:  s.Claims.AuthTime,
-		Extra:     map[string]any{"azp": r.GetClient().GetID()},
+		Issuer:      t.Issuer.URL,
+		Subject:     s.Subject,
+		Audience:    []string{form.Get("audience")},
+		IssuedAt:    now,
+		ExpiresAt:   now.Add(provider.IDTokenLifetime),
+		AuthTime:    s.Claims.AuthTime,
+		RequestedAt: s.Claims.RequestedAt,
+		Extra:       map[string]any{provider.AuthorizedPartyClaim: r.GetClient().GetID()},
 	}
 	if provider.GrantedClaim(orig, provider.ScopeUsername) {
 		claims.Extra["username"] = s.Custom.Username
