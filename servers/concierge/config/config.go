@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/internal/serverboot"
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 // Config is the Concierge's static configuration.
@@ -30,7 +32,14 @@ type Config struct {
 	API                                        API               `json:"api"`
 	Names                                      Names             `json:"names"`
 	Labels                                     map[string]string `json:"labels,omitempty"`
-	Log                                        Log               `json:"log"`
+	Log                                        serverboot.Log    `json:"log"`
+	// Discovery.URL, when set, is the API server address the CredentialIssuer tells clients of the
+	// TokenCredentialRequest API, instead of the one kube-public/cluster-info holds.
+	Discovery Discovery `json:"discovery"`
+	// TLS narrows the TLS 1.2 ciphers of the aggregated API and the impersonation proxy.
+	TLS tlsprofile.Config `json:"tls"`
+	// TLSProfile is what TLS makes, filled by Parse.
+	TLSProfile tlsprofile.Profile `json:"-"`
 	// Signer is the CA that signs TokenCredentialRequest client certificates, read from files and
 	// reloaded when they change. Optional: without it, the kube cert agent feeds the signer.
 	Signer *Signer `json:"signer,omitempty"`
@@ -84,11 +93,17 @@ type Names struct {
 	ImpersonationTLSCertificateSecret string `json:"impersonationTLSCertificateSecret,omitempty"`
 	ImpersonationCACertificateSecret  string `json:"impersonationCACertificateSecret,omitempty"`
 	ImpersonationSignerSecret         string `json:"impersonationSignerSecret,omitempty"`
+	// ImpersonationProxyServiceAccount is the ServiceAccount, allowed only to impersonate, whose
+	// token (from the TokenRequest API) the impersonation proxy forwards its users' requests with.
+	ImpersonationProxyServiceAccount string `json:"impersonationProxyServiceAccount,omitempty"`
+	// ImpersonationProxyLegacySecret is the token Secret of that ServiceAccount that older
+	// installs kept; the Concierge deletes it.
+	ImpersonationProxyLegacySecret string `json:"impersonationProxyLegacySecret,omitempty"`
 }
 
-// Log sets the log level: info, debug, trace or all.
-type Log struct {
-	Level string `json:"level,omitempty"`
+// Discovery configures what the CredentialIssuer advertises.
+type Discovery struct {
+	URL *string `json:"url,omitempty"`
 }
 
 // Signer names a CA certificate and key on disk.
@@ -149,6 +164,8 @@ func (c *Config) setDefaults() {
 		&c.Names.ImpersonationTLSCertificateSecret: "pinniped-concierge-impersonation-proxy-tls-serving-certificate",
 		&c.Names.ImpersonationCACertificateSecret:  "pinniped-concierge-impersonation-proxy-ca-certificate",
 		&c.Names.ImpersonationSignerSecret:         "pinniped-concierge-impersonation-proxy-signer-ca-certificate",
+		&c.Names.ImpersonationProxyServiceAccount:  "pinniped-concierge-impersonation-proxy",
+		&c.Names.ImpersonationProxyLegacySecret:    "pinniped-concierge-impersonation-proxy",
 	} {
 		if *field == "" {
 			*field = def
@@ -199,20 +216,44 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s: required", field))
 		}
 	}
-	if _, err := serverboot.Verbosity(c.Log.Level); err != nil {
+	if err := c.Log.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if u := c.Discovery.URL; u != nil {
+		if err := validateDiscoveryURL(*u); err != nil {
+			errs = append(errs, fmt.Errorf("discovery.url: %w", err))
+		}
+	}
+	profile, err := tlsprofile.New(c.TLS.OneDotTwo.AllowedCiphers)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("tls.onedottwo.allowedCiphers: %w", err))
+	}
+	c.TLSProfile = profile
 	if s := c.Signer; s != nil && (s.CertificateFile == "" || s.PrivateKeyFile == "") {
 		errs = append(errs, errors.New("signer: certificateFile and privateKeyFile are both required"))
 	}
-	errs = append(errs, c.validateKubeCertAgent()...)
+	errs = append(errs, c.validateNamesAndAgent()...)
 	if err := c.AllowedReservedNames.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("allowedReservedNames: %w", err))
 	}
 	return errors.Join(errs...)
 }
 
-func (c *Config) validateKubeCertAgent() []error {
+// validateDiscoveryURL accepts what clients can reach an API server at: an https URL with a host.
+func validateDiscoveryURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%q is not an https URL with a host", s)
+	}
+	return nil
+}
+
+// validateNamesAndAgent checks the names of the objects the Concierge creates or deletes, and
+// the kube cert agent's settings.
+func (c *Config) validateNamesAndAgent() []error {
 	var errs []error
 	subdomain := func(field, name string) {
 		if problems := validation.IsDNS1123Subdomain(name); len(problems) > 0 {
@@ -221,6 +262,8 @@ func (c *Config) validateKubeCertAgent() []error {
 	}
 	subdomain("kubeCertAgent.namePrefix", c.AgentDeploymentName())
 	subdomain("names.agentServiceAccount", c.Names.AgentServiceAccount)
+	subdomain("names.impersonationProxyServiceAccount", c.Names.ImpersonationProxyServiceAccount)
+	subdomain("names.impersonationProxyLegacySecret", c.Names.ImpersonationProxyLegacySecret)
 	for i, name := range c.KubeCertAgent.ImagePullSecrets {
 		subdomain(fmt.Sprintf("kubeCertAgent.imagePullSecrets[%d]", i), name)
 	}

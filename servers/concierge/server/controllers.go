@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
@@ -78,6 +79,7 @@ func (c completedConfig) impersonationProxy(clusterSigner, proxySigner *dynamicc
 		Labels:                  c.File.Labels,
 		Address:                 c.ImpersonationProxyAddress,
 		Port:                    int32(*c.File.ImpersonationProxyServerPort),
+		TLS:                     c.File.TLSProfile,
 	}, c.KubeClient, impersonationproxy.Informers{
 		CredentialIssuers: ciInformer,
 		Services:          c.NamespaceInformers.Core().V1().Services(),
@@ -116,6 +118,7 @@ func (c completedConfig) kubeCertAgent(signer *dynamicca.Signer) ([]informerFact
 		ImagePullSecrets:   c.File.KubeCertAgent.ImagePullSecrets,
 		PriorityClassName:  c.File.KubeCertAgent.PriorityClassName,
 		Labels:             c.File.Labels,
+		DiscoveryURL:       ptr.Deref(c.File.Discovery.URL, ""),
 	}, c.KubeClient, informers,
 		&kubecertagent.PodExecutor{Config: c.RESTConfig, Client: c.KubeClient},
 		signer,

@@ -128,6 +128,7 @@ func (o *Options) Config() (*Config, error) {
 		Codecs:                  scheme.Codecs,
 		Versions:                []schema.GroupVersion{scheme.LoginGV, scheme.IdentityGV},
 		Cert:                    serving.Provider(),
+		TLS:                     file.TLSProfile,
 	})
 	if err != nil {
 		return nil, err

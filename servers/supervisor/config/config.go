@@ -17,6 +17,7 @@ import (
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/internal/serverboot"
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 // Config is the Supervisor's static configuration.
@@ -24,7 +25,11 @@ type Config struct {
 	APIGroupSuffix *string           `json:"apiGroupSuffix,omitempty"`
 	Names          Names             `json:"names"`
 	Labels         map[string]string `json:"labels,omitempty"`
-	Log            Log               `json:"log"`
+	Log            serverboot.Log    `json:"log"`
+	// TLS narrows the TLS 1.2 ciphers of the HTTPS endpoint and the aggregated API.
+	TLS tlsprofile.Config `json:"tls"`
+	// TLSProfile is what TLS makes, filled by Parse.
+	TLSProfile tlsprofile.Profile `json:"-"`
 	// Endpoints are where the FederationDomains' endpoints (and /healthz) are served.
 	Endpoints Endpoints `json:"endpoints"`
 	// AggregatedAPIServerPort is where the OIDCClientSecretRequest API listens, behind the Service
@@ -49,11 +54,6 @@ type Names struct {
 
 // ServingCertificateSecret is the Secret holding the aggregated API's CA and serving certificate.
 func (n Names) ServingCertificateSecret() string { return n.APIService + "-tls-serving-certificate" }
-
-// Log sets the log level: info, debug, trace or all.
-type Log struct {
-	Level string `json:"level,omitempty"`
-}
 
 // Endpoints configure the HTTPS listener and the optional plain HTTP listener.
 type Endpoints struct {
@@ -153,9 +153,14 @@ func (c *Config) validate() error {
 	} else if problems := validation.IsDNS1123Subdomain(c.Names.ServingCertificateSecret()); len(problems) > 0 {
 		errs = append(errs, fmt.Errorf("names.apiService: the serving certificate Secret name %q is not valid: %s", c.Names.ServingCertificateSecret(), strings.Join(problems, "; ")))
 	}
-	if _, err := serverboot.Verbosity(c.Log.Level); err != nil {
+	if err := c.Log.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	profile, err := tlsprofile.New(c.TLS.OneDotTwo.AllowedCiphers)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("tls.onedottwo.allowedCiphers: %w", err))
+	}
+	c.TLSProfile = profile
 	if p := *c.AggregatedAPIServerPort; p < 1024 || p > 65535 {
 		errs = append(errs, fmt.Errorf("aggregatedAPIServerPort: must be within 1024-65535, got %d", p))
 	} else if e := c.Endpoints.HTTPS; e.Network == NetworkTCP && portOf(e.Address) == p {
@@ -179,6 +184,9 @@ func (c *Config) validate() error {
 func validateEndpoint(field string, e *Endpoint, loopbackOnly bool) error {
 	switch e.Network {
 	case NetworkDisabled:
+		if e.Address != "" {
+			return fmt.Errorf("%s.address: set to %q while disabled, should be empty", field, e.Address)
+		}
 		return nil
 	case NetworkUnix:
 		if e.Address == "" {

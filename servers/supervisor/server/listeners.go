@@ -39,18 +39,17 @@ const maxHeaderBytes = 64 << 10
 // fail the probes and get the pod restarted.
 func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) ([]*listener, error) {
 	handler = withHealthz(withInFlightLimit(handler, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight))
+	httpsConfig := c.File.TLSProfile.ServerConfig()
+	httpsConfig.GetCertificate = getCertificate
 	var listeners []*listener
 	for _, e := range []struct {
 		name      string
 		config    *config.Endpoint
 		tlsConfig *tls.Config
+		protocols *http.Protocols
 	}{
-		{"https", c.File.Endpoints.HTTPS, &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			GetCertificate: getCertificate,
-			NextProtos:     []string{"h2", "http/1.1"},
-		}},
-		{"http", c.File.Endpoints.HTTP, nil},
+		{"https", c.File.Endpoints.HTTPS, httpsConfig, c.File.TLSProfile.Protocols()},
+		{"http", c.File.Endpoints.HTTP, nil, nil},
 	} {
 		if !e.config.Enabled() {
 			continue
@@ -67,6 +66,7 @@ func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.C
 			server: &http.Server{
 				Handler:           handler,
 				TLSConfig:         e.tlsConfig,
+				Protocols:         e.protocols,
 				ReadHeaderTimeout: c.ReadHeaderTimeout,
 				IdleTimeout:       c.IdleTimeout,
 				MaxHeaderBytes:    maxHeaderBytes,

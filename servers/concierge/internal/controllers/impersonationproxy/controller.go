@@ -35,6 +35,7 @@ import (
 	"sealion.dev/core/controller"
 	configinformers "sealion.dev/core/generated/concierge/informers/externalversions/config/v1alpha1"
 	configlisters "sealion.dev/core/generated/concierge/listers/config/v1alpha1"
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 // resyncInterval bounds how late a CA rotation or a missed event is acted on, and how long a
@@ -59,6 +60,8 @@ type Config struct {
 	// Address is where the proxy listens (":8444"); Port is the port the Services target.
 	Address string
 	Port    int32
+	// TLS is the proxy's TLS profile.
+	TLS tlsprofile.Profile
 }
 
 // Signer takes the signer CA; a *dynamicca.Signer.
@@ -110,7 +113,7 @@ func New(cfg Config, kube kubernetes.Interface, informers Informers, handler htt
 		signer:            signer,
 		status:            status,
 		cert:              cert,
-		listener:          &listener{address: cfg.Address, handler: handler, cert: cert, listen: net.Listen},
+		listener:          &listener{address: cfg.Address, handler: handler, cert: cert, tls: cfg.TLS, listen: net.Listen},
 		now:               time.Now,
 	}
 	// The proxy is one thing reconciled as a whole, so every event asks for the same sync.
