@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
@@ -18,6 +20,7 @@ import (
 	"sealion.dev/servers/concierge/internal/credentialissuer"
 	"sealion.dev/servers/concierge/internal/dynamicca"
 	"sealion.dev/servers/concierge/internal/impersonator"
+	"sealion.dev/servers/concierge/internal/satoken"
 )
 
 // defaultCredentialIssuerSpec is the spec of the CredentialIssuer the Concierge creates when the
@@ -54,9 +57,13 @@ func (c completedConfig) impersonationProxy(clusterSigner, proxySigner *dynamicc
 	if err != nil {
 		return nil, err
 	}
+	apiServer, err := c.impersonationProxyAPIServer()
+	if err != nil {
+		return nil, err
+	}
 	loginGroup, _ := groupsuffix.Replace(loginv1alpha1.GroupName, *c.File.APIGroupSuffix) // a pinniped.dev group always has one
 	handler, err := impersonator.New(impersonator.Config{
-		APIServer:                  c.RESTConfig,
+		APIServer:                  apiServer,
 		Authenticator:              authn,
 		Authorizer:                 authz,
 		TokenCredentialRequests:    impersonator.TokenCredentialRequestHandler(loginGroup, exchanger),
@@ -75,6 +82,7 @@ func (c completedConfig) impersonationProxy(clusterSigner, proxySigner *dynamicc
 		SignerSecretName:        c.File.Names.ImpersonationSignerSecret,
 		ServingCASecretName:     c.File.Names.ImpersonationCACertificateSecret,
 		ServingCertSecretName:   c.File.Names.ImpersonationTLSCertificateSecret,
+		LegacySecretName:        c.File.Names.ImpersonationProxyLegacySecret,
 		Selector:                conciergePodSelector,
 		Labels:                  c.File.Labels,
 		Address:                 c.ImpersonationProxyAddress,
@@ -92,6 +100,18 @@ func (c completedConfig) impersonationProxy(clusterSigner, proxySigner *dynamicc
 		Spec:   defaultCredentialIssuerSpec,
 	})
 	return []runner{runFunc(func(ctx context.Context) { clusterClientCA.Run(ctx, 1) }), controller}, nil
+}
+
+// impersonationProxyAPIServer is how the proxy reaches the kube-apiserver: as the ServiceAccount
+// names.impersonationProxyServiceAccount, allowed only to impersonate, with tokens the Concierge
+// requests for it. Every replica serves the proxy, so the requests are sent with RESTConfig, not
+// the controllers' client, whose creates only the leader may send.
+func (c completedConfig) impersonationProxyAPIServer() (*rest.Config, error) {
+	client, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("impersonation proxy: client for its ServiceAccount's tokens: %w", err)
+	}
+	return satoken.Config(c.RESTConfig, client.CoreV1(), c.Namespace, c.File.Names.ImpersonationProxyServiceAccount), nil
 }
 
 // kubeCertAgent builds the controller that feeds signer with the cluster signing key, and the

@@ -94,7 +94,7 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	// Everything the Concierge writes, its controllers write: only the leader's clients do. The
-	// impersonation proxy forwards its users' requests with restConfig itself.
+	// impersonation proxy requests its ServiceAccount's tokens with restConfig itself.
 	controllerConfig := elector.Wrap(restConfig)
 	kubeClient, err := kubernetes.NewForConfig(controllerConfig)
 	if err != nil {

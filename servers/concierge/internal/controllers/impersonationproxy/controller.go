@@ -24,6 +24,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -54,6 +55,9 @@ type Config struct {
 	SignerSecretName        string
 	ServingCASecretName     string
 	ServingCertSecretName   string
+	// LegacySecretName is the token Secret older installs kept for the proxy's ServiceAccount,
+	// deleted when found.
+	LegacySecretName string
 	// Selector selects the Concierge pods behind the Services; Labels go on created objects.
 	Selector map[string]string
 	Labels   map[string]string
@@ -135,8 +139,32 @@ func (c *Controller) Run(ctx context.Context) {
 	c.loop.Run(ctx)
 }
 
-// sync brings everything in line with the spec and records the strategy.
+// sync brings everything in line with the spec, records the strategy, and deletes the legacy
+// token Secret.
 func (c *Controller) sync(ctx context.Context) error {
+	legacyErr := c.deleteLegacySecret(ctx)
+	return errors.Join(c.reconcile(ctx), legacyErr)
+}
+
+// deleteLegacySecret deletes the token Secret of the proxy's ServiceAccount that installs kept
+// before tokens came from the TokenRequest API: a token that never expires, no longer used.
+func (c *Controller) deleteLegacySecret(ctx context.Context) error {
+	name := c.cfg.LegacySecretName
+	if name == "" {
+		return nil
+	}
+	if _, err := c.secrets.Get(name); apierrors.IsNotFound(err) {
+		return nil
+	}
+	err := c.kube.CoreV1().Secrets(c.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the legacy impersonation proxy token Secret %s/%s: %w", c.cfg.Namespace, name, err)
+	}
+	return nil
+}
+
+// reconcile brings everything in line with the spec and records the strategy.
+func (c *Controller) reconcile(ctx context.Context) error {
 	spec := c.spec()
 	enabled, err := c.enabled(ctx, spec.Mode)
 	if err != nil {
