@@ -59,6 +59,12 @@ type KubeCertAgent struct {
 	Image             string   `json:"image,omitempty"`
 	ImagePullSecrets  []string `json:"imagePullSecrets,omitempty"`
 	PriorityClassName string   `json:"priorityClassName,omitempty"`
+	// RunAsUser and RunAsGroup are the agent pod's user and group; 0 (root) by default, which
+	// reads the key on kubeadm's nodes.
+	RunAsUser  *int64 `json:"runAsUser,omitempty"`
+	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
+	// DeploymentStrategyType is Recreate or RollingUpdate; the Deployment's default when unset.
+	DeploymentStrategyType *string `json:"deploymentStrategyType,omitempty"`
 }
 
 // AgentDeploymentName is the name of the kube cert agent's Deployment.
@@ -272,6 +278,14 @@ func (c *Config) validateNamesAndAgent() []error {
 	}
 	if image := c.KubeCertAgent.Image; strings.TrimSpace(image) != image {
 		errs = append(errs, fmt.Errorf("kubeCertAgent.image: %q has surrounding spaces", image))
+	}
+	for field, id := range map[string]*int64{"runAsUser": c.KubeCertAgent.RunAsUser, "runAsGroup": c.KubeCertAgent.RunAsGroup} {
+		if id != nil && *id < 0 {
+			errs = append(errs, fmt.Errorf("kubeCertAgent.%s: %s must be 0 or greater (instead of %d)", field, field, *id))
+		}
+	}
+	if s := c.KubeCertAgent.DeploymentStrategyType; s != nil && *s != "Recreate" && *s != "RollingUpdate" {
+		errs = append(errs, fmt.Errorf("kubeCertAgent.deploymentStrategyType: deploymentStrategyType must be one of [Recreate RollingUpdate] (instead of %s)", *s))
 	}
 	return errs
 }

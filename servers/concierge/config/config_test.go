@@ -87,6 +87,14 @@ func TestParseErrors(t *testing.T) {
 				"names.impersonationProxyServiceAccount", "names.impersonationProxyLegacySecret",
 			},
 		},
+		"negative agent ids and an unknown strategy": {
+			doc: minimal + "kubeCertAgent: {runAsUser: -1, runAsGroup: -2, deploymentStrategyType: Canary}\n",
+			want: []string{
+				"kubeCertAgent.runAsUser: runAsUser must be 0 or greater (instead of -1)",
+				"kubeCertAgent.runAsGroup: runAsGroup must be 0 or greater (instead of -2)",
+				"kubeCertAgent.deploymentStrategyType: deploymentStrategyType must be one of [Recreate RollingUpdate] (instead of Canary)",
+			},
+		},
 		"unknown key in tls": {doc: minimal + "tls: {onedotthree: {}}\n", want: []string{`unknown field "onedotthree"`}},
 		"reserved name exceptions that are not reserved names or are patterns": {
 			doc:  minimal + "allowedReservedNames:\n  usernames: [admin]\n  groups: [\"system:*\"]\n",
@@ -118,6 +126,10 @@ func TestParseUpstreamKeys(t *testing.T) {
   agentServiceAccount: agent
   impersonationProxyServiceAccount: proxy-sa
   impersonationProxyLegacySecret: proxy-legacy
+kubeCertAgent:
+  runAsUser: 1001
+  runAsGroup: 1002
+  deploymentStrategyType: Recreate
 discovery:
   url: https://api.example.com:6443
 impersonationProxyServerPort: 9444
@@ -138,6 +150,9 @@ tls:
 	}
 	if c.Discovery.URL == nil || *c.Discovery.URL != "https://api.example.com:6443" || *c.ImpersonationProxyServerPort != 9444 {
 		t.Errorf("discovery %v, proxy port %d", c.Discovery.URL, *c.ImpersonationProxyServerPort)
+	}
+	if a := c.KubeCertAgent; *a.RunAsUser != 1001 || *a.RunAsGroup != 1002 || *a.DeploymentStrategyType != "Recreate" {
+		t.Errorf("kubeCertAgent %+v", a)
 	}
 	if got := c.TLSProfile.CipherNames(); len(got) != 1 || got[0] != "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" {
 		t.Errorf("TLS 1.2 ciphers %v, want only TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", got)

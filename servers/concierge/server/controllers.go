@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	kubeinformers "k8s.io/client-go/informers"
@@ -139,6 +140,9 @@ func (c completedConfig) kubeCertAgent(signer *dynamicca.Signer) ([]informerFact
 		PriorityClassName:  c.File.KubeCertAgent.PriorityClassName,
 		Labels:             c.File.Labels,
 		DiscoveryURL:       ptr.Deref(c.File.Discovery.URL, ""),
+		RunAsUser:          c.File.KubeCertAgent.RunAsUser,
+		RunAsGroup:         c.File.KubeCertAgent.RunAsGroup,
+		DeploymentStrategy: appsv1.DeploymentStrategyType(ptr.Deref(c.File.KubeCertAgent.DeploymentStrategyType, "")),
 	}, c.KubeClient, informers,
 		&kubecertagent.PodExecutor{Config: c.RESTConfig, Client: c.KubeClient},
 		signer,

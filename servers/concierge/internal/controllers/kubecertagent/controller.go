@@ -68,6 +68,10 @@ type Config struct {
 	PriorityClassName string
 	// Labels go on the Deployment and, except app, on its pods.
 	Labels map[string]string
+	// RunAsUser and RunAsGroup are the agent pod's; root when nil.
+	RunAsUser, RunAsGroup *int64
+	// DeploymentStrategy is the agent Deployment's strategy type; the API's default when empty.
+	DeploymentStrategy appsv1.DeploymentStrategyType
 	// DiscoveryURL, when set, is the API server address advertised to clients instead of the
 	// one in kube-public/cluster-info; the CA is still that ConfigMap's.
 	DiscoveryURL string
