@@ -37,6 +37,8 @@ type Config struct {
 	AggregatedAPIServerPort *int64 `json:"aggregatedAPIServerPort,omitempty"`
 	// AggregatedAPIServerDisableAdmissionPlugins names admission plugins of that API to turn off.
 	AggregatedAPIServerDisableAdmissionPlugins []string `json:"aggregatedAPIServerDisableAdmissionPlugins,omitempty"`
+	// OIDC tunes the OIDC upstreams.
+	OIDC OIDC `json:"oidc"`
 	// AllowedReservedNames are the exact "system:" usernames and groups a downstream identity may
 	// still carry. Empty by default: no upstream or transformation can log in such an identity.
 	AllowedReservedNames reservednames.Exceptions `json:"allowedReservedNames"`
@@ -50,6 +52,19 @@ type Names struct {
 	// APIService is the Service in front of the aggregated API; its serving certificate is for
 	// <APIService>.<namespace>.svc and kept in the Secret ServingCertificateSecret names.
 	APIService string `json:"apiService"`
+}
+
+// OIDC tunes the OIDC upstreams.
+type OIDC struct {
+	IgnoreUserInfoEndpoint IgnoreUserInfoEndpoint `json:"ignoreUserInfoEndpoint"`
+}
+
+// IgnoreUserInfoEndpoint names the upstreams whose userinfo endpoint is not read.
+type IgnoreUserInfoEndpoint struct {
+	// WhenIssuerExactlyMatches lists issuers whose userinfo endpoint Pinniped ignores. The key is
+	// accepted so that Pinniped's configurations load; it changes nothing here, as our OIDC
+	// upstreams never read a userinfo endpoint: every issuer is treated as these are.
+	WhenIssuerExactlyMatches []string `json:"whenIssuerExactlyMatches,omitempty"`
 }
 
 // ServingCertificateSecret is the Secret holding the aggregated API's CA and serving certificate.

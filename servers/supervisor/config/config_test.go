@@ -51,6 +51,7 @@ endpoints:
   http: {network: tcp, address: "127.0.0.1:8080"}
 aggregatedAPIServerPort: 10443
 aggregatedAPIServerDisableAdmissionPlugins: [NamespaceLifecycle]
+oidc: {ignoreUserInfoEndpoint: {whenIssuerExactlyMatches: ["https://issuer.example.com"]}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +62,9 @@ aggregatedAPIServerDisableAdmissionPlugins: [NamespaceLifecycle]
 	if *c.APIGroupSuffix != "tuna.io" || c.Labels["app"] != "supervisor" || c.Log.Level != "debug" ||
 		c.Endpoints.HTTPS.Network != NetworkUnix || !c.Endpoints.HTTP.Enabled() || c.Endpoints.HTTP.Address != "127.0.0.1:8080" {
 		t.Errorf("unexpected: %+v %+v %+v", c, c.Endpoints.HTTPS, c.Endpoints.HTTP)
+	}
+	if got := c.OIDC.IgnoreUserInfoEndpoint.WhenIssuerExactlyMatches; !slices.Equal(got, []string{"https://issuer.example.com"}) {
+		t.Errorf("oidc.ignoreUserInfoEndpoint.whenIssuerExactlyMatches %v", got)
 	}
 	if got := c.TLSProfile.CipherNames(); !slices.Equal(got, []string{"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"}) {
 		t.Errorf("TLS 1.2 ciphers %v", got)
@@ -101,6 +105,7 @@ endpoints:
 		{name: "disabled with an address", doc: minimal + "endpoints: {http: {network: disabled, address: \"127.0.0.1:8080\"}}\n", want: []string{
 			`endpoints.http.address: set to "127.0.0.1:8080" while disabled, should be empty`,
 		}},
+		{name: "ignored issuers not a list", doc: minimal + "oidc: {ignoreUserInfoEndpoint: {whenIssuerExactlyMatches: https://a}}\n", want: []string{"whenIssuerExactlyMatches"}},
 		{name: "tcp without a port", doc: minimal + "endpoints: {https: {network: tcp, address: localhost}}\n", want: []string{"is not host:port"}},
 	}
 	for _, tt := range tests {
