@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -830,6 +832,80 @@ func TestHighAvailability(t *testing.T) {
 			}
 			if !verbs["get"] || !verbs["create"] || !verbs["update"] {
 				t.Errorf("the Role grants %v on leases, want get, create and update", verbs)
+			}
+		})
+	}
+}
+
+// The impersonation proxy forwards with its own ServiceAccount, which may impersonate and do
+// nothing else; the Concierge's own may not impersonate, and may request tokens for that one
+// ServiceAccount only, the one its configuration names.
+func TestImpersonationProxyRBAC(t *testing.T) {
+	tests := []struct {
+		name, namespace, clusterRole string
+		objects                      []*unstructured.Unstructured
+	}{
+		{name: "plain", namespace: "pinniped-concierge", clusterRole: "pinniped-concierge", objects: kustomize(t, conciergeDeploy)},
+		{name: "chart", namespace: "tuna", clusterRole: "tuna", objects: render(t, conciergeChart, map[string]any{"namespace": "tuna"})},
+	}
+	const proxySA = "pinniped-concierge-impersonation-proxy"
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := byKey(t, tt.objects)
+			get := func(kind, namespace, name string, into any) {
+				t.Helper()
+				apiVersion := "rbac.authorization.k8s.io/v1"
+				if kind == "ServiceAccount" {
+					apiVersion = "v1"
+				}
+				o, ok := m[Key{APIVersion: apiVersion, Kind: kind, Namespace: namespace, Name: name}]
+				if !ok {
+					t.Fatalf("no %s %s/%s", kind, namespace, name)
+				}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if cfg := conciergeConfig(t, tt.objects, tt.namespace); cfg.Names.ImpersonationProxyServiceAccount != proxySA {
+				t.Errorf("the configuration names ServiceAccount %q for the proxy", cfg.Names.ImpersonationProxyServiceAccount)
+			}
+			var sa corev1.ServiceAccount
+			get("ServiceAccount", tt.namespace, proxySA, &sa)
+
+			var proxyRole rbacv1.ClusterRole
+			get("ClusterRole", "", tt.clusterRole+"-impersonation-proxy", &proxyRole)
+			want := []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"users", "groups", "serviceaccounts"}, Verbs: []string{"impersonate"}},
+				{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"impersonate"}},
+			}
+			if diff := cmp.Diff(want, proxyRole.Rules); diff != "" {
+				t.Errorf("the proxy's ClusterRole (-want +got):\n%s", diff)
+			}
+			var binding rbacv1.ClusterRoleBinding
+			get("ClusterRoleBinding", "", tt.clusterRole+"-impersonation-proxy", &binding)
+			wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: proxySA, Namespace: tt.namespace}}
+			if binding.RoleRef.Name != proxyRole.Name || !reflect.DeepEqual(binding.Subjects, wantSubjects) {
+				t.Errorf("the proxy's ClusterRole is bound to %+v as %q", binding.Subjects, binding.RoleRef.Name)
+			}
+
+			var concierge rbacv1.ClusterRole
+			get("ClusterRole", "", tt.clusterRole, &concierge)
+			var role rbacv1.Role
+			get("Role", tt.namespace, "pinniped-concierge", &role)
+			tokenRules := 0
+			for _, r := range slices.Concat(concierge.Rules, role.Rules) {
+				if slices.Contains(r.Verbs, "impersonate") || slices.Contains(r.Verbs, "*") {
+					t.Errorf("the Concierge's own ServiceAccount may %v %v", r.Verbs, r.Resources)
+				}
+				if slices.Contains(r.Resources, "serviceaccounts/token") {
+					tokenRules++
+					if !slices.Equal(r.ResourceNames, []string{proxySA}) || !slices.Equal(r.Verbs, []string{"create"}) {
+						t.Errorf("the Concierge may %v tokens of %v, want create of %s only", r.Verbs, r.ResourceNames, proxySA)
+					}
+				}
+			}
+			if tokenRules != 1 {
+				t.Errorf("%d rules for serviceaccounts/token in the Concierge's Role, want 1", tokenRules)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/serverboot"
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 // Config is the Concierge's static configuration.
@@ -31,7 +33,14 @@ type Config struct {
 	API                                        API               `json:"api"`
 	Names                                      Names             `json:"names"`
 	Labels                                     map[string]string `json:"labels,omitempty"`
-	Log                                        Log               `json:"log"`
+	Log                                        serverboot.Log    `json:"log"`
+	// Discovery.URL, when set, is the API server address the CredentialIssuer tells clients of the
+	// TokenCredentialRequest API, instead of the one kube-public/cluster-info holds.
+	Discovery Discovery `json:"discovery"`
+	// TLS narrows the TLS 1.2 ciphers of the aggregated API and the impersonation proxy.
+	TLS tlsprofile.Config `json:"tls"`
+	// TLSProfile is what TLS makes, filled by Parse.
+	TLSProfile tlsprofile.Profile `json:"-"`
 	// Signer is the CA that signs TokenCredentialRequest client certificates, read from files and
 	// reloaded when they change. Optional: without it, the kube cert agent feeds the signer.
 	Signer *Signer `json:"signer,omitempty"`
@@ -59,6 +68,12 @@ type KubeCertAgent struct {
 	Image             string   `json:"image,omitempty"`
 	ImagePullSecrets  []string `json:"imagePullSecrets,omitempty"`
 	PriorityClassName string   `json:"priorityClassName,omitempty"`
+	// RunAsUser and RunAsGroup are the agent pod's user and group; 0 (root) by default, which
+	// reads the key on kubeadm's nodes.
+	RunAsUser  *int64 `json:"runAsUser,omitempty"`
+	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
+	// DeploymentStrategyType is Recreate or RollingUpdate; the Deployment's default when unset.
+	DeploymentStrategyType *string `json:"deploymentStrategyType,omitempty"`
 }
 
 // AgentDeploymentName is the name of the kube cert agent's Deployment.
@@ -93,11 +108,17 @@ type Names struct {
 	ImpersonationTLSCertificateSecret string `json:"impersonationTLSCertificateSecret,omitempty"`
 	ImpersonationCACertificateSecret  string `json:"impersonationCACertificateSecret,omitempty"`
 	ImpersonationSignerSecret         string `json:"impersonationSignerSecret,omitempty"`
+	// ImpersonationProxyServiceAccount is the ServiceAccount, allowed only to impersonate, whose
+	// token (from the TokenRequest API) the impersonation proxy forwards its users' requests with.
+	ImpersonationProxyServiceAccount string `json:"impersonationProxyServiceAccount,omitempty"`
+	// ImpersonationProxyLegacySecret is the token Secret of that ServiceAccount that older
+	// installs kept; the Concierge deletes it.
+	ImpersonationProxyLegacySecret string `json:"impersonationProxyLegacySecret,omitempty"`
 }
 
-// Log sets the log level: info, debug, trace or all.
-type Log struct {
-	Level string `json:"level,omitempty"`
+// Discovery configures what the CredentialIssuer advertises.
+type Discovery struct {
+	URL *string `json:"url,omitempty"`
 }
 
 // Signer names a CA certificate and key on disk.
@@ -158,6 +179,8 @@ func (c *Config) setDefaults() {
 		&c.Names.ImpersonationTLSCertificateSecret: "pinniped-concierge-impersonation-proxy-tls-serving-certificate",
 		&c.Names.ImpersonationCACertificateSecret:  "pinniped-concierge-impersonation-proxy-ca-certificate",
 		&c.Names.ImpersonationSignerSecret:         "pinniped-concierge-impersonation-proxy-signer-ca-certificate",
+		&c.Names.ImpersonationProxyServiceAccount:  "pinniped-concierge-impersonation-proxy",
+		&c.Names.ImpersonationProxyLegacySecret:    "pinniped-concierge-impersonation-proxy",
 	} {
 		if *field == "" {
 			*field = def
@@ -208,13 +231,23 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s: required", field))
 		}
 	}
-	if _, err := serverboot.Verbosity(c.Log.Level); err != nil {
+	if err := c.Log.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if u := c.Discovery.URL; u != nil {
+		if err := validateDiscoveryURL(*u); err != nil {
+			errs = append(errs, fmt.Errorf("discovery.url: %w", err))
+		}
+	}
+	profile, err := tlsprofile.New(c.TLS.OneDotTwo.AllowedCiphers)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("tls.onedottwo.allowedCiphers: %w", err))
+	}
+	c.TLSProfile = profile
 	if s := c.Signer; s != nil && (s.CertificateFile == "" || s.PrivateKeyFile == "") {
 		errs = append(errs, errors.New("signer: certificateFile and privateKeyFile are both required"))
 	}
-	errs = append(errs, c.validateKubeCertAgent()...)
+	errs = append(errs, c.validateNamesAndAgent()...)
 	if err := c.AllowedReservedNames.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("allowedReservedNames: %w", err))
 	}
@@ -224,7 +257,21 @@ func (c *Config) validate() error {
 	return errors.Join(errs...)
 }
 
-func (c *Config) validateKubeCertAgent() []error {
+// validateDiscoveryURL accepts what clients can reach an API server at: an https URL with a host.
+func validateDiscoveryURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%q is not an https URL with a host", s)
+	}
+	return nil
+}
+
+// validateNamesAndAgent checks the names of the objects the Concierge creates or deletes, and
+// the kube cert agent's settings.
+func (c *Config) validateNamesAndAgent() []error {
 	var errs []error
 	subdomain := func(field, name string) {
 		if problems := validation.IsDNS1123Subdomain(name); len(problems) > 0 {
@@ -233,6 +280,8 @@ func (c *Config) validateKubeCertAgent() []error {
 	}
 	subdomain("kubeCertAgent.namePrefix", c.AgentDeploymentName())
 	subdomain("names.agentServiceAccount", c.Names.AgentServiceAccount)
+	subdomain("names.impersonationProxyServiceAccount", c.Names.ImpersonationProxyServiceAccount)
+	subdomain("names.impersonationProxyLegacySecret", c.Names.ImpersonationProxyLegacySecret)
 	for i, name := range c.KubeCertAgent.ImagePullSecrets {
 		subdomain(fmt.Sprintf("kubeCertAgent.imagePullSecrets[%d]", i), name)
 	}
@@ -241,6 +290,14 @@ func (c *Config) validateKubeCertAgent() []error {
 	}
 	if image := c.KubeCertAgent.Image; strings.TrimSpace(image) != image {
 		errs = append(errs, fmt.Errorf("kubeCertAgent.image: %q has surrounding spaces", image))
+	}
+	for field, id := range map[string]*int64{"runAsUser": c.KubeCertAgent.RunAsUser, "runAsGroup": c.KubeCertAgent.RunAsGroup} {
+		if id != nil && *id < 0 {
+			errs = append(errs, fmt.Errorf("kubeCertAgent.%s: %s must be 0 or greater (instead of %d)", field, field, *id))
+		}
+	}
+	if s := c.KubeCertAgent.DeploymentStrategyType; s != nil && *s != "Recreate" && *s != "RollingUpdate" {
+		errs = append(errs, fmt.Errorf("kubeCertAgent.deploymentStrategyType: deploymentStrategyType must be one of [Recreate RollingUpdate] (instead of %s)", *s))
 	}
 	return errs
 }

@@ -77,6 +77,25 @@ func TestParseErrors(t *testing.T) {
 			doc:  minimal + "  agentServiceAccount: Bad_SA\nkubeCertAgent:\n  namePrefix: \"-\"\n  image: \" x\"\n  imagePullSecrets: [ok, \"no way\"]\n  priorityClassName: UPPER\n",
 			want: []string{"kubeCertAgent.namePrefix", "names.agentServiceAccount", "kubeCertAgent.imagePullSecrets[1]", "kubeCertAgent.priorityClassName", "kubeCertAgent.image"},
 		},
+		"log format text, unknown cipher, discovery URL without a scheme, bad proxy names": {
+			doc: minimal + "  impersonationProxyServiceAccount: Bad\n  impersonationProxyLegacySecret: \"a b\"\n" +
+				"log: {format: text}\ntls: {onedottwo: {allowedCiphers: [TLS_RSA_WITH_RC4_128_SHA]}}\ndiscovery: {url: api.example.com}\n",
+			want: []string{
+				"log.format: invalid log format, valid choices are the empty string or 'json'",
+				"tls.onedottwo.allowedCiphers: unrecognized ciphers [TLS_RSA_WITH_RC4_128_SHA], ciphers must be from list [",
+				`discovery.url: "api.example.com" is not an https URL with a host`,
+				"names.impersonationProxyServiceAccount", "names.impersonationProxyLegacySecret",
+			},
+		},
+		"negative agent ids and an unknown strategy": {
+			doc: minimal + "kubeCertAgent: {runAsUser: -1, runAsGroup: -2, deploymentStrategyType: Canary}\n",
+			want: []string{
+				"kubeCertAgent.runAsUser: runAsUser must be 0 or greater (instead of -1)",
+				"kubeCertAgent.runAsGroup: runAsGroup must be 0 or greater (instead of -2)",
+				"kubeCertAgent.deploymentStrategyType: deploymentStrategyType must be one of [Recreate RollingUpdate] (instead of Canary)",
+			},
+		},
+		"unknown key in tls": {doc: minimal + "tls: {onedotthree: {}}\n", want: []string{`unknown field "onedotthree"`}},
 		"reserved name exceptions that are not reserved names or are patterns": {
 			doc:  minimal + "allowedReservedNames:\n  usernames: [admin]\n  groups: [\"system:*\"]\n",
 			want: []string{`allowedReservedNames: usernames: "admin"`, `groups: "system:*"`},
@@ -94,6 +113,58 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every key upstream's install writes is accepted, with upstream's values.
+func TestParseUpstreamKeys(t *testing.T) {
+	c, err := Parse([]byte(minimal + `  impersonationLoadBalancerService: lb
+  impersonationClusterIPService: cip
+  impersonationTLSCertificateSecret: tls
+  impersonationCACertificateSecret: ca
+  impersonationSignerSecret: signer
+  agentServiceAccount: agent
+  impersonationProxyServiceAccount: proxy-sa
+  impersonationProxyLegacySecret: proxy-legacy
+kubeCertAgent:
+  runAsUser: 1001
+  runAsGroup: 1002
+  deploymentStrategyType: Recreate
+discovery:
+  url: https://api.example.com:6443
+impersonationProxyServerPort: 9444
+log:
+  level: debug
+  format: json
+tls:
+  onedottwo:
+    allowedCiphers: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := c.Names
+	if n.ImpersonationProxyServiceAccount != "proxy-sa" || n.ImpersonationProxyLegacySecret != "proxy-legacy" ||
+		n.ImpersonationLoadBalancerService != "lb" || n.ImpersonationSignerSecret != "signer" || n.AgentServiceAccount != "agent" {
+		t.Errorf("names %+v", n)
+	}
+	if c.Discovery.URL == nil || *c.Discovery.URL != "https://api.example.com:6443" || *c.ImpersonationProxyServerPort != 9444 {
+		t.Errorf("discovery %v, proxy port %d", c.Discovery.URL, *c.ImpersonationProxyServerPort)
+	}
+	if a := c.KubeCertAgent; *a.RunAsUser != 1001 || *a.RunAsGroup != 1002 || *a.DeploymentStrategyType != "Recreate" {
+		t.Errorf("kubeCertAgent %+v", a)
+	}
+	if got := c.TLSProfile.CipherNames(); len(got) != 1 || got[0] != "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" {
+		t.Errorf("TLS 1.2 ciphers %v, want only TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", got)
+	}
+	// Without them, upstream's names.
+	c, err = Parse([]byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Names.ImpersonationProxyServiceAccount != "pinniped-concierge-impersonation-proxy" ||
+		c.Names.ImpersonationProxyLegacySecret != "pinniped-concierge-impersonation-proxy" || c.Discovery.URL != nil {
+		t.Errorf("defaults: %+v, discovery %v", c.Names, c.Discovery.URL)
 	}
 }
 

@@ -29,8 +29,8 @@ type Config struct {
 	// Namespace and PodName are the Concierge's own; its listeners listen on BindAddress.
 	Namespace, PodName, BindAddress string
 
-	// RESTConfig writes whether this replica leads or not: the impersonation proxy forwards its
-	// users' requests with it.
+	// RESTConfig writes whether this replica leads or not: the impersonation proxy requests its
+	// ServiceAccount's tokens with it.
 	RESTConfig *rest.Config
 	// Elector elects the replica whose controllers write; KubeClient and ConciergeClient are
 	// the controllers', and their writes are refused while this replica does not lead.

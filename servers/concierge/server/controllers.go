@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
@@ -17,6 +21,7 @@ import (
 	"sealion.dev/servers/concierge/internal/credentialissuer"
 	"sealion.dev/servers/concierge/internal/dynamicca"
 	"sealion.dev/servers/concierge/internal/impersonator"
+	"sealion.dev/servers/concierge/internal/satoken"
 )
 
 // defaultCredentialIssuerSpec is the spec of the CredentialIssuer the Concierge creates when the
@@ -53,9 +58,13 @@ func (c completedConfig) impersonationProxy(clusterSigner, proxySigner *dynamicc
 	if err != nil {
 		return nil, err
 	}
+	apiServer, err := c.impersonationProxyAPIServer()
+	if err != nil {
+		return nil, err
+	}
 	loginGroup, _ := groupsuffix.Replace(loginv1alpha1.GroupName, *c.File.APIGroupSuffix) // a pinniped.dev group always has one
 	handler, err := impersonator.New(impersonator.Config{
-		APIServer:                  c.RESTConfig,
+		APIServer:                  apiServer,
 		Authenticator:              authn,
 		Authorizer:                 authz,
 		TokenCredentialRequests:    impersonator.TokenCredentialRequestHandler(loginGroup, exchanger),
@@ -74,10 +83,12 @@ func (c completedConfig) impersonationProxy(clusterSigner, proxySigner *dynamicc
 		SignerSecretName:        c.File.Names.ImpersonationSignerSecret,
 		ServingCASecretName:     c.File.Names.ImpersonationCACertificateSecret,
 		ServingCertSecretName:   c.File.Names.ImpersonationTLSCertificateSecret,
+		LegacySecretName:        c.File.Names.ImpersonationProxyLegacySecret,
 		Selector:                conciergePodSelector,
 		Labels:                  c.File.Labels,
 		Address:                 c.ImpersonationProxyAddress,
 		Port:                    int32(*c.File.ImpersonationProxyServerPort),
+		TLS:                     c.File.TLSProfile,
 	}, c.KubeClient, impersonationproxy.Informers{
 		CredentialIssuers: ciInformer,
 		Services:          c.NamespaceInformers.Core().V1().Services(),
@@ -90,6 +101,18 @@ func (c completedConfig) impersonationProxy(clusterSigner, proxySigner *dynamicc
 		Spec:   defaultCredentialIssuerSpec,
 	})
 	return []runner{runFunc(func(ctx context.Context) { clusterClientCA.Run(ctx, 1) }), controller}, nil
+}
+
+// impersonationProxyAPIServer is how the proxy reaches the kube-apiserver: as the ServiceAccount
+// names.impersonationProxyServiceAccount, allowed only to impersonate, with tokens the Concierge
+// requests for it. Every replica serves the proxy, so the requests are sent with RESTConfig, not
+// the controllers' client, whose creates only the leader may send.
+func (c completedConfig) impersonationProxyAPIServer() (*rest.Config, error) {
+	client, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("impersonation proxy: client for its ServiceAccount's tokens: %w", err)
+	}
+	return satoken.Config(c.RESTConfig, client.CoreV1(), c.Namespace, c.File.Names.ImpersonationProxyServiceAccount), nil
 }
 
 // kubeCertAgent builds the controller that feeds signer with the cluster signing key, and the
@@ -116,6 +139,10 @@ func (c completedConfig) kubeCertAgent(signer *dynamicca.Signer) ([]informerFact
 		ImagePullSecrets:   c.File.KubeCertAgent.ImagePullSecrets,
 		PriorityClassName:  c.File.KubeCertAgent.PriorityClassName,
 		Labels:             c.File.Labels,
+		DiscoveryURL:       ptr.Deref(c.File.Discovery.URL, ""),
+		RunAsUser:          c.File.KubeCertAgent.RunAsUser,
+		RunAsGroup:         c.File.KubeCertAgent.RunAsGroup,
+		DeploymentStrategy: appsv1.DeploymentStrategyType(ptr.Deref(c.File.KubeCertAgent.DeploymentStrategyType, "")),
 	}, c.KubeClient, informers,
 		&kubecertagent.PodExecutor{Config: c.RESTConfig, Client: c.KubeClient},
 		signer,

@@ -94,7 +94,7 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	// Everything the Concierge writes, its controllers write: only the leader's clients do. The
-	// impersonation proxy forwards its users' requests with restConfig itself.
+	// impersonation proxy requests its ServiceAccount's tokens with restConfig itself.
 	controllerConfig := elector.Wrap(restConfig)
 	kubeClient, err := kubernetes.NewForConfig(controllerConfig)
 	if err != nil {
@@ -128,6 +128,7 @@ func (o *Options) Config() (*Config, error) {
 		Codecs:                  scheme.Codecs,
 		Versions:                []schema.GroupVersion{scheme.LoginGV, scheme.IdentityGV},
 		Cert:                    serving.Provider(),
+		TLS:                     file.TLSProfile,
 	})
 	if err != nil {
 		return nil, err

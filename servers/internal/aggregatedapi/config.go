@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 
 	generatedopenapi "sealion.dev/core/generated/openapi"
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 // Options configure RecommendedConfig.
@@ -38,6 +39,8 @@ type Options struct {
 	Versions []schema.GroupVersion
 	// Cert is the serving certificate; the server follows its rotations.
 	Cert dynamiccertificates.CertKeyContentProvider
+	// TLS is the server's TLS profile.
+	TLS tlsprofile.Profile
 }
 
 // RecommendedConfig builds a generic API server configuration for o. Nothing is stored (no etcd),
@@ -50,6 +53,7 @@ func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
 	recommended.Etcd = nil
 	recommended.SecureServing.BindAddress = o.BindAddress
 	recommended.SecureServing.BindPort = o.Port
+	applyTLS(recommended.SecureServing.SecureServingOptions, o.TLS)
 	recommended.Admission.DisablePlugins = o.DisableAdmissionPlugins
 	recommended.Authorization.AlwaysAllowPaths = []string{"/healthz", "/readyz", "/livez"}
 	if o.Kubeconfig != "" {
@@ -73,6 +77,13 @@ func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
 	}
 	c.SecureServing.Cert = o.Cert
 	return c, nil
+}
+
+// applyTLS gives the server the TLS profile's versions, ciphers and HTTP versions.
+func applyTLS(s *genericoptions.SecureServingOptions, p tlsprofile.Profile) {
+	s.MinTLSVersion = "VersionTLS12"
+	s.CipherSuites = p.CipherNames()
+	s.DisableHTTP2Serving = !p.HTTP2()
 }
 
 // Limits of the generic server, set here rather than left to the library's defaults.

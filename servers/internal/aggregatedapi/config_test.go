@@ -1,6 +1,9 @@
 package aggregatedapi
 
 import (
+	"crypto/tls"
+	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 // The configuration against a real cluster is exercised by the Supervisor's aggregated API test
@@ -29,5 +35,31 @@ func TestLimits(t *testing.T) {
 	}
 	if c.ShutdownDelayDuration != 5*time.Second {
 		t.Errorf("shutdown delay %v, want 5s", c.ShutdownDelayDuration)
+	}
+}
+
+// The generic server takes the TLS profile's ciphers, and leaves HTTP/2 out when they cannot
+// carry it.
+func TestApplyTLS(t *testing.T) {
+	profile, err := tlsprofile.New([]string{"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := genericoptions.NewSecureServingOptions()
+	applyTLS(s, profile)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Listener = ln
+	var info *genericapiserver.SecureServingInfo
+	if err := s.ApplyTo(&info); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = info.Listener.Close() }()
+	want := []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384}
+	if !slices.Equal(info.CipherSuites, want) || info.MinTLSVersion != tls.VersionTLS12 || !info.DisableHTTP2 {
+		t.Errorf("ciphers %v, min version %x, HTTP/2 disabled %v; want %v, TLS 1.2 and disabled",
+			info.CipherSuites, info.MinTLSVersion, info.DisableHTTP2, want)
 	}
 }

@@ -3,12 +3,33 @@
 package serverboot
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	logsapi "k8s.io/component-base/logs/api/v1"
 )
+
+// Log is the log key of the Concierge's and the Supervisor's configuration files.
+type Log struct {
+	// Level is info, debug, trace or all.
+	Level string `json:"level,omitempty"`
+	// Format is json or empty, which also means json: Pinniped's only choices.
+	Format string `json:"format,omitempty"`
+}
+
+// Validate reports an unknown level or format, naming the key.
+func (l Log) Validate() error {
+	var errs []error
+	if _, err := Verbosity(l.Level); err != nil {
+		errs = append(errs, err)
+	}
+	if l.Format != "" && l.Format != "json" {
+		errs = append(errs, errors.New("log.format: invalid log format, valid choices are the empty string or 'json'"))
+	}
+	return errors.Join(errs...)
+}
 
 // Verbosity maps a configured log level to klog's verbosity.
 func Verbosity(level string) (int, error) {

@@ -18,6 +18,7 @@ import (
 	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/serverboot"
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 // Config is the Supervisor's static configuration.
@@ -25,7 +26,11 @@ type Config struct {
 	APIGroupSuffix *string           `json:"apiGroupSuffix,omitempty"`
 	Names          Names             `json:"names"`
 	Labels         map[string]string `json:"labels,omitempty"`
-	Log            Log               `json:"log"`
+	Log            serverboot.Log    `json:"log"`
+	// TLS narrows the TLS 1.2 ciphers of the HTTPS endpoint and the aggregated API.
+	TLS tlsprofile.Config `json:"tls"`
+	// TLSProfile is what TLS makes, filled by Parse.
+	TLSProfile tlsprofile.Profile `json:"-"`
 	// Endpoints are where the FederationDomains' endpoints (and /healthz) are served.
 	Endpoints Endpoints `json:"endpoints"`
 	// AggregatedAPIServerPort is where the OIDCClientSecretRequest API listens, behind the Service
@@ -33,6 +38,8 @@ type Config struct {
 	AggregatedAPIServerPort *int64 `json:"aggregatedAPIServerPort,omitempty"`
 	// AggregatedAPIServerDisableAdmissionPlugins names admission plugins of that API to turn off.
 	AggregatedAPIServerDisableAdmissionPlugins []string `json:"aggregatedAPIServerDisableAdmissionPlugins,omitempty"`
+	// OIDC tunes the OIDC upstreams.
+	OIDC OIDC `json:"oidc"`
 	// AllowedReservedNames are the exact "system:" usernames and groups a downstream identity may
 	// still carry. Empty by default: no upstream or transformation can log in such an identity.
 	AllowedReservedNames reservednames.Exceptions `json:"allowedReservedNames"`
@@ -58,13 +65,21 @@ type Names struct {
 	APIService string `json:"apiService"`
 }
 
+// OIDC tunes the OIDC upstreams.
+type OIDC struct {
+	IgnoreUserInfoEndpoint IgnoreUserInfoEndpoint `json:"ignoreUserInfoEndpoint"`
+}
+
+// IgnoreUserInfoEndpoint names the upstreams whose userinfo endpoint is not read.
+type IgnoreUserInfoEndpoint struct {
+	// WhenIssuerExactlyMatches lists issuers whose userinfo endpoint Pinniped ignores. The key is
+	// accepted so that Pinniped's configurations load; it changes nothing here, as our OIDC
+	// upstreams never read a userinfo endpoint: every issuer is treated as these are.
+	WhenIssuerExactlyMatches []string `json:"whenIssuerExactlyMatches,omitempty"`
+}
+
 // ServingCertificateSecret is the Secret holding the aggregated API's CA and serving certificate.
 func (n Names) ServingCertificateSecret() string { return n.APIService + "-tls-serving-certificate" }
-
-// Log sets the log level: info, debug, trace or all.
-type Log struct {
-	Level string `json:"level,omitempty"`
-}
 
 // Endpoints configure the HTTPS listener and the optional plain HTTP listener.
 type Endpoints struct {
@@ -164,9 +179,14 @@ func (c *Config) validate() error {
 	} else if problems := validation.IsDNS1123Subdomain(c.Names.ServingCertificateSecret()); len(problems) > 0 {
 		errs = append(errs, fmt.Errorf("names.apiService: the serving certificate Secret name %q is not valid: %s", c.Names.ServingCertificateSecret(), strings.Join(problems, "; ")))
 	}
-	if _, err := serverboot.Verbosity(c.Log.Level); err != nil {
+	if err := c.Log.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	profile, err := tlsprofile.New(c.TLS.OneDotTwo.AllowedCiphers)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("tls.onedottwo.allowedCiphers: %w", err))
+	}
+	c.TLSProfile = profile
 	if p := *c.AggregatedAPIServerPort; p < 1024 || p > 65535 {
 		errs = append(errs, fmt.Errorf("aggregatedAPIServerPort: must be within 1024-65535, got %d", p))
 	} else if e := c.Endpoints.HTTPS; e.Network == NetworkTCP && portOf(e.Address) == p {
@@ -196,6 +216,9 @@ func (c *Config) validate() error {
 func validateEndpoint(field string, e *Endpoint, loopbackOnly bool) error {
 	switch e.Network {
 	case NetworkDisabled:
+		if e.Address != "" {
+			return fmt.Errorf("%s.address: set to %q while disabled, should be empty", field, e.Address)
+		}
 		return nil
 	case NetworkUnix:
 		if e.Address == "" {

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"sealion.dev/servers/internal/serverboot"
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 const minimal = `
@@ -23,14 +26,14 @@ func TestParseDefaults(t *testing.T) {
 	want := &Config{
 		APIGroupSuffix: c.APIGroupSuffix,
 		Names:          Names{DefaultTLSCertificateSecret: "pinniped-supervisor-default-tls-certificate", APIService: "pinniped-supervisor-api"},
-		Log:            Log{Level: "info"},
+		Log:            serverboot.Log{Level: "info"},
 		Endpoints: Endpoints{
 			HTTPS: &Endpoint{Network: NetworkTCP, Address: ":8443"},
 			HTTP:  &Endpoint{Network: NetworkDisabled},
 		},
 		AggregatedAPIServerPort: c.AggregatedAPIServerPort,
 	}
-	if diff := cmp.Diff(want, c); diff != "" || *c.APIGroupSuffix != "pinniped.dev" || *c.AggregatedAPIServerPort != 10250 {
+	if diff := cmp.Diff(want, c, cmp.AllowUnexported(tlsprofile.Profile{})); diff != "" || *c.APIGroupSuffix != "pinniped.dev" || *c.AggregatedAPIServerPort != 10250 {
 		t.Errorf("defaults (-want +got):\n%s\nsuffix %q, port %d", diff, *c.APIGroupSuffix, *c.AggregatedAPIServerPort)
 	}
 	if got := c.Names.ServingCertificateSecret(); got != "pinniped-supervisor-api-tls-serving-certificate" {
@@ -41,12 +44,14 @@ func TestParseDefaults(t *testing.T) {
 func TestParseEverything(t *testing.T) {
 	c, err := Parse([]byte(minimal + `apiGroupSuffix: tuna.io
 labels: {app: supervisor}
-log: {level: debug}
+log: {level: debug, format: json}
+tls: {onedottwo: {allowedCiphers: [TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305]}}
 endpoints:
   https: {network: unix, address: /pinniped_socket/socketfile.sock}
   http: {network: tcp, address: "127.0.0.1:8080"}
 aggregatedAPIServerPort: 10443
 aggregatedAPIServerDisableAdmissionPlugins: [NamespaceLifecycle]
+oidc: {ignoreUserInfoEndpoint: {whenIssuerExactlyMatches: ["https://issuer.example.com"]}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +62,12 @@ aggregatedAPIServerDisableAdmissionPlugins: [NamespaceLifecycle]
 	if *c.APIGroupSuffix != "tuna.io" || c.Labels["app"] != "supervisor" || c.Log.Level != "debug" ||
 		c.Endpoints.HTTPS.Network != NetworkUnix || !c.Endpoints.HTTP.Enabled() || c.Endpoints.HTTP.Address != "127.0.0.1:8080" {
 		t.Errorf("unexpected: %+v %+v %+v", c, c.Endpoints.HTTPS, c.Endpoints.HTTP)
+	}
+	if got := c.OIDC.IgnoreUserInfoEndpoint.WhenIssuerExactlyMatches; !slices.Equal(got, []string{"https://issuer.example.com"}) {
+		t.Errorf("oidc.ignoreUserInfoEndpoint.whenIssuerExactlyMatches %v", got)
+	}
+	if got := c.TLSProfile.CipherNames(); !slices.Equal(got, []string{"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"}) {
+		t.Errorf("TLS 1.2 ciphers %v", got)
 	}
 	c, err = Parse([]byte("names: {defaultTLSCertificateSecret: tls, apiService: tuna-supervisor-api}\n"))
 	if err != nil || c.Names.ServingCertificateSecret() != "tuna-supervisor-api-tls-serving-certificate" {
@@ -87,6 +98,14 @@ endpoints:
 		{name: "aggregated API port out of range", doc: minimal + "aggregatedAPIServerPort: 443\n", want: []string{"aggregatedAPIServerPort: must be within 1024-65535, got 443"}},
 		{name: "aggregated API port of the HTTPS listener", doc: minimal + "aggregatedAPIServerPort: 8443\n", want: []string{"aggregatedAPIServerPort: 8443 is also the port of endpoints.https"}},
 		{name: "invalid API Service name", doc: minimal[:len(minimal)-1] + "\n  apiService: Not.A.Service\n", want: []string{`names.apiService: "Not.A.Service" is not a valid Service name`}},
+		{name: "log format text and unknown ciphers", doc: minimal + "log: {format: text}\ntls: {onedottwo: {allowedCiphers: [TLS_RSA_WITH_AES_128_CBC_SHA]}}\n", want: []string{
+			"log.format: invalid log format, valid choices are the empty string or 'json'",
+			"tls.onedottwo.allowedCiphers: unrecognized ciphers [TLS_RSA_WITH_AES_128_CBC_SHA], ciphers must be from list [",
+		}},
+		{name: "disabled with an address", doc: minimal + "endpoints: {http: {network: disabled, address: \"127.0.0.1:8080\"}}\n", want: []string{
+			`endpoints.http.address: set to "127.0.0.1:8080" while disabled, should be empty`,
+		}},
+		{name: "ignored issuers not a list", doc: minimal + "oidc: {ignoreUserInfoEndpoint: {whenIssuerExactlyMatches: https://a}}\n", want: []string{"whenIssuerExactlyMatches"}},
 		{name: "tcp without a port", doc: minimal + "endpoints: {https: {network: tcp, address: localhost}}\n", want: []string{"is not host:port"}},
 	}
 	for _, tt := range tests {

@@ -41,18 +41,17 @@ const maxHeaderBytes = 64 << 10
 func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) ([]*listener, error) {
 	handler = withHealthz(withInFlightLimit(handler, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight))
 	handler = withAudit(handler, c.audit, c.File.Audit.LogInternalPaths.Enabled())
+	httpsConfig := c.File.TLSProfile.ServerConfig()
+	httpsConfig.GetCertificate = getCertificate
 	var listeners []*listener
 	for _, e := range []struct {
 		name      string
 		config    *config.Endpoint
 		tlsConfig *tls.Config
+		protocols *http.Protocols
 	}{
-		{"https", c.File.Endpoints.HTTPS, &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			GetCertificate: getCertificate,
-			NextProtos:     []string{"h2", "http/1.1"},
-		}},
-		{"http", c.File.Endpoints.HTTP, nil},
+		{"https", c.File.Endpoints.HTTPS, httpsConfig, c.File.TLSProfile.Protocols()},
+		{"http", c.File.Endpoints.HTTP, nil, nil},
 	} {
 		if !e.config.Enabled() {
 			continue
@@ -69,6 +68,7 @@ func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.C
 			server: &http.Server{
 				Handler:           handler,
 				TLSConfig:         e.tlsConfig,
+				Protocols:         e.protocols,
 				ReadHeaderTimeout: c.ReadHeaderTimeout,
 				IdleTimeout:       c.IdleTimeout,
 				MaxHeaderBytes:    maxHeaderBytes,

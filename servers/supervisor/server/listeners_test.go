@@ -2,11 +2,15 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"sealion.dev/core/certauthority"
 )
 
 // The listeners bound what a client may send and how many requests they serve at once.
@@ -157,5 +161,62 @@ func TestListenerStopsGracefully(t *testing.T) {
 	}
 	if _, err := get("/after"); err == nil {
 		t.Error("the listener still accepts connections after its shutdown")
+	}
+}
+
+// tls.onedottwo.allowedCiphers narrows what the HTTPS listener accepts in TLS 1.2, and HTTP/2 is
+// left out when none of the ciphers it requires remains.
+func TestHTTPSListenerCiphers(t *testing.T) {
+	c, _ := testConfig(t, minimalFile+`endpoints:
+  https: {network: tcp, address: "127.0.0.1:0"}
+tls:
+  onedottwo:
+    allowedCiphers: [TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384]
+`)
+	ca, err := certauthority.New("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.IssueServingCert("supervisor", nil, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listeners, err := c.Complete().listen(http.NotFoundHandler(), func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	listeners[0].serve(ctx, errc)
+	defer func() {
+		cancel()
+		<-errc
+	}()
+	handshake := func(cipher uint16) (string, error) {
+		conn, err := tls.Dial("tcp", listeners[0].ln.Addr().String(), &tls.Config{
+			InsecureSkipVerify: true, //nolint:gosec // only the cipher is under test
+			MaxVersion:         tls.VersionTLS12,
+			CipherSuites:       []uint16{cipher},
+			NextProtos:         []string{"h2", "http/1.1"},
+		})
+		if err != nil {
+			return "", err
+		}
+		defer func() { _ = conn.Close() }()
+		return conn.ConnectionState().NegotiatedProtocol, nil
+	}
+	if _, err := handshake(tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256); err == nil {
+		t.Error("a cipher left out of the allowed list was accepted")
+	}
+	proto, err := handshake(tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384)
+	if err != nil {
+		t.Fatalf("the allowed cipher was refused: %v", err)
+	}
+	if proto != "http/1.1" {
+		t.Errorf("negotiated %q, want http/1.1: HTTP/2 needs an AES-128-GCM cipher", proto)
 	}
 }

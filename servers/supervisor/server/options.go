@@ -139,6 +139,7 @@ func (o *Options) Config() (*Config, error) {
 		Scheme:                  scheme.Scheme,
 		Codecs:                  scheme.Codecs,
 		Versions:                []schema.GroupVersion{scheme.ClientSecretGV},
+		TLS:                     file.TLSProfile,
 		Cert:                    serving.Provider(),
 	})
 	if err != nil {

@@ -41,8 +41,8 @@ import (
 
 // Config is what New needs.
 type Config struct {
-	// APIServer reaches the real kube-apiserver as the Concierge's ServiceAccount, which must be
-	// allowed to impersonate users, groups, service accounts, UIDs and user extras.
+	// APIServer reaches the real kube-apiserver as a ServiceAccount allowed to impersonate users,
+	// groups, service accounts, UIDs and user extras: the proxy's own (see package satoken).
 	APIServer *rest.Config
 	// Authenticator authenticates requests; see DelegatedAuthenticator. A user it returns from a
 	// bearer token is recognised for pass-through only through TokenAuthenticated.

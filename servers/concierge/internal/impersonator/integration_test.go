@@ -23,13 +23,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"sealion.dev/core/certauthority"
 	"sealion.dev/core/testing/controlplane"
+	"sealion.dev/servers/concierge/internal/satoken"
 )
 
 // staticBundle is a CABundleSource that never changes.
@@ -56,19 +56,18 @@ func startProxy(t *testing.T) *proxyUnderTest {
 	admin, err := kubernetes.NewForConfig(cp.RESTConfig())
 	require.NoError(t, err)
 
-	// The Concierge's ServiceAccount and what deploy/02-rbac.yaml grants the proxy.
-	_, err = admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "concierge"}}, metav1.CreateOptions{})
+	// The proxy's ServiceAccount and what deploy/02-rbac.yaml grants it.
+	_, err = admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "impersonation-proxy"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "concierge-impersonate"},
+		ObjectMeta: metav1.ObjectMeta{Name: "impersonation-proxy"},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"users", "groups", "serviceaccounts"}, Verbs: []string{"impersonate"}},
 			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"impersonate"}},
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	bind(t, admin, "", "concierge-impersonate", "concierge-impersonate", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "concierge", Namespace: "default"})
-	token := serviceAccountToken(t, admin, "default", "concierge")
+	bind(t, admin, "", "impersonation-proxy", "impersonation-proxy", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "impersonation-proxy", Namespace: "default"})
 
 	signer, err := certauthority.New("proxy signer", time.Hour)
 	require.NoError(t, err)
@@ -76,9 +75,9 @@ func startProxy(t *testing.T) *proxyUnderTest {
 	require.NoError(t, err)
 	authz, err := DelegatedAuthorizer(admin)
 	require.NoError(t, err)
-	asConcierge := rest.AnonymousClientConfig(cp.RESTConfig())
-	asConcierge.BearerToken = token
-	handler, err := New(Config{APIServer: asConcierge, Authenticator: authn, Authorizer: authz})
+	// As the Concierge does: the admin stands in for its ServiceAccount, which requests the tokens.
+	asProxy := satoken.Config(cp.RESTConfig(), admin.CoreV1(), "default", "impersonation-proxy")
+	handler, err := New(Config{APIServer: asProxy, Authenticator: authn, Authorizer: authz})
 	require.NoError(t, err)
 	front := httptest.NewUnstartedServer(handler)
 	front.EnableHTTP2 = true

@@ -24,6 +24,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -35,6 +36,7 @@ import (
 	"sealion.dev/core/controller"
 	configinformers "sealion.dev/core/generated/concierge/informers/externalversions/config/v1alpha1"
 	configlisters "sealion.dev/core/generated/concierge/listers/config/v1alpha1"
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 // resyncInterval bounds how late a CA rotation or a missed event is acted on, and how long a
@@ -53,12 +55,17 @@ type Config struct {
 	SignerSecretName        string
 	ServingCASecretName     string
 	ServingCertSecretName   string
+	// LegacySecretName is the token Secret older installs kept for the proxy's ServiceAccount,
+	// deleted when found.
+	LegacySecretName string
 	// Selector selects the Concierge pods behind the Services; Labels go on created objects.
 	Selector map[string]string
 	Labels   map[string]string
 	// Address is where the proxy listens (":8444"); Port is the port the Services target.
 	Address string
 	Port    int32
+	// TLS is the proxy's TLS profile.
+	TLS tlsprofile.Profile
 }
 
 // Signer takes the signer CA; a *dynamicca.Signer.
@@ -110,7 +117,7 @@ func New(cfg Config, kube kubernetes.Interface, informers Informers, handler htt
 		signer:            signer,
 		status:            status,
 		cert:              cert,
-		listener:          &listener{address: cfg.Address, handler: handler, cert: cert, listen: net.Listen},
+		listener:          &listener{address: cfg.Address, handler: handler, cert: cert, tls: cfg.TLS, listen: net.Listen},
 		now:               time.Now,
 	}
 	// The proxy is one thing reconciled as a whole, so every event asks for the same sync.
@@ -132,8 +139,32 @@ func (c *Controller) Run(ctx context.Context) {
 	c.loop.Run(ctx)
 }
 
-// sync brings everything in line with the spec and records the strategy.
+// sync brings everything in line with the spec, records the strategy, and deletes the legacy
+// token Secret.
 func (c *Controller) sync(ctx context.Context) error {
+	legacyErr := c.deleteLegacySecret(ctx)
+	return errors.Join(c.reconcile(ctx), legacyErr)
+}
+
+// deleteLegacySecret deletes the token Secret of the proxy's ServiceAccount that installs kept
+// before tokens came from the TokenRequest API: a token that never expires, no longer used.
+func (c *Controller) deleteLegacySecret(ctx context.Context) error {
+	name := c.cfg.LegacySecretName
+	if name == "" {
+		return nil
+	}
+	if _, err := c.secrets.Get(name); apierrors.IsNotFound(err) {
+		return nil
+	}
+	err := c.kube.CoreV1().Secrets(c.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the legacy impersonation proxy token Secret %s/%s: %w", c.cfg.Namespace, name, err)
+	}
+	return nil
+}
+
+// reconcile brings everything in line with the spec and records the strategy.
+func (c *Controller) reconcile(ctx context.Context) error {
 	spec := c.spec()
 	enabled, err := c.enabled(ctx, spec.Mode)
 	if err != nil {

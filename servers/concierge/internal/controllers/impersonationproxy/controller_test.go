@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
@@ -74,7 +75,7 @@ func newTestController(t *testing.T, spec configv1alpha1.ImpersonationProxySpec,
 	tc := &testController{kube: kube, status: &recorder{}, signer: dynamicca.New("test"), addr: make(chan string, 1)}
 	tc.c = New(Config{
 		Namespace: "ns", CredentialIssuerName: "ci", LoadBalancerServiceName: "lb", ClusterIPServiceName: "cip",
-		SignerSecretName: "signer", ServingCASecretName: "serving-ca", ServingCertSecretName: "serving",
+		SignerSecretName: "signer", ServingCASecretName: "serving-ca", ServingCertSecretName: "serving", LegacySecretName: "legacy",
 		Selector: map[string]string{"app": "c"}, Address: "127.0.0.1:0", Port: 8444,
 	}, kube, Informers{
 		CredentialIssuers: ciInf.Config().V1alpha1().CredentialIssuers(),
@@ -196,6 +197,24 @@ func TestSync(t *testing.T) {
 			assert.Equal(t, tt.wantListen, signer.CABundle() != nil)
 		})
 	}
+}
+
+// The legacy token Secret is deleted whether or not the proxy runs; other Secrets stay.
+func TestDeletesLegacySecret(t *testing.T) {
+	ctx := context.Background()
+	controlPlane := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp", Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}
+	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "legacy", Namespace: "ns"}, Type: corev1.SecretTypeServiceAccountToken}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns"}}
+	tc := newTestController(t, configv1alpha1.ImpersonationProxySpec{Mode: "auto"}, controlPlane, legacy, other)
+	require.NoError(t, tc.c.sync(ctx))
+	_, err := tc.kube.CoreV1().Secrets("ns").Get(ctx, "legacy", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the legacy Secret is still there: %v", err)
+	_, err = tc.kube.CoreV1().Secrets("ns").Get(ctx, "other", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, configv1alpha1.StrategyReasonDisabled, tc.status.last.Reason)
+
+	// Once gone (the informer has not seen it go yet), nothing fails.
+	require.NoError(t, tc.c.sync(ctx))
 }
 
 func TestDesiredServiceAnnotations(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 // servingCert holds the proxy's current serving certificate; handshakes fail while it is empty.
@@ -54,6 +56,7 @@ type listener struct {
 	address string
 	handler http.Handler
 	cert    *servingCert
+	tls     tlsprofile.Profile
 	// listen is net.Listen unless a test replaces it.
 	listen func(network, address string) (net.Listener, error)
 
@@ -78,16 +81,15 @@ func (l *listener) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", l.address, err)
 	}
+	// Client certificates are requested but verified by the authenticator, which knows both CAs
+	// and lets token and anonymous clients in too.
+	tlsConfig := l.tls.ServerConfig()
+	tlsConfig.ClientAuth = tls.RequestClientCert
+	tlsConfig.GetCertificate = l.cert.get
 	server := &http.Server{
-		Handler: l.handler,
-		// Client certificates are requested but verified by the authenticator, which knows
-		// both CAs and lets token and anonymous clients in too.
-		TLSConfig: &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			ClientAuth:     tls.RequestClientCert,
-			GetCertificate: l.cert.get,
-			NextProtos:     []string{"h2", "http/1.1"},
-		},
+		Handler:   l.handler,
+		TLSConfig: tlsConfig,
+		Protocols: l.tls.Protocols(),
 		// No timeouts on bodies or responses: watches, logs -f, exec and port-forward stay open
 		// as long as the client wants (upgraded connections are no longer the server's to time
 		// out). Slow header senders and idle keep-alive connections are cut off, and headers are

@@ -110,6 +110,7 @@ func newDeployment(s Config, image string, kcm *corev1.Pod) *appsv1.Deployment {
 		Spec: appsv1.DeploymentSpec{
 			Replicas:        ptr.To[int32](1),
 			MinReadySeconds: 10,
+			Strategy:        appsv1.DeploymentStrategy{Type: s.DeploymentStrategy},
 			Selector:        &metav1.LabelSelector{MatchLabels: map[string]string{AgentLabelKey: AgentLabelValue}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
@@ -146,8 +147,8 @@ func newDeployment(s Config, image string, kcm *corev1.Pod) *appsv1.Deployment {
 					AutomountServiceAccountToken:  ptr.To(false),
 					TerminationGracePeriodSeconds: ptr.To[int64](0),
 					SecurityContext: &corev1.PodSecurityContext{
-						RunAsUser:  ptr.To[int64](0),
-						RunAsGroup: ptr.To[int64](0),
+						RunAsUser:  ptr.To(ptr.Deref(s.RunAsUser, 0)),
+						RunAsGroup: ptr.To(ptr.Deref(s.RunAsGroup, 0)),
 					},
 					ImagePullSecrets:  pullSecrets,
 					PriorityClassName: s.PriorityClassName,

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -132,6 +133,22 @@ func TestNewDeployment(t *testing.T) {
 	if other := newDeployment(testConfig, "example.com/pinniped-server:1", kcm); other.Annotations[specHashAnnotation] == got.Annotations[specHashAnnotation] {
 		t.Error("the spec hash did not change with the volumes")
 	}
+}
+
+// kubeCertAgent.runAsUser, runAsGroup and deploymentStrategyType reach the Deployment; unset,
+// the agent runs as root and the strategy is the API's default.
+func TestNewDeploymentSecurityAndStrategy(t *testing.T) {
+	kcm := kubeadmControllerManager("kube-controller-manager-cp", "cp", metav1.Now())
+	cfg := testConfig
+	cfg.RunAsUser, cfg.RunAsGroup, cfg.DeploymentStrategy = ptr.To[int64](1001), ptr.To[int64](1002), appsv1.RecreateDeploymentStrategyType
+	got := newDeployment(cfg, "example.com/pinniped-server:1", kcm)
+	assert.Equal(t, &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1001), RunAsGroup: ptr.To[int64](1002)}, got.Spec.Template.Spec.SecurityContext)
+	assert.Equal(t, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, got.Spec.Strategy)
+	assert.NotEqual(t, newDeployment(testConfig, "example.com/pinniped-server:1", kcm).Annotations[specHashAnnotation], got.Annotations[specHashAnnotation])
+
+	got = newDeployment(testConfig, "example.com/pinniped-server:1", kcm)
+	assert.Equal(t, &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}, got.Spec.Template.Spec.SecurityContext)
+	assert.Equal(t, appsv1.DeploymentStrategy{}, got.Spec.Strategy)
 }
 
 func TestSigningPaths(t *testing.T) {

@@ -68,6 +68,13 @@ type Config struct {
 	PriorityClassName string
 	// Labels go on the Deployment and, except app, on its pods.
 	Labels map[string]string
+	// RunAsUser and RunAsGroup are the agent pod's; root when nil.
+	RunAsUser, RunAsGroup *int64
+	// DeploymentStrategy is the agent Deployment's strategy type; the API's default when empty.
+	DeploymentStrategy appsv1.DeploymentStrategyType
+	// DiscoveryURL, when set, is the API server address advertised to clients instead of the
+	// one in kube-public/cluster-info; the CA is still that ConfigMap's.
+	DiscoveryURL string
 }
 
 // Signer takes the cluster signing pair; a *dynamicca.Signer.
@@ -217,6 +224,9 @@ func (c *Controller) reconcile(ctx context.Context) (configv1alpha1.CredentialIs
 			"the cluster signing key was loaded, but %w; the cluster was probably not built by kubeadm. "+
 				"TokenCredentialRequests still work: give the CLI the API server's endpoint and CA "+
 				"(pinniped get kubeconfig --concierge-endpoint and --concierge-ca-bundle)", err)), retry
+	}
+	if c.cfg.DiscoveryURL != "" {
+		info.Server = c.cfg.DiscoveryURL
 	}
 	return configv1alpha1.CredentialIssuerStrategy{
 		Status:  configv1alpha1.StrategyStatusSuccess,

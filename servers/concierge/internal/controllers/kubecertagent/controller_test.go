@@ -629,6 +629,24 @@ func TestKeyCache(t *testing.T) {
 	assert.Contains(t, w.exec.calls[2], "agent-2")
 }
 
+// discovery.url replaces the advertised server; the CA is still cluster-info's.
+func TestDiscoveryURL(t *testing.T) {
+	ca, err := certauthority.New("cluster CA", time.Hour)
+	require.NoError(t, err)
+	cfg := testConfig
+	cfg.DiscoveryURL = "https://api.example.com"
+	kcm := kubeadmControllerManager("kube-controller-manager-cp", "cp", older)
+	w := newWorld(t, cfg, []runtime.Object{kcm, newDeployment(cfg, cfg.Image, kcm), agentPod("agent-1", "cp", older, corev1.PodRunning), clusterInfo(kubeadmClusterInfo)})
+	w.exec.out = printed(ca.Bundle(), ca.PrivateKeyPEM())
+
+	require.NoError(t, w.sync(t))
+	s := w.strategy(t)
+	assert.Equal(t, configv1alpha1.StrategyStatusSuccess, s.Status)
+	require.NotNil(t, s.Frontend)
+	assert.Equal(t, &configv1alpha1.TokenCredentialRequestAPIInfo{Server: "https://api.example.com", CertificateAuthorityData: "Q0EgUEVN"},
+		s.Frontend.TokenCredentialRequestAPIInfo)
+}
+
 func TestParseClusterInfo(t *testing.T) {
 	tests := []struct {
 		name       string
