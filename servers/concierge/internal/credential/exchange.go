@@ -20,8 +20,8 @@ import (
 
 	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/concierge/internal/authncache"
-	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/concierge/internal/certextra"
+	"sealion.dev/servers/internal/audit"
 )
 
 // ErrAuthenticationFailed is the one answer to any token that does not yield a credential, including

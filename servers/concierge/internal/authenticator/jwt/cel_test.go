@@ -89,7 +89,7 @@ func TestClaimsAndRules(t *testing.T) {
 		{
 			name: "user rule sees the mapped identity",
 			cfg: Config{
-				Claims: authv1alpha1.JWTTokenClaims{GroupsExpression: `claims.tenant == "acme" ? ["admins"] : []`},
+				Claims:              authv1alpha1.JWTTokenClaims{GroupsExpression: `claims.tenant == "acme" ? ["admins"] : []`},
 				UserValidationRules: []authv1alpha1.UserValidationRule{{Expression: `user.groups.size() > 0`}},
 			},
 			wantAlice: &want{username: "alice", groups: []string{"admins"}},
