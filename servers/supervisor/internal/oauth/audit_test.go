@@ -272,7 +272,8 @@ func TestCustomHeadersAudited(t *testing.T) {
 }
 
 // A browser login at the LDAP form writes the form's parameters with only the error code in
-// clear, and ties each request to the login by its authorize ID.
+// clear, ties each request to the login by its authorize ID, and names the identity provider at
+// the authorize request and at each POST of the form, not at the form's GETs (as Pinniped).
 func TestLoginFormAudited(t *testing.T) {
 	h, _ := newLDAPHarness(t, issuer.TypeLDAP)
 	l := newLogin()
@@ -296,6 +297,9 @@ func TestLoginFormAudited(t *testing.T) {
 	wantParams(t, login[0], map[string]any{"state": "redacted"})
 	wantParams(t, login[1], map[string]any{"state": "redacted", "username": "redacted", "password": "redacted"})
 	wantParams(t, login[2], map[string]any{"state": "redacted", "err": "login_error"})
+	if got := len(find(events, "Using Upstream IDP")); got != 3 {
+		t.Errorf("%d Using Upstream IDP events, want 3 (authorize and two POSTs)", got)
+	}
 	redirect := find(events, "Upstream Authorize Redirect")
 	back := find(events, "AuthorizeID From Parameters")
 	if len(redirect) != 1 || len(back) != 4 {

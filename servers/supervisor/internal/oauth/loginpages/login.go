@@ -75,7 +75,6 @@ func (p pages) login(w http.ResponseWriter, r *http.Request) {
 		p.OAuth.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()))
 		return
 	}
-	p.AuditUsing(ctx, res)
 	// A connector with a browser flow of its own (OIDC's password grant) is not offered the form.
 	_, password := res.Conn.(connectors.PasswordConnector)
 	if _, browser := res.Conn.(connectors.BrowserConnector); !password || browser {
@@ -86,6 +85,7 @@ func (p pages) login(w http.ResponseWriter, r *http.Request) {
 		p.renderLogin(w, res.IDP.DisplayName, encoded, loginErrorMessages[r.Form.Get("err")])
 		return
 	}
+	p.AuditUsing(ctx, res)
 	username := r.PostForm.Get("username")
 	again := func(code string) {
 		u := url.URL{Path: p.Issuer.Path(provider.LoginPath), RawQuery: url.Values{"state": {encoded}, "err": {code}}.Encode()}
