@@ -3,16 +3,20 @@ package oauth
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/oauth/provider"
 )
 
 // auditLog collects audit events written by the test server's goroutines.
@@ -165,5 +169,154 @@ func TestRefusedLoginsAudited(t *testing.T) {
 	}
 	if len(find(h.auditLog.events(t), "Session Started")) != 0 {
 		t.Error("a rejected login started a session")
+	}
+}
+
+// wantParams fails unless the event's params are exactly want.
+func wantParams(t *testing.T, ev map[string]any, want map[string]any) {
+	t.Helper()
+	if got := ev["params"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("params %v, want %v", got, want)
+	}
+}
+
+// The authorize, callback and token requests of a login write their parameters, with only the
+// values on Pinniped's allow-list of each endpoint in clear: codes, verifiers, nonces and states
+// are redacted, and a repeated parameter is listed with all its values.
+func TestRequestParametersAudited(t *testing.T) {
+	h := newHarness(t, nil)
+	l := newLogin()
+	authURL := h.cli().AuthCodeURL(l.state, oidc.Nonce(l.nonce), oauth2.S256ChallengeOption(l.verifier), oauth2.SetAuthURLParam("pinniped_idp_name", idpName))
+	loc, resp := h.authorize(authURL + "&login_hint=a&login_hint=b&state=second-state-value")
+	if loc == nil {
+		t.Fatalf("login did not reach the CLI: %s", resp.Status)
+	}
+	code := loc.Query().Get("code")
+	tok, err := h.cli().Exchange(h.clientContext(), code, oauth2.VerifierOption(l.verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := h.auditLog.events(t)
+
+	// The requests in order: authorize, callback (the upstream's own are not audited), token.
+	params := find(events, "HTTP Request Parameters")
+	if len(params) != 3 {
+		t.Fatalf("%d parameter events, want 3:\n%s", len(params), h.auditLog.String())
+	}
+	authorize, callback, token := params[0], params[1], params[2]
+	wantParams(t, authorize, map[string]any{
+		"client_id": provider.PinnipedCLIClientID, "redirect_uri": cliCallback, "response_type": "code",
+		"scope": strings.Join(h.cli().Scopes, " "), "code_challenge_method": "S256", "pinniped_idp_name": idpName,
+		"login_hint": "a", "state": "redacted", "nonce": "redacted", "code_challenge": "redacted",
+	})
+	if got, want := authorize["multiValueParams"], map[string]any{"login_hint": []any{"a", "b"}, "state": []any{"redacted", "redacted"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("multiValueParams %v, want %v", got, want)
+	}
+
+	wantParams(t, callback, map[string]any{"code": "redacted", "state": "redacted"})
+
+	wantParams(t, token, map[string]any{
+		"grant_type": "authorization_code", "client_id": provider.PinnipedCLIClientID, "redirect_uri": cliCallback,
+		"code": "redacted", "code_verifier": "redacted",
+	})
+	for _, ev := range []map[string]any{callback, token} {
+		if _, ok := ev["multiValueParams"]; ok {
+			t.Errorf("multiValueParams without a repeated parameter: %v", ev)
+		}
+	}
+	headers := find(events, "HTTP Request Custom Headers Used")
+	if len(headers) != 1 || headers[0]["Pinniped-Username"] != false || headers[0]["Pinniped-Password"] != false {
+		t.Errorf("HTTP Request Custom Headers Used: %v", headers)
+	}
+	if basic := find(events, "HTTP Request Basic Auth"); len(basic) != 0 {
+		t.Errorf("HTTP Request Basic Auth without basic auth: %v", basic)
+	}
+	out := h.auditLog.String()
+	for _, secret := range []string{code, l.verifier, l.nonce, l.state, "second-state-value", tok.AccessToken, tok.RefreshToken, tok.Extra("id_token").(string)} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the audit events show %q", secret)
+		}
+	}
+}
+
+// A client authenticating with HTTP basic auth is named in "HTTP Request Basic Auth"; its secret
+// and the token it sends are in no event.
+func TestBasicAuthAudited(t *testing.T) {
+	h := newHarness(t, nil)
+	const clientID, secret, refreshToken = "client.oauth.pinniped.dev-audited", "audited-client-secret", "pin_rt_audited-refresh-token"
+	h.postToken(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "scope": {"openid"}}, clientID, secret)
+	events := h.auditLog.events(t)
+	basic := find(events, "HTTP Request Basic Auth")
+	if len(basic) != 1 || basic[0]["clientID"] != clientID {
+		t.Fatalf("HTTP Request Basic Auth: %v\n%s", basic, h.auditLog.String())
+	}
+	wantParams(t, find(events, "HTTP Request Parameters")[0], map[string]any{"grant_type": "refresh_token", "refresh_token": "redacted", "scope": "openid"})
+	for _, s := range []string{secret, refreshToken} {
+		if strings.Contains(h.auditLog.String(), s) {
+			t.Errorf("the audit events show %q", s)
+		}
+	}
+}
+
+// The cli_password flow's headers are audited as present, never with their values.
+func TestCustomHeadersAudited(t *testing.T) {
+	h, _ := newLDAPHarness(t, issuer.TypeLDAP)
+	h.passwordAuthorize(newLogin(), ldapIDPName, "pinny", "pinny-password")
+	headers := find(h.auditLog.events(t), "HTTP Request Custom Headers Used")
+	if len(headers) != 1 || headers[0]["Pinniped-Username"] != true || headers[0]["Pinniped-Password"] != true {
+		t.Errorf("HTTP Request Custom Headers Used: %v", headers)
+	}
+	if out := h.auditLog.String(); strings.Contains(out, "pinny-password") || strings.Contains(out, `"pinny"`) {
+		t.Errorf("the audit events show the credentials:\n%s", out)
+	}
+}
+
+// A browser login at the LDAP form writes the form's parameters with only the error code in
+// clear, ties each request to the login by its authorize ID, and names the identity provider at
+// the authorize request and at each POST of the form, not at the form's GETs (as Pinniped).
+func TestLoginFormAudited(t *testing.T) {
+	h, _ := newLDAPHarness(t, issuer.TypeLDAP)
+	l := newLogin()
+	resp, _ := h.get(h.cli().AuthCodeURL(l.state, oidc.Nonce(l.nonce), oauth2.S256ChallengeOption(l.verifier)))
+	state := resp.Request.URL.Query().Get("state")
+	for _, password := range []string{"wrong-password-xyz", "pinny-password"} {
+		resp, err := h.browser.PostForm(h.issuerURL+provider.LoginPath, url.Values{"state": {state}, "username": {"pinny"}, "password": {password}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	events := h.auditLog.events(t)
+	// The requests in order: authorize, the form's GET, a POST, the GET again with the error,
+	// the last POST.
+	params := find(events, "HTTP Request Parameters")
+	if len(params) != 5 {
+		t.Fatalf("%d parameter events, want 5:\n%s", len(params), h.auditLog.String())
+	}
+	login := params[1:]
+	wantParams(t, login[0], map[string]any{"state": "redacted"})
+	wantParams(t, login[1], map[string]any{"state": "redacted", "username": "redacted", "password": "redacted"})
+	wantParams(t, login[2], map[string]any{"state": "redacted", "err": "login_error"})
+	if got := len(find(events, "Using Upstream IDP")); got != 3 {
+		t.Errorf("%d Using Upstream IDP events, want 3 (authorize and two POSTs)", got)
+	}
+	redirect := find(events, "Upstream Authorize Redirect")
+	back := find(events, "AuthorizeID From Parameters")
+	if len(redirect) != 1 || len(back) != 4 {
+		t.Fatalf("%d Upstream Authorize Redirect and %d AuthorizeID From Parameters events", len(redirect), len(back))
+	}
+	for _, ev := range back {
+		if ev["authorizeID"] != redirect[0]["authorizeID"] {
+			t.Errorf("authorize ID %v, want %v", ev["authorizeID"], redirect[0]["authorizeID"])
+		}
+	}
+	if len(find(events, "Session Started")) != 1 {
+		t.Errorf("the login did not finish:\n%s", h.auditLog.String())
+	}
+	out := h.auditLog.String()
+	for _, secret := range []string{state, l.state, l.nonce, l.verifier, "wrong-password-xyz", "pinny-password", `"pinny"`} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the audit events show %q", secret)
+		}
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"strings"
 
 	"github.com/ory/fosite"
+	"k8s.io/apimachinery/pkg/util/sets"
 
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
@@ -24,6 +26,11 @@ const (
 	usernameHeader = "Pinniped-Username"
 	passwordHeader = "Pinniped-Password"
 )
+
+// auditedParams are the authorize parameters whose values the audit log shows, Pinniped's list.
+var auditedParams = sets.New("scope", "response_type", "client_id", "redirect_uri", "response_mode", "display", "prompt",
+	"max_age", "ui_locales", "id_token_hint", "login_hint", "acr_values", "claims_locales", "claims", "request",
+	"request_uri", "registration", "code_challenge_method", "pinniped_idp_name", "pinniped_idp_type", "access_type")
 
 // authorizer serves the authorize endpoint of an issuer.
 type authorizer struct{ *provider.Provider }
@@ -41,7 +48,10 @@ func (p authorizer) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	browserless := len(r.Header.Values(usernameHeader)) > 0 || len(r.Header.Values(passwordHeader)) > 0
+	p.AuditParams(ctx, r.Form, auditedParams)
+	hasUsername, hasPassword := len(r.Header.Values(usernameHeader)) > 0, len(r.Header.Values(passwordHeader)) > 0
+	p.Audit.Event(ctx, "HTTP Request Custom Headers Used", audit.Fields{}, usernameHeader, hasUsername, passwordHeader, hasPassword)
+	browserless := hasUsername || hasPassword
 	ar, err := p.OAuth.NewAuthorizeRequest(ctx, r)
 	if err != nil {
 		p.AuthorizeError(ctx, w, ar, err, browserless)

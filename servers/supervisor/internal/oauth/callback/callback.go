@@ -6,10 +6,15 @@ import (
 	"net/http"
 
 	"github.com/ory/fosite"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
 )
+
+// auditedParams are the callback parameters whose values the audit log shows, Pinniped's list:
+// the upstream's errors, not its code or the state.
+var auditedParams = sets.New("error", "error_description", "error_uri")
 
 // callbacks serves the callback endpoint of an issuer.
 type callbacks struct{ *provider.Provider }
@@ -26,6 +31,7 @@ func (p callbacks) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	p.AuditParams(ctx, q, auditedParams)
 	st, ar, ok := p.ResumeState(w, r, q.Get("state"))
 	if !ok {
 		return

@@ -11,6 +11,7 @@ import (
 	"net/url"
 
 	"github.com/ory/fosite"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
@@ -41,6 +42,10 @@ var loginErrorMessages = map[string]string{
 	loginErrorTooMany:     "Too many login attempts, try again later.",
 }
 
+// auditedLoginParams are the login form's parameters whose values the audit log shows,
+// Pinniped's list: the error code, not the state, username or password.
+var auditedLoginParams = sets.New("err")
+
 // login serves the username and password form of LDAP and Active Directory logins in a browser
 // (GET) and checks what the user submits (POST). The sealed state, bound to the browser by the
 // CSRF cookie, carries the downstream authorize request.
@@ -57,19 +62,19 @@ func (p pages) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	ctx := r.Context()
+	p.AuditParams(ctx, r.Form, auditedLoginParams)
 	encoded := r.Form.Get("state")
 	st, ar, ok := p.ResumeState(w, r, encoded)
 	if !ok {
 		return
 	}
-	ctx := r.Context()
 	p.AuditAuthorizeID(ctx, "AuthorizeID From Parameters", encoded)
 	res, err := p.IdentityProvider(st.IDP, "")
 	if err != nil {
 		p.OAuth.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()))
 		return
 	}
-	p.AuditUsing(ctx, res)
 	// A connector with a browser flow of its own (OIDC's password grant) is not offered the form.
 	_, password := res.Conn.(connectors.PasswordConnector)
 	if _, browser := res.Conn.(connectors.BrowserConnector); !password || browser {
@@ -80,6 +85,7 @@ func (p pages) login(w http.ResponseWriter, r *http.Request) {
 		p.renderLogin(w, res.IDP.DisplayName, encoded, loginErrorMessages[r.Form.Get("err")])
 		return
 	}
+	p.AuditUsing(ctx, res)
 	username := r.PostForm.Get("username")
 	again := func(code string) {
 		u := url.URL{Path: p.Issuer.Path(provider.LoginPath), RawQuery: url.Values{"state": {encoded}, "err": {code}}.Encode()}

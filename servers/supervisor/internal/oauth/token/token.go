@@ -15,6 +15,7 @@ import (
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/token/jwt"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"sealion.dev/servers/internal/audit"
@@ -23,6 +24,11 @@ import (
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 )
+
+// auditedParams are the token parameters whose values the audit log shows, Pinniped's list: no
+// code, verifier, token or client secret.
+var auditedParams = sets.New("grant_type", "client_id", "redirect_uri", "scope", "audience", "resource",
+	"requested_token_type", "actor_token_type", "subject_token_type")
 
 // endpoint serves the token endpoint of an issuer.
 type endpoint struct{ *provider.Provider }
@@ -38,7 +44,11 @@ func New(p *provider.Provider) http.Handler {
 // at the next refresh.
 func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	client := clientID(r)
+	p.AuditParams(ctx, r.Form, auditedParams)
+	client, basic := clientID(r)
+	if basic {
+		p.Audit.Event(ctx, "HTTP Request Basic Auth", audit.Fields{}, "clientID", client)
+	}
 	if p.ClientFailures.Blocked(client) {
 		p.OAuth.WriteAccessError(ctx, w, fosite.NewAccessRequest(nil), errClientBlocked)
 		return
@@ -102,15 +112,15 @@ func lostCodeRace(err error) bool {
 var errClientBlocked = fosite.ErrInvalidClient.WithHint("Too many failed client authentications; try again later.")
 
 // clientID is the client a token request names, in its HTTP basic credentials (form-encoded, RFC
-// 6749 2.3.1) or its form.
-func clientID(r *http.Request) string {
+// 6749 2.3.1), and then basic is true, or in its form.
+func clientID(r *http.Request) (id string, basic bool) {
 	if id, _, ok := r.BasicAuth(); ok {
 		if unescaped, err := url.QueryUnescape(id); err == nil {
-			return unescaped
+			return unescaped, true
 		}
-		return id
+		return id, true
 	}
-	return r.PostFormValue("client_id")
+	return r.PostFormValue("client_id"), false
 }
 
 // refusedRefresh is the error of a refresh that the upstream check refused.
