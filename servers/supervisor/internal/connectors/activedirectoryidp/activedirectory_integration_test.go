@@ -275,7 +275,7 @@ func TestConnect(t *testing.T) {
 			if cfg == nil {
 				t.Fatalf("Prepare: %+v", conds)
 			}
-			p, more, _ := activedirectoryidp.Connect(ctx, *cfg, 2)
+			p, more, _ := activedirectoryidp.Connect(ctx, *cfg, secret(tt.password), 2)
 			conds = append(conds, more...)
 			var got []cond
 			for _, c := range conds {

@@ -62,7 +62,6 @@ func TestPrepare(t *testing.T) {
 			name: "secret not found",
 			want: []condSummary{
 				{bindCond, metav1.ConditionFalse, "SecretNotFound"}, {tlsCond, metav1.ConditionTrue, "Success"},
-				{baseCond, metav1.ConditionUnknown, "UnableToValidate"}, {connCond, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -70,7 +69,6 @@ func TestPrepare(t *testing.T) {
 			tlsErr: &cabundle.Error{Reason: cabundle.ReasonInvalidTLSConfig, Message: "ConfigMap ns/ca not found"},
 			want: []condSummary{
 				{bindCond, metav1.ConditionTrue, "Success"}, {tlsCond, metav1.ConditionFalse, "InvalidTLSConfig"},
-				{baseCond, metav1.ConditionUnknown, "UnableToValidate"}, {connCond, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 	}
@@ -143,7 +141,7 @@ func TestConnectFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			p, conds, err := Connect(ctx, tt.cfg, 5)
+			p, conds, err := Connect(ctx, tt.cfg, nil, 5)
 			if p != nil || err == nil {
 				t.Errorf("Connect returned a Provider %v and error %v despite a failure", p, err)
 			}

@@ -92,7 +92,6 @@ func TestPrepare(t *testing.T) {
 			want: []condSummary{
 				{bind, metav1.ConditionFalse, "SecretNotFound"},
 				{tls, metav1.ConditionTrue, "Success"},
-				{conn, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -101,7 +100,6 @@ func TestPrepare(t *testing.T) {
 			want: []condSummary{
 				{bind, metav1.ConditionFalse, "SecretWrongType"},
 				{tls, metav1.ConditionTrue, "Success"},
-				{conn, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -110,7 +108,6 @@ func TestPrepare(t *testing.T) {
 			want: []condSummary{
 				{bind, metav1.ConditionFalse, "SecretMissingKeys"},
 				{tls, metav1.ConditionTrue, "Success"},
-				{conn, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -120,7 +117,6 @@ func TestPrepare(t *testing.T) {
 			want: []condSummary{
 				{bind, metav1.ConditionTrue, "Success"},
 				{tls, metav1.ConditionFalse, "InvalidTLSConfig"},
-				{conn, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -130,7 +126,6 @@ func TestPrepare(t *testing.T) {
 			want: []condSummary{
 				{bind, metav1.ConditionTrue, "Success"},
 				{tls, metav1.ConditionFalse, "InvalidTLSConfig"},
-				{conn, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -172,15 +167,16 @@ func TestConnectionCondition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := ConnectionCondition(p, 3, ldapclient.StartTLS, nil)
+	bind := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bind", ResourceVersion: "4711"}}
+	ok := ConnectionCondition(p, bind, 3, nil)
 	want := metav1.Condition{
 		Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionTrue, Reason: "Success", ObservedGeneration: 3,
-		Message: `connected to "ldap.example.test" with StartTLS and bound as "cn=svc,dc=example"`,
+		Message: `successfully able to connect to "ldap.example.test" and bind as user "cn=svc,dc=example" [validated with Secret "bind" at version "4711"]`,
 	}
 	if diff := cmp.Diff(want, ok); diff != "" {
 		t.Errorf("success condition (-want +got):\n%s", diff)
 	}
-	failed := ConnectionCondition(p, 3, "", errors.New("connecting: refused"))
+	failed := ConnectionCondition(p, bind, 3, errors.New("connecting: refused"))
 	if failed.Status != metav1.ConditionFalse || failed.Reason != "LDAPConnectionError" || failed.Message != `could not successfully connect to "ldap.example.test" and bind as user "cn=svc,dc=example": connecting: refused` {
 		t.Errorf("failure condition = %+v", failed)
 	}
