@@ -12,6 +12,7 @@ import (
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/core/cabundle"
 	"sealion.dev/core/certauthority"
+	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 )
 
@@ -202,7 +203,7 @@ func TestConfigFromSpec(t *testing.T) {
 		UserSearch:  ldapclient.UserSearch{Base: "ou=people", Filter: "mail={}", UsernameAttribute: "mail", UIDAttribute: "entryUUID"},
 		GroupSearch: ldapclient.GroupSearch{Base: "ou=groups", Filter: "memberUid={}", UserAttributeForFilter: "uid", GroupNameAttribute: "cn", SkipGroupRefresh: true},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(tlsprofile.Profile{})); diff != "" {
 		t.Errorf("ConfigFromSpec (-want +got):\n%s", diff)
 	}
 }
