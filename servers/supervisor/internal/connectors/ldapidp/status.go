@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 )
@@ -18,17 +19,19 @@ import (
 
 // Prepare checks the bind Secret (nil when it does not exist) and the outcome of resolving
 // spec.tls (caBundle, or tlsErr, typically a *cabundle.Error), and builds the Provider to
-// probe. When either check fails there is nothing to probe: the Provider is nil and, as
+// probe, which offers the ciphers of profile. When either check fails there is nothing to probe: the Provider is nil and, as
 // upstream, LDAPConnectionValid is left out (the one of an earlier probe stays). An otherwise
 // unusable spec makes it False.
-func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error) (*ldapclient.Provider, []metav1.Condition) {
+func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error, profile tlsprofile.Profile) (*ldapclient.Provider, []metav1.Condition) {
 	username, password, secretCond := BindSecretCondition(spec.Bind.SecretName, bindSecret)
 	tlsCond := connectors.TLSCondition("spec.tls", caBundle, tlsErr)
 	conds := []metav1.Condition{secretCond, tlsCond}
 	if secretCond.Status != metav1.ConditionTrue || tlsCond.Status != metav1.ConditionTrue {
 		return nil, connectors.WithGeneration(conds, generation)
 	}
-	p, err := ldapclient.New(ConfigFromSpec(spec, caBundle, username, password))
+	cfg := ConfigFromSpec(spec, caBundle, username, password)
+	cfg.TLSProfile = profile
+	p, err := ldapclient.New(cfg)
 	if err != nil {
 		conds = append(conds, metav1.Condition{
 			Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionFalse,

@@ -2,6 +2,7 @@ package ldapidp
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,6 +40,10 @@ func summarize(conds []metav1.Condition, generation int64, t *testing.T) []condS
 
 func TestPrepare(t *testing.T) {
 	ca, err := certauthority.New("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := tlsprofile.New([]string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +151,15 @@ func TestPrepare(t *testing.T) {
 			if tt.spec != nil {
 				tt.spec(&s)
 			}
-			p, conds := Prepare(s, 7, tt.secret, tt.caBundle, tt.tlsErr)
+			p, conds := Prepare(s, 7, tt.secret, tt.caBundle, tt.tlsErr, profile)
 			if diff := cmp.Diff(tt.want, summarize(conds, 7, t)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
 			if (p != nil) != tt.wantProvider {
 				t.Fatalf("provider = %v, want one: %v", p, tt.wantProvider)
+			}
+			if p != nil && !slices.Equal(p.Config().TLSProfile.LDAPClientConfig().CipherSuites, profile.LDAPClientConfig().CipherSuites) {
+				t.Errorf("provider offers %x, want the profile's ciphers", p.Config().TLSProfile.LDAPClientConfig().CipherSuites)
 			}
 			if p != nil && (p.Config().BindUsername != "cn=svc,dc=example" || p.Config().BindPassword != "pw") {
 				t.Errorf("provider binds as %q/%q, want the Secret's credentials", p.Config().BindUsername, p.Config().BindPassword)
