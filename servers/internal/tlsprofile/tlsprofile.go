@@ -1,7 +1,8 @@
 // Package tlsprofile holds the TLS settings every listener of the Concierge and the Supervisor
 // serves with: TLS 1.2 or later, TLS 1.2 with forward-secret AEAD ciphers only, a list that the
 // configuration key tls.onedottwo.allowedCiphers narrows as Pinniped's does. TLS 1.3's ciphers
-// are Go's and not configurable.
+// are Go's and not configurable. The Supervisor's connections to LDAP servers use the same
+// profile, with some CBC ciphers more.
 package tlsprofile
 
 import (
