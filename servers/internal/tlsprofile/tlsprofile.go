@@ -1,7 +1,8 @@
 // Package tlsprofile holds the TLS settings every listener of the Concierge and the Supervisor
 // serves with: TLS 1.2 or later, TLS 1.2 with forward-secret AEAD ciphers only, a list that the
 // configuration key tls.onedottwo.allowedCiphers narrows as Pinniped's does. TLS 1.3's ciphers
-// are Go's and not configurable.
+// are Go's and not configurable. The Supervisor's connections to LDAP servers use the same
+// profile, with some CBC ciphers more.
 package tlsprofile
 
 import (
@@ -23,8 +24,9 @@ var defaultCiphers = []uint16{
 	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }
 
-// ldapCiphers are accepted in the allowed list because Pinniped offers them to LDAP servers (the
-// default of AWS's Active Directory needs them); no listener of ours offers them.
+// ldapCiphers are offered, after the default ones, only to LDAP servers, as Pinniped's LDAP
+// profile does (the default of AWS's Active Directory needs them); no listener of ours offers
+// them. They are accepted in the allowed list for that reason.
 var ldapCiphers = []uint16{
 	tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA,
 	tls.TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA,
@@ -44,11 +46,13 @@ var aliases = map[string]uint16{
 // Go's HTTP/2 server refuses to start without.
 var http2Ciphers = []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}
 
-// Profile is the TLS 1.2 cipher list of every listener of one server. The zero Profile offers
-// every default cipher.
+// Profile is the TLS 1.2 cipher list of every listener of one server, and that of its
+// connections to LDAP servers. The zero Profile offers every default cipher.
 type Profile struct {
 	// narrowed is the list New made; nil means the defaults.
 	narrowed []uint16
+	// ldapNarrowed is the LDAP list New made; nil means the defaults and ldapCiphers.
+	ldapNarrowed []uint16
 }
 
 func (p Profile) ciphers() []uint16 {
@@ -86,7 +90,11 @@ func New(allowed []string) (Profile, error) {
 		return Profile{}, fmt.Errorf("unrecognized ciphers [%s], ciphers must be from list [%s]",
 			strings.Join(unknown, ", "), strings.Join(acceptedNames(), ", "))
 	}
-	p := Profile{narrowed: slices.DeleteFunc(slices.Clone(defaultCiphers), func(id uint16) bool { return !ids[id] })}
+	notAllowed := func(id uint16) bool { return !ids[id] }
+	p := Profile{
+		narrowed:     slices.DeleteFunc(slices.Clone(defaultCiphers), notAllowed),
+		ldapNarrowed: slices.DeleteFunc(slices.Concat(defaultCiphers, ldapCiphers), notAllowed),
+	}
 	if len(p.narrowed) == 0 {
 		return Profile{}, fmt.Errorf("none of the allowed ciphers is one the servers offer for TLS 1.2 (%s)", strings.Join(names(defaultCiphers), ", "))
 	}
@@ -129,6 +137,16 @@ func (p Profile) Protocols() *http.Protocols {
 // certificates; set the server's Protocols too.
 func (p Profile) ServerConfig() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: slices.Clone(p.ciphers())}
+}
+
+// LDAPClientConfig is the TLS configuration of a connection to an LDAP server, to which the
+// caller adds its roots: the listeners' ciphers and ldapCiphers, both as narrowed by New.
+func (p Profile) LDAPClientConfig() *tls.Config {
+	ciphers := p.ldapNarrowed
+	if ciphers == nil {
+		ciphers = slices.Concat(defaultCiphers, ldapCiphers)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: slices.Clone(ciphers)}
 }
 
 // Config is the tls key of the Concierge's and the Supervisor's configuration files.

@@ -84,3 +84,29 @@ func TestErrorListsAcceptedNames(t *testing.T) {
 		}
 	}
 }
+
+// LDAP connections offer the default ciphers and the LDAP-only CBC ones, and an allowed list
+// narrows them as it narrows the listeners', CBC ciphers included, as Pinniped's LDAP profile.
+func TestLDAPClientConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		allowed []string
+		want    []uint16
+	}{
+		{name: "defaults", want: slices.Concat(defaultCiphers, ldapCiphers)},
+		{name: "narrowed", allowed: []string{"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
+			want: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(tt.allowed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := p.LDAPClientConfig()
+			if !slices.Equal(cfg.CipherSuites, tt.want) || cfg.MinVersion != tls.VersionTLS12 {
+				t.Errorf("LDAP client config offers %v from TLS %x; want %v from TLS 1.2", names(cfg.CipherSuites), cfg.MinVersion, names(tt.want))
+			}
+		})
+	}
+}

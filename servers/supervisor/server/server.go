@@ -134,7 +134,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		IDPs:       idps,
 		Secrets:    secrets,
 		ConfigMaps: c.KubeInformers.Core().V1().ConfigMaps(),
-	}, registry)
+	}, registry, c.File.TLSProfile)
 	clients := oidcclientcontroller.New(c.Namespace, c.Controllers.Supervisor, oidcclientcontroller.Informers{
 		OIDCClients: oidcClients,
 		Secrets:     secrets,

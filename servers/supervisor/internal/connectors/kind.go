@@ -11,6 +11,7 @@ import (
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	idpclient "sealion.dev/core/generated/supervisor/clientset/versioned/typed/idp/v1alpha1"
 	idpinformers "sealion.dev/core/generated/supervisor/informers/externalversions/idp/v1alpha1"
+	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
 
@@ -31,6 +32,9 @@ type Inputs struct {
 	CABundle func(field string, spec *idpv1alpha1.TLSSpec) ([]byte, error)
 	// Probes remembers the object's last successful probe (see Probe).
 	Probes *ProbeCache
+	// TLSProfile is the Supervisor's, which tls.onedottwo.allowedCiphers narrows; it also sets
+	// the TLS 1.2 ciphers offered to LDAP servers.
+	TLSProfile tlsprofile.Profile
 }
 
 // Factory opens an object: it checks the object with its inputs, probes the upstream, and

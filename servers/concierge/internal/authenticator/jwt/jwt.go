@@ -156,7 +156,7 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	upstreamCfg := jwtAuthenticatorConfig(cfg)
 	if err := validateClaimsAndRules(upstreamCfg); err != nil {
 		return fail(authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonInvalidAuthenticator,
-			"could not initialize the JWT authenticator: %v", err)
+			"could not initialize jwt authenticator: %v", err)
 	}
 	// The key set outlives New: its context is cancelled by Close, not by ctx.
 	lifecycleCtx, cancel := context.WithCancel(oidc.ClientContext(context.Background(), client))
@@ -168,8 +168,9 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	})
 	if err != nil {
 		cancel()
+		// Upstream names the k8s OIDC authenticator here, which it fails to build.
 		return fail(authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonInvalidAuthenticator,
-			"could not initialize the JWT authenticator: %v", err)
+			"could not initialize oidc authenticator: %v", err)
 	}
 	result.Pass(authv1alpha1.ConditionAuthenticatorValid, "authenticator initialized")
 	return &Authenticator{token: token, cancel: cancel}, result

@@ -230,3 +230,31 @@ func assertChecks(t *testing.T, result checks.List, failedType, wantReason strin
 		}
 	}
 }
+
+// AuthenticatorValid is worded as upstream's: a spec the k8s validation refuses is reported
+// with the field paths of the CRD, and the success message is upstream's too.
+func TestNewAuthenticatorValidMessage(t *testing.T) {
+	iss := oidcissuer.New(t)
+	tests := []struct {
+		name   string
+		claims authv1alpha1.JWTTokenClaims
+		want   metav1.Condition
+	}{
+		{name: "valid", want: metav1.Condition{Status: metav1.ConditionTrue, Reason: "Success", Message: "authenticator initialized"}},
+		{name: "claim and expression", claims: authv1alpha1.JWTTokenClaims{Username: "sub", UsernameExpression: "claims.sub"},
+			want: metav1.Condition{Status: metav1.ConditionFalse, Reason: authv1alpha1.ReasonInvalidAuthenticator,
+				Message: `could not initialize jwt authenticator: claims.username: Invalid value: "": claim and expression can't both be set`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			authn, result := New(context.Background(), Config{Issuer: iss.Issuer, Audience: audience, CABundle: iss.CABundle, Claims: tt.claims})
+			if authn != nil {
+				t.Cleanup(authn.Close)
+			}
+			got := result[len(result)-1]
+			if got.Type != authv1alpha1.ConditionAuthenticatorValid || got.Status != tt.want.Status || got.Reason != tt.want.Reason || got.Message != tt.want.Message {
+				t.Errorf("last check = %s %s/%s %q; want AuthenticatorValid %s/%s %q", got.Type, got.Status, got.Reason, got.Message, tt.want.Status, tt.want.Reason, tt.want.Message)
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/activedirectory"
+	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/activedirectoryidp"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
@@ -271,11 +272,11 @@ func TestConnect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, conds := activedirectoryidp.Prepare(tt.spec, 2, secret(tt.password), a.CABundle, nil)
+			cfg, conds := activedirectoryidp.Prepare(tt.spec, 2, secret(tt.password), a.CABundle, nil, tlsprofile.Profile{})
 			if cfg == nil {
 				t.Fatalf("Prepare: %+v", conds)
 			}
-			p, more, _ := activedirectoryidp.Connect(ctx, *cfg, 2)
+			p, more, _ := activedirectoryidp.Connect(ctx, *cfg, secret(tt.password), 2)
 			conds = append(conds, more...)
 			var got []cond
 			for _, c := range conds {

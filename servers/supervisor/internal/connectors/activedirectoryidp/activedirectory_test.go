@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 )
 
@@ -45,7 +46,7 @@ func TestDefaults(t *testing.T) {
 			GroupNameAttribute:     "sAMAccountName",
 		},
 	}
-	if diff := cmp.Diff(want, p.Config()); diff != "" {
+	if diff := cmp.Diff(want, p.Config(), cmp.AllowUnexported(tlsprofile.Profile{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
 }
@@ -75,7 +76,7 @@ func TestSpecOverridesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(cfg, p.Config()); diff != "" {
+	if diff := cmp.Diff(cfg, p.Config(), cmp.AllowUnexported(tlsprofile.Profile{})); diff != "" {
 		t.Errorf("explicit spec (-want +got):\n%s", diff)
 	}
 	if hooks.UID != nil || hooks.GroupName != nil {

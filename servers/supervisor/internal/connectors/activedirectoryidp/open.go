@@ -3,6 +3,7 @@ package activedirectoryidp
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
@@ -36,19 +37,19 @@ type connected struct {
 
 // open is Open with Connect as a parameter, for tests.
 func open(ctx context.Context, idp *idpv1alpha1.ActiveDirectoryIdentityProvider, in connectors.Inputs,
-	connect func(context.Context, ldapclient.Config, int64) (*ldapclient.Provider, []metav1.Condition, error),
+	connect func(context.Context, ldapclient.Config, *corev1.Secret, int64) (*ldapclient.Provider, []metav1.Condition, error),
 ) (connectors.Connector, []metav1.Condition, error) {
 	secret, err := in.Secret(idp.Spec.Bind.SecretName)
 	if err != nil {
 		return nil, nil, err
 	}
 	caBundle, tlsErr := in.CABundle("spec.tls", idp.Spec.TLS)
-	cfg, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr)
+	cfg, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr, in.TLSProfile)
 	if cfg == nil {
 		return nil, conds, nil
 	}
 	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, secret, caBundle), func(prev connected, found bool) (connected, bool) {
-		p, conds, err := connect(ctx, *cfg, idp.Generation)
+		p, conds, err := connect(ctx, *cfg, secret, idp.Generation)
 		if err != nil && found && connectors.Unreachable(err) {
 			p = prev.provider
 		}

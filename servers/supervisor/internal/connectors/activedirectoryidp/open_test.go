@@ -26,7 +26,7 @@ func TestOpen(t *testing.T) {
 	caches := map[string]*connectors.ProbeCache{}
 	connects := 0
 	flakyDown := false
-	connect := func(_ context.Context, cfg ldapclient.Config, gen int64) (*ldapclient.Provider, []metav1.Condition, error) {
+	connect := func(_ context.Context, cfg ldapclient.Config, _ *corev1.Secret, gen int64) (*ldapclient.Provider, []metav1.Condition, error) {
 		connects++
 		if strings.HasPrefix(cfg.Host, "flaky") && flakyDown {
 			return nil, []metav1.Condition{

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
@@ -18,29 +19,27 @@ import (
 // search bases (SearchBaseFound) and probes the domain controller (LDAPConnectionValid).
 
 // Prepare checks the bind Secret (nil when it does not exist) and the outcome of resolving
-// spec.tls (caBundle, or tlsErr), and returns the configuration for Connect. When either check
-// fails there is nothing to connect with: the configuration is nil and SearchBaseFound and
-// LDAPConnectionValid, included then, are Unknown.
-func Prepare(spec idpv1alpha1.ActiveDirectoryIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error) (*ldapclient.Config, []metav1.Condition) {
+// spec.tls (caBundle, or tlsErr), and returns the configuration for Connect, which offers the
+// ciphers of profile. When either check
+// fails there is nothing to connect with: the configuration is nil and, as upstream,
+// SearchBaseFound and LDAPConnectionValid are left out (those of an earlier run stay).
+func Prepare(spec idpv1alpha1.ActiveDirectoryIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error, profile tlsprofile.Profile) (*ldapclient.Config, []metav1.Condition) {
 	username, password, secretCond := ldapidp.BindSecretCondition(spec.Bind.SecretName, bindSecret)
 	tlsCond := connectors.TLSCondition("spec.tls", caBundle, tlsErr)
 	conds := []metav1.Condition{secretCond, tlsCond}
 	if secretCond.Status != metav1.ConditionTrue || tlsCond.Status != metav1.ConditionTrue {
-		const msg = "not checked: the bind Secret or spec.tls is invalid"
-		conds = append(conds,
-			metav1.Condition{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionUnknown, Reason: idpv1alpha1.ReasonUnableToValidate, Message: msg},
-			metav1.Condition{Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionUnknown, Reason: idpv1alpha1.ReasonUnableToValidate, Message: msg},
-		)
 		return nil, connectors.WithGeneration(conds, generation)
 	}
 	cfg := ConfigFromSpec(spec, caBundle, username, password)
+	cfg.TLSProfile = profile
 	return &cfg, connectors.WithGeneration(conds, generation)
 }
 
 // Connect resolves the search bases of a configuration from Prepare and probes the domain
 // controller with the resulting Provider, which it returns when the probe succeeded; otherwise
-// the error says why it failed.
-func Connect(ctx context.Context, cfg ldapclient.Config, generation int64) (*ldapclient.Provider, []metav1.Condition, error) {
+// the error says why it failed. bindSecret is the Secret the configuration's credentials came
+// from, named in LDAPConnectionValid.
+func Connect(ctx context.Context, cfg ldapclient.Config, bindSecret *corev1.Secret, generation int64) (*ldapclient.Provider, []metav1.Condition, error) {
 	base := metav1.Condition{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionTrue, ObservedGeneration: generation}
 	conn := metav1.Condition{Type: idpv1alpha1.ConditionLDAPConnectionValid, ObservedGeneration: generation}
 	if !NeedsSearchBase(cfg) {
@@ -66,8 +65,8 @@ func Connect(ctx context.Context, cfg ldapclient.Config, generation int64) (*lda
 		conn.Status, conn.Reason, conn.Message = metav1.ConditionFalse, idpv1alpha1.ReasonInvalid, err.Error()
 		return nil, []metav1.Condition{base, conn}, err
 	}
-	protocol, err := p.Probe(ctx)
-	conn = ldapidp.ConnectionCondition(p, generation, protocol, err)
+	_, err = p.Probe(ctx)
+	conn = ldapidp.ConnectionCondition(p, bindSecret, generation, err)
 	if err != nil {
 		return nil, []metav1.Condition{base, conn}, err
 	}

@@ -3,6 +3,7 @@ package activedirectoryidp
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/core/cabundle"
+	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 )
@@ -46,6 +48,10 @@ const (
 )
 
 func TestPrepare(t *testing.T) {
+	profile, err := tlsprofile.New([]string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	good := &corev1.Secret{Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"username": []byte("svc@example.test"), "password": []byte("pw")}}
 	tests := []struct {
 		name    string
@@ -62,7 +68,6 @@ func TestPrepare(t *testing.T) {
 			name: "secret not found",
 			want: []condSummary{
 				{bindCond, metav1.ConditionFalse, "SecretNotFound"}, {tlsCond, metav1.ConditionTrue, "Success"},
-				{baseCond, metav1.ConditionUnknown, "UnableToValidate"}, {connCond, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -70,18 +75,20 @@ func TestPrepare(t *testing.T) {
 			tlsErr: &cabundle.Error{Reason: cabundle.ReasonInvalidTLSConfig, Message: "ConfigMap ns/ca not found"},
 			want: []condSummary{
 				{bindCond, metav1.ConditionTrue, "Success"}, {tlsCond, metav1.ConditionFalse, "InvalidTLSConfig"},
-				{baseCond, metav1.ConditionUnknown, "UnableToValidate"}, {connCond, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, conds := Prepare(minimalSpec(), 3, tt.secret, nil, tt.tlsErr)
+			cfg, conds := Prepare(minimalSpec(), 3, tt.secret, nil, tt.tlsErr, profile)
 			if diff := cmp.Diff(tt.want, summarize(t, conds, 3)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
 			if (cfg != nil) != tt.wantCfg {
 				t.Fatalf("config = %v, want one: %v", cfg, tt.wantCfg)
+			}
+			if cfg != nil && !slices.Equal(cfg.TLSProfile.LDAPClientConfig().CipherSuites, profile.LDAPClientConfig().CipherSuites) {
+				t.Errorf("config offers %x, want the profile's ciphers", cfg.TLSProfile.LDAPClientConfig().CipherSuites)
 			}
 			if cfg != nil && (cfg.BindUsername != "svc@example.test" || cfg.BindPassword != "pw" || cfg.Host != "dc.example.test") {
 				t.Errorf("config = %+v, want the spec's host and the Secret's account", cfg)
@@ -143,7 +150,7 @@ func TestConnectFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			p, conds, err := Connect(ctx, tt.cfg, 5)
+			p, conds, err := Connect(ctx, tt.cfg, nil, 5)
 			if p != nil || err == nil {
 				t.Errorf("Connect returned a Provider %v and error %v despite a failure", p, err)
 			}

@@ -105,7 +105,7 @@ func NewWithHooks(cfg Config, hooks Hooks) (*Provider, error) {
 }
 
 func newProvider(cfg Config, hooks Hooks) *Provider {
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	tlsConfig := cfg.TLSProfile.LDAPClientConfig()
 	if len(cfg.CABundle) > 0 {
 		tlsConfig.RootCAs = x509.NewCertPool()
 		tlsConfig.RootCAs.AppendCertsFromPEM(cfg.CABundle)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	goldap "github.com/go-ldap/ldap/v3"
+
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 // DNAttribute names the entry's distinguished name where an attribute name is expected.
@@ -31,6 +33,9 @@ type Config struct {
 	Host string
 	// CABundle is PEM CA certificates that verify the server; empty trusts the system roots.
 	CABundle []byte
+	// TLSProfile sets the TLS 1.2 ciphers offered (tls.onedottwo.allowedCiphers narrows them);
+	// the zero Profile offers all of them.
+	TLSProfile tlsprofile.Profile
 	// BindUsername (a DN) and BindPassword are the service account that searches.
 	BindUsername string
 	BindPassword string

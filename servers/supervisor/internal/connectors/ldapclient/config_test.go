@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"sealion.dev/servers/internal/tlsprofile"
 )
 
 func validConfig() Config {
@@ -26,7 +28,7 @@ func TestDefaults(t *testing.T) {
 	want := validConfig()
 	want.UserSearch.Filter = "(uid={})"
 	want.GroupSearch = GroupSearch{Filter: "(member={})", UserAttributeForFilter: "dn", GroupNameAttribute: "dn"}
-	if diff := cmp.Diff(want, p.Config()); diff != "" {
+	if diff := cmp.Diff(want, p.Config(), cmp.AllowUnexported(tlsprofile.Profile{})); diff != "" {
 		t.Errorf("config with defaults (-want +got):\n%s", diff)
 	}
 
@@ -38,7 +40,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.GroupSearch.Filter = "(memberUid={})"
-	if diff := cmp.Diff(c, p.Config()); diff != "" {
+	if diff := cmp.Diff(c, p.Config(), cmp.AllowUnexported(tlsprofile.Profile{})); diff != "" {
 		t.Errorf("explicit config (-want +got):\n%s", diff)
 	}
 }

@@ -46,13 +46,13 @@ func open(ctx context.Context, idp *idpv1alpha1.LDAPIdentityProvider, in connect
 		return nil, nil, err
 	}
 	caBundle, tlsErr := in.CABundle("spec.tls", idp.Spec.TLS)
-	p, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr)
+	p, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr, in.TLSProfile)
 	if p == nil {
 		return nil, conds, nil
 	}
 	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, secret, caBundle), func(prev probed, found bool) (probed, bool) {
-		protocol, err := probe(p, ctx)
-		r := probed{p, ConnectionCondition(p, idp.Generation, protocol, err)}
+		_, err := probe(p, ctx)
+		r := probed{p, ConnectionCondition(p, secret, idp.Generation, err)}
 		if err != nil {
 			r.provider = nil
 			if found && connectors.Unreachable(err) {

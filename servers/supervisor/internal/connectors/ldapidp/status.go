@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 )
@@ -18,20 +19,19 @@ import (
 
 // Prepare checks the bind Secret (nil when it does not exist) and the outcome of resolving
 // spec.tls (caBundle, or tlsErr, typically a *cabundle.Error), and builds the Provider to
-// probe. When either check fails there is nothing to probe: the Provider is nil and
-// LDAPConnectionValid, included then, is Unknown. An otherwise unusable spec makes it False.
-func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error) (*ldapclient.Provider, []metav1.Condition) {
+// probe, which offers the ciphers of profile. When either check fails there is nothing to probe: the Provider is nil and, as
+// upstream, LDAPConnectionValid is left out (the one of an earlier probe stays). An otherwise
+// unusable spec makes it False.
+func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error, profile tlsprofile.Profile) (*ldapclient.Provider, []metav1.Condition) {
 	username, password, secretCond := BindSecretCondition(spec.Bind.SecretName, bindSecret)
 	tlsCond := connectors.TLSCondition("spec.tls", caBundle, tlsErr)
 	conds := []metav1.Condition{secretCond, tlsCond}
 	if secretCond.Status != metav1.ConditionTrue || tlsCond.Status != metav1.ConditionTrue {
-		conds = append(conds, metav1.Condition{
-			Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionUnknown,
-			Reason: idpv1alpha1.ReasonUnableToValidate, Message: "not probed: the bind Secret or spec.tls is invalid",
-		})
 		return nil, connectors.WithGeneration(conds, generation)
 	}
-	p, err := ldapclient.New(ConfigFromSpec(spec, caBundle, username, password))
+	cfg := ConfigFromSpec(spec, caBundle, username, password)
+	cfg.TLSProfile = profile
+	p, err := ldapclient.New(cfg)
 	if err != nil {
 		conds = append(conds, metav1.Condition{
 			Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionFalse,
@@ -42,8 +42,9 @@ func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSe
 	return p, connectors.WithGeneration(conds, generation)
 }
 
-// ConnectionCondition is LDAPConnectionValid after p.Probe returned protocol and err.
-func ConnectionCondition(p *ldapclient.Provider, generation int64, protocol ldapclient.Protocol, err error) metav1.Condition {
+// ConnectionCondition is LDAPConnectionValid after p.Probe returned err. Its success message
+// names the bind Secret and the resourceVersion that was validated, as upstream's.
+func ConnectionCondition(p *ldapclient.Provider, bindSecret *corev1.Secret, generation int64, err error) metav1.Condition {
 	c := metav1.Condition{Type: idpv1alpha1.ConditionLDAPConnectionValid, ObservedGeneration: generation}
 	if err != nil {
 		c.Status, c.Reason = metav1.ConditionFalse, idpv1alpha1.ReasonLDAPConnectionError
@@ -51,7 +52,8 @@ func ConnectionCondition(p *ldapclient.Provider, generation int64, protocol ldap
 		return c
 	}
 	c.Status, c.Reason = metav1.ConditionTrue, idpv1alpha1.ReasonSuccess
-	c.Message = fmt.Sprintf("connected to %q with %s and bound as %q", p.Config().Host, protocol, p.Config().BindUsername)
+	c.Message = fmt.Sprintf("successfully able to connect to %q and bind as user %q [validated with Secret %q at version %q]",
+		p.Config().Host, p.Config().BindUsername, bindSecret.Name, bindSecret.ResourceVersion)
 	return c
 }
 

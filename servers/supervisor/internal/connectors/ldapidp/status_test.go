@@ -2,6 +2,7 @@ package ldapidp
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/core/cabundle"
 	"sealion.dev/core/certauthority"
+	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 )
 
@@ -38,6 +40,10 @@ func summarize(conds []metav1.Condition, generation int64, t *testing.T) []condS
 
 func TestPrepare(t *testing.T) {
 	ca, err := certauthority.New("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := tlsprofile.New([]string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +98,6 @@ func TestPrepare(t *testing.T) {
 			want: []condSummary{
 				{bind, metav1.ConditionFalse, "SecretNotFound"},
 				{tls, metav1.ConditionTrue, "Success"},
-				{conn, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -101,7 +106,6 @@ func TestPrepare(t *testing.T) {
 			want: []condSummary{
 				{bind, metav1.ConditionFalse, "SecretWrongType"},
 				{tls, metav1.ConditionTrue, "Success"},
-				{conn, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -110,7 +114,6 @@ func TestPrepare(t *testing.T) {
 			want: []condSummary{
 				{bind, metav1.ConditionFalse, "SecretMissingKeys"},
 				{tls, metav1.ConditionTrue, "Success"},
-				{conn, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -120,7 +123,6 @@ func TestPrepare(t *testing.T) {
 			want: []condSummary{
 				{bind, metav1.ConditionTrue, "Success"},
 				{tls, metav1.ConditionFalse, "InvalidTLSConfig"},
-				{conn, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -130,7 +132,6 @@ func TestPrepare(t *testing.T) {
 			want: []condSummary{
 				{bind, metav1.ConditionTrue, "Success"},
 				{tls, metav1.ConditionFalse, "InvalidTLSConfig"},
-				{conn, metav1.ConditionUnknown, "UnableToValidate"},
 			},
 		},
 		{
@@ -150,12 +151,15 @@ func TestPrepare(t *testing.T) {
 			if tt.spec != nil {
 				tt.spec(&s)
 			}
-			p, conds := Prepare(s, 7, tt.secret, tt.caBundle, tt.tlsErr)
+			p, conds := Prepare(s, 7, tt.secret, tt.caBundle, tt.tlsErr, profile)
 			if diff := cmp.Diff(tt.want, summarize(conds, 7, t)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
 			if (p != nil) != tt.wantProvider {
 				t.Fatalf("provider = %v, want one: %v", p, tt.wantProvider)
+			}
+			if p != nil && !slices.Equal(p.Config().TLSProfile.LDAPClientConfig().CipherSuites, profile.LDAPClientConfig().CipherSuites) {
+				t.Errorf("provider offers %x, want the profile's ciphers", p.Config().TLSProfile.LDAPClientConfig().CipherSuites)
 			}
 			if p != nil && (p.Config().BindUsername != "cn=svc,dc=example" || p.Config().BindPassword != "pw") {
 				t.Errorf("provider binds as %q/%q, want the Secret's credentials", p.Config().BindUsername, p.Config().BindPassword)
@@ -172,15 +176,16 @@ func TestConnectionCondition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := ConnectionCondition(p, 3, ldapclient.StartTLS, nil)
+	bind := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bind", ResourceVersion: "4711"}}
+	ok := ConnectionCondition(p, bind, 3, nil)
 	want := metav1.Condition{
 		Type: idpv1alpha1.ConditionLDAPConnectionValid, Status: metav1.ConditionTrue, Reason: "Success", ObservedGeneration: 3,
-		Message: `connected to "ldap.example.test" with StartTLS and bound as "cn=svc,dc=example"`,
+		Message: `successfully able to connect to "ldap.example.test" and bind as user "cn=svc,dc=example" [validated with Secret "bind" at version "4711"]`,
 	}
 	if diff := cmp.Diff(want, ok); diff != "" {
 		t.Errorf("success condition (-want +got):\n%s", diff)
 	}
-	failed := ConnectionCondition(p, 3, "", errors.New("connecting: refused"))
+	failed := ConnectionCondition(p, bind, 3, errors.New("connecting: refused"))
 	if failed.Status != metav1.ConditionFalse || failed.Reason != "LDAPConnectionError" || failed.Message != `could not successfully connect to "ldap.example.test" and bind as user "cn=svc,dc=example": connecting: refused` {
 		t.Errorf("failure condition = %+v", failed)
 	}
@@ -206,7 +211,7 @@ func TestConfigFromSpec(t *testing.T) {
 		UserSearch:  ldapclient.UserSearch{Base: "ou=people", Filter: "mail={}", UsernameAttribute: "mail", UIDAttribute: "entryUUID"},
 		GroupSearch: ldapclient.GroupSearch{Base: "ou=groups", Filter: "memberUid={}", UserAttributeForFilter: "uid", GroupNameAttribute: "cn", SkipGroupRefresh: true},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(tlsprofile.Profile{})); diff != "" {
 		t.Errorf("ConfigFromSpec (-want +got):\n%s", diff)
 	}
 }

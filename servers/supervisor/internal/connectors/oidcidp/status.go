@@ -186,23 +186,23 @@ func newHTTPClient(caBundle []byte) (*http.Client, error) {
 	return &http.Client{Transport: transport, Timeout: httpTimeout}, nil
 }
 
-// clientSecretCondition is ClientCredentialsSecretValid: it wants a Secret of type
-// ClientSecretType (nil when it does not exist) with a client ID and secret, which it
-// returns.
+// clientSecretCondition is ClientCredentialsSecretValid, worded as upstream words it: it wants a
+// Secret of type ClientSecretType (nil when it does not exist) with a client ID and secret, which
+// it returns.
 func clientSecretCondition(name string, s *corev1.Secret) (clientID, clientSecret string, c metav1.Condition) {
 	c = metav1.Condition{Type: idpv1alpha1.ConditionClientCredentialsSecretValid, Status: metav1.ConditionFalse}
 	switch {
 	case s == nil:
-		c.Reason, c.Message = idpv1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %q not found", name)
+		c.Reason, c.Message = idpv1alpha1.ReasonSecretNotFound, fmt.Sprintf("secret %q not found", name)
 	case s.Type != ClientSecretType:
 		c.Reason, c.Message = idpv1alpha1.ReasonSecretWrongType,
-			fmt.Sprintf("Secret %q has type %q, want %q", name, s.Type, ClientSecretType)
+			fmt.Sprintf("referenced Secret %q has wrong type %q (should be %q)", name, s.Type, ClientSecretType)
 	case len(s.Data[ClientIDKey]) == 0 || len(s.Data[ClientSecretKey]) == 0:
 		c.Reason, c.Message = idpv1alpha1.ReasonSecretMissingKeys,
-			fmt.Sprintf("Secret %q needs non-empty keys %q and %q", name, ClientIDKey, ClientSecretKey)
+			fmt.Sprintf("referenced Secret %q is missing required keys %q", name, []string{ClientIDKey, ClientSecretKey})
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, idpv1alpha1.ReasonSuccess
-		c.Message = fmt.Sprintf("loaded the client ID and secret from Secret %q", name)
+		c.Message = "loaded client credentials"
 		return string(s.Data[ClientIDKey]), string(s.Data[ClientSecretKey]), c
 	}
 	return "", "", c

@@ -20,6 +20,7 @@ import (
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	"sealion.dev/core/testing/controlplane"
 	"sealion.dev/core/testing/oidcissuer"
+	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/kinds"
 	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
@@ -78,7 +79,7 @@ func TestIntegrationOIDC(t *testing.T) {
 	c := New(ns, supervisor, kinds.All, Informers{
 		IDPs:    idps,
 		Secrets: kubeFactory.Core().V1().Secrets(), ConfigMaps: kubeFactory.Core().V1().ConfigMaps(),
-	}, registry)
+	}, registry, tlsprofile.Profile{})
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	kubeFactory.Start(runCtx.Done())
