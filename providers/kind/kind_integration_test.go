@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/providers"
@@ -142,10 +144,23 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 	})
 
-	t.Run("this machine reaches the API server at the cluster-info address", func(t *testing.T) {
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort(nodeContainer(name), "6443"), 5*time.Second)
+	// The node's name, which kind's cluster-info advertises, is left unresolved, as on a user's
+	// machine; clients reach the API server at the kubeconfig's address.
+	t.Run("this machine reaches the API server at the kubeconfig's address", func(t *testing.T) {
+		cfg, err := clientcmd.LoadFromFile(kubeconfig)
 		if err != nil {
-			t.Fatalf("dialing the node by name: %v", err)
+			t.Fatal(err)
+		}
+		server, err := url.Parse(cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip := net.ParseIP(server.Hostname()); ip == nil || !ip.IsLoopback() {
+			t.Errorf("the kubeconfig's server %s is not a loopback address, as kind's is", server)
+		}
+		conn, err := net.DialTimeout("tcp", server.Host, 5*time.Second)
+		if err != nil {
+			t.Fatalf("dialing the API server at %s: %v", server.Host, err)
 		}
 		conn.Close()
 	})
