@@ -17,24 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"sealion.dev/core/testing/controlplane"
+	"sealion.dev/providers"
 )
-
-// hostAddress is a non-loopback IPv4 address of this machine. The API server rejects loopback
-// addresses in EndpointSlices, so the echo servers standing in for pods listen on this one.
-func hostAddress(t *testing.T) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatalf("listing this machine's addresses: %v", err)
-	}
-	for _, a := range addrs {
-		if ipNet, ok := a.(*net.IPNet); ok && ipNet.IP.To4() != nil && ipNet.IP.IsGlobalUnicast() {
-			return ipNet.IP.String()
-		}
-	}
-	t.Fatal("this machine has no non-loopback IPv4 address for the echo servers; EndpointSlices cannot point at loopback")
-	return ""
-}
 
 // TestIntegration runs the controller against a real kube-apiserver, which validates the
 // IngressClass and the status writes, with the impersonation proxy's setup on Talos: a ClusterIP
@@ -49,7 +33,13 @@ func TestIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	server := startTLSEchoServer(t, hostAddress(t), "proxy", "proxy.sealion.test")
+	// The API server rejects loopback addresses in EndpointSlices, so the echo server standing in
+	// for the pod listens on this machine's own address.
+	host, err := providers.HostIPv4()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := startTLSEchoServer(t, host, "proxy", "proxy.sealion.test")
 	proxyIngress := newIngress("proxy", withRule("proxy.sealion.test", "proxy"))
 	proxyIngress.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port = networkingv1.ServiceBackendPort{Name: "https"}
 	create := []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}, newService("proxy")}

@@ -14,24 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"sealion.dev/core/testing/controlplane"
+	"sealion.dev/providers"
 )
-
-// hostAddress is a non-loopback IPv4 address of this machine. The API server rejects loopback
-// addresses in EndpointSlices, so the echo servers standing in for pods listen on this one.
-func hostAddress(t *testing.T) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatalf("listing this machine's addresses: %v", err)
-	}
-	for _, a := range addrs {
-		if ipNet, ok := a.(*net.IPNet); ok && ipNet.IP.To4() != nil && ipNet.IP.IsGlobalUnicast() {
-			return ipNet.IP.String()
-		}
-	}
-	t.Fatal("this machine has no non-loopback IPv4 address for the echo servers; EndpointSlices cannot point at loopback")
-	return ""
-}
 
 // TestIntegration runs the controller against a real kube-apiserver, which validates the status
 // writes, with echo servers on this machine standing in for pods.
@@ -48,7 +32,12 @@ func TestIntegration(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	host := hostAddress(t)
+	// The API server rejects loopback addresses in EndpointSlices, so the echo servers standing in
+	// for pods listen on this machine's own address.
+	host, err := providers.HostIPv4()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("IP mode", func(t *testing.T) {
 		a := startEchoServer(t, host, "a")
