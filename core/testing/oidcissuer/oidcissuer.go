@@ -53,6 +53,7 @@ type Issuer struct {
 
 	server            *httptest.Server
 	discoveryOverride map[string]any
+	endpoints         []endpoint
 
 	mu           sync.Mutex
 	keys         map[jose.SignatureAlgorithm]*jose.JSONWebKey // current private signing keys
@@ -66,6 +67,17 @@ type Option func(*Issuer)
 // "jwks_uri", to test how clients handle a misconfigured provider.
 func WithDiscoveryOverrides(fields map[string]any) Option {
 	return func(i *Issuer) { i.discoveryOverride = fields }
+}
+
+// WithEndpoint serves handler at pattern (an http.ServeMux pattern such as "POST /token") beside
+// discovery and the JWKS, for tests of clients that go on to the issuer's other endpoints.
+func WithEndpoint(pattern string, handler http.HandlerFunc) Option {
+	return func(i *Issuer) { i.endpoints = append(i.endpoints, endpoint{pattern, handler}) }
+}
+
+type endpoint struct {
+	pattern string
+	handler http.HandlerFunc
 }
 
 // New starts an issuer on 127.0.0.1 and stops it when the test ends.
@@ -86,6 +98,9 @@ func New(t testing.TB, opts ...Option) *Issuer {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+DiscoveryPath, i.serveDiscovery)
 	mux.HandleFunc("GET "+JWKSPath, i.serveJWKS)
+	for _, e := range i.endpoints {
+		mux.HandleFunc(e.pattern, e.handler)
+	}
 	i.server = httptest.NewUnstartedServer(mux)
 	i.server.TLS = tlsConfig
 	i.server.StartTLS()

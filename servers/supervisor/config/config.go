@@ -72,9 +72,9 @@ type OIDC struct {
 
 // IgnoreUserInfoEndpoint names the upstreams whose userinfo endpoint is not read.
 type IgnoreUserInfoEndpoint struct {
-	// WhenIssuerExactlyMatches lists issuers whose userinfo endpoint Pinniped ignores. The key is
-	// accepted so that Pinniped's configurations load; it changes nothing here, as our OIDC
-	// upstreams never read a userinfo endpoint: every issuer is treated as these are.
+	// WhenIssuerExactlyMatches lists the OIDCIdentityProvider issuers treated as if they had no
+	// userinfo endpoint: their claims are the ID token's alone, and they must issue refresh
+	// tokens. For upstreams, such as ADFS, whose userinfo endpoint refuses what it should accept.
 	WhenIssuerExactlyMatches []string `json:"whenIssuerExactlyMatches,omitempty"`
 }
 

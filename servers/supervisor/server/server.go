@@ -134,7 +134,10 @@ func (c CompletedConfig) New() (*Server, error) {
 		IDPs:       idps,
 		Secrets:    secrets,
 		ConfigMaps: c.KubeInformers.Core().V1().ConfigMaps(),
-	}, registry, c.File.TLSProfile)
+	}, registry, connectors.Settings{
+		TLSProfile:            c.File.TLSProfile,
+		IgnoreUserInfoIssuers: c.File.OIDC.IgnoreUserInfoEndpoint.WhenIssuerExactlyMatches,
+	})
 	clients := oidcclientcontroller.New(c.Namespace, c.Controllers.Supervisor, oidcclientcontroller.Informers{
 		OIDCClients: oidcClients,
 		Secrets:     secrets,

@@ -32,9 +32,17 @@ type Inputs struct {
 	CABundle func(field string, spec *idpv1alpha1.TLSSpec) ([]byte, error)
 	// Probes remembers the object's last successful probe (see Probe).
 	Probes *ProbeCache
+	Settings
+}
+
+// Settings are the Supervisor's static configuration of every connector.
+type Settings struct {
 	// TLSProfile is the Supervisor's, which tls.onedottwo.allowedCiphers narrows; it also sets
 	// the TLS 1.2 ciphers offered to LDAP servers.
 	TLSProfile tlsprofile.Profile
+	// IgnoreUserInfoIssuers are the OIDC issuers whose userinfo endpoint is never read
+	// (oidc.ignoreUserInfoEndpoint.whenIssuerExactlyMatches).
+	IgnoreUserInfoIssuers []string
 }
 
 // Factory opens an object: it checks the object with its inputs, probes the upstream, and

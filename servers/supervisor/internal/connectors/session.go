@@ -11,11 +11,14 @@ type Session struct {
 	GitHub *GitHubSession `json:"github,omitempty"`
 }
 
-// OIDCSession identifies the upstream user and holds the upstream refresh token.
+// OIDCSession identifies the upstream user and holds exactly one upstream token: the refresh
+// token, or, from an upstream that issues none, the access token that refreshes present to its
+// userinfo endpoint.
 type OIDCSession struct {
 	UpstreamIssuer       string `json:"upstreamIssuer"`
 	UpstreamSubject      string `json:"upstreamSubject"`
 	UpstreamRefreshToken string `json:"upstreamRefreshToken"`
+	UpstreamAccessToken  string `json:"upstreamAccessToken"`
 }
 
 // LDAPSession finds the user's entry again at refresh and checks it is the same person.
@@ -51,11 +54,11 @@ func (s Session) Clone() Session {
 }
 
 // Tokens are the session's upstream credentials, which the session storage seals: an OIDC
-// provider's refresh token, a GitHub access token.
+// provider's refresh or access token, a GitHub access token.
 func (s *Session) Tokens() []*string {
 	var tokens []*string
 	if s.OIDC != nil {
-		tokens = append(tokens, &s.OIDC.UpstreamRefreshToken)
+		tokens = append(tokens, &s.OIDC.UpstreamRefreshToken, &s.OIDC.UpstreamAccessToken)
 	}
 	if s.GitHub != nil {
 		tokens = append(tokens, &s.GitHub.UpstreamAccessToken)
@@ -64,7 +67,7 @@ func (s *Session) Tokens() []*string {
 }
 
 // Revocable reports whether the session holds an upstream token to revoke when it ends: an OIDC
-// refresh token. GitHub's access tokens are not revoked: GitHub has no RFC 7009 endpoint.
+// refresh or access token. GitHub's access tokens are not revoked: GitHub has no RFC 7009 endpoint.
 func (s Session) Revocable() bool {
-	return s.OIDC != nil && s.OIDC.UpstreamRefreshToken != ""
+	return s.OIDC != nil && (s.OIDC.UpstreamRefreshToken != "" || s.OIDC.UpstreamAccessToken != "")
 }

@@ -1,8 +1,11 @@
 // Package oidcidp is the connector of OIDCIdentityProviders: users log in at the upstream OpenID
 // Connect provider in their browser (the authorization code flow with PKCE and a nonce) or, where
-// the identity provider allows it, with the password grant; refreshes redeem the upstream refresh
-// token and check that the upstream user is the same, and ending a session revokes that token at
-// the upstream (RFC 7009).
+// the identity provider allows it, with the password grant. As Pinniped does, the claims of the
+// upstream ID token are merged with those of the upstream's userinfo endpoint, when it has one,
+// so that providers which put groups only there (Okta, Azure AD) work. Refreshes redeem the
+// upstream refresh token, or, from upstreams that issue none, re-read the userinfo endpoint with
+// the stored access token, and check that the upstream user is the same; ending a session revokes
+// that token at the upstream (RFC 7009).
 package oidcidp
 
 import (
@@ -37,6 +40,10 @@ type Config struct {
 	AdditionalClaims map[string]string
 	// HTTPClient talks to the issuer (its TLS settings); nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// IgnoreUserInfo treats the upstream as if it had no userinfo endpoint (the Supervisor's
+	// oidc.ignoreUserInfoEndpoint setting, for upstreams such as ADFS whose endpoint refuses the
+	// refreshed access tokens).
+	IgnoreUserInfo bool
 }
 
 // Connector logs users in at one upstream OIDC provider.
@@ -110,11 +117,7 @@ func (c *Connector) Exchange(ctx context.Context, login connectors.Login, code s
 	if err != nil {
 		return nil, connectors.Refused("the upstream identity provider refused the authorization code", err)
 	}
-	id, err := c.validate(ctx, p, tok, secrets.Nonce)
-	if err != nil {
-		return nil, connectors.Refused(err.Error(), nil)
-	}
-	return id.connectorIdentity(login, tok.RefreshToken), nil
+	return c.login(ctx, p, login, tok, secrets.Nonce)
 }
 
 // Authenticate logs in with the resource owner password credentials grant.
@@ -130,48 +133,95 @@ func (c *Connector) Authenticate(ctx context.Context, login connectors.Login, us
 	if err != nil {
 		return nil, connectors.Refused("Username/password not accepted by the upstream OIDC provider.", err)
 	}
-	id, err := c.validate(ctx, p, tok, "")
+	return c.login(ctx, p, login, tok, "")
+}
+
+// login maps the upstream's answer to a login: its ID token (checked against nonce when set)
+// merged with its userinfo, and the upstream token later refreshes use. That is the refresh
+// token; from an upstream that issues none, the access token, which refreshes present to the
+// userinfo endpoint, so that an upstream without one cannot be used.
+func (c *Connector) login(ctx context.Context, p *oidc.Provider, login connectors.Login, tok *oauth2.Token, nonce string) (*connectors.Identity, error) {
+	claims, err := c.claims(ctx, p, tok, nonce, true, false)
 	if err != nil {
 		return nil, connectors.Refused(err.Error(), nil)
 	}
-	return id.connectorIdentity(login, tok.RefreshToken), nil
+	id, err := c.identity(claims)
+	if err != nil {
+		return nil, connectors.Refused(err.Error(), nil)
+	}
+	session := &connectors.OIDCSession{UpstreamIssuer: id.Issuer, UpstreamSubject: id.Subject}
+	switch {
+	case tok.RefreshToken != "":
+		session.UpstreamRefreshToken = tok.RefreshToken
+	case tok.AccessToken != "" && c.userInfoURL(p) == "":
+		return nil, connectors.Refused("access token was returned by upstream provider but there was no userinfo endpoint", nil)
+	case tok.AccessToken != "":
+		session.UpstreamAccessToken = tok.AccessToken
+	default:
+		return nil, connectors.Refused("neither access token nor refresh token returned by upstream provider", nil)
+	}
+	return id.connectorIdentity(login, session), nil
 }
 
-// Refresh redeems the upstream refresh token and, when the upstream sends a new ID token, checks
-// that it is the same upstream user and takes the groups it has.
+// Refresh checks the session's user at the upstream: it redeems the stored refresh token, or
+// presents the stored access token to the userinfo endpoint, and checks that the ID token and
+// userinfo it gets, when it gets any, are of the same upstream user. Their username and groups
+// claims, when present, are the user's now; an absent claim keeps the login's value.
 func (c *Connector) Refresh(ctx context.Context, login connectors.Login, prev connectors.Identity) (*connectors.Identity, error) {
 	s := prev.Session.OIDC
-	if s == nil || s.UpstreamRefreshToken == "" {
-		return nil, connectors.Refused("the session holds no upstream refresh token", nil)
+	if s == nil || (s.UpstreamRefreshToken == "") == (s.UpstreamAccessToken == "") {
+		return nil, connectors.Refused("the session holds no upstream refresh or access token", nil)
 	}
 	p, err := c.provider(ctx)
 	if err != nil {
 		return nil, connectors.Unavailable(err)
 	}
-	tok, err := c.oauth2Config(p, login.CallbackURL).TokenSource(c.context(ctx), &oauth2.Token{RefreshToken: s.UpstreamRefreshToken}).Token()
+	tok := &oauth2.Token{AccessToken: s.UpstreamAccessToken}
+	if s.UpstreamRefreshToken != "" {
+		tok, err = c.oauth2Config(p, login.CallbackURL).TokenSource(c.context(ctx), &oauth2.Token{RefreshToken: s.UpstreamRefreshToken}).Token()
+		if connectors.Unreachable(err) {
+			// The session stays valid: the upstream refused nothing.
+			return nil, connectors.Unavailable(err)
+		}
+		if err != nil {
+			return nil, connectors.Refused("the upstream identity provider refused the refresh token", err)
+		}
+	}
+	_, hasIDToken := tok.Extra("id_token").(string)
+	// A refreshed ID token may lack a nonce (providers differ), so none is checked. A stored
+	// access token is the only proof the user may still log in, so the userinfo answer is required.
+	claims, err := c.claims(ctx, p, tok, "", hasIDToken, s.UpstreamAccessToken != "")
 	if connectors.Unreachable(err) {
-		// The session stays valid: the upstream refused nothing.
 		return nil, connectors.Unavailable(err)
 	}
 	if err != nil {
-		return nil, connectors.Refused("the upstream identity provider refused the refresh token", err)
+		return nil, connectors.Refused("the upstream returned an invalid ID token or userinfo response", err)
 	}
 	now := prev
 	now.Session = prev.Session.Clone()
-	if tok.RefreshToken != "" {
+	if tok.RefreshToken != "" && s.UpstreamRefreshToken != "" {
 		now.Session.OIDC.UpstreamRefreshToken = tok.RefreshToken
 	}
-	if _, ok := tok.Extra("id_token").(string); ok {
-		id, err := c.validate(ctx, p, tok, "")
-		if err != nil {
+	if len(claims) == 0 {
+		// Neither an ID token nor a userinfo endpoint: the redeemed refresh token is all there is.
+		return &now, nil
+	}
+	if sub, _ := claims["sub"].(string); sub != s.UpstreamSubject {
+		return nil, connectors.Refused("the upstream identity changed since the login", nil)
+	}
+	if iss, ok := claims["iss"].(string); ok && iss != s.UpstreamIssuer {
+		return nil, connectors.Refused("the upstream identity changed since the login", nil)
+	}
+	if claims["iss"] == nil {
+		// The username default names the issuer; the login's is the one to use.
+		claims["iss"] = s.UpstreamIssuer
+	}
+	if username, err := c.username(claims); err == nil {
+		now.Username = username
+	}
+	if _, ok := claims[c.cfg.GroupsClaim]; ok && c.cfg.GroupsClaim != "" {
+		if now.Groups, err = c.groups(claims); err != nil {
 			return nil, connectors.Refused(err.Error(), nil)
-		}
-		if id.Issuer != s.UpstreamIssuer || id.Subject != s.UpstreamSubject {
-			return nil, connectors.Refused("the upstream identity changed since the login", nil)
-		}
-		now.Username = id.Username
-		if id.Groups != nil {
-			now.Groups = id.Groups
 		}
 	}
 	return &now, nil
@@ -186,18 +236,16 @@ type identity struct {
 	AdditionalClaims map[string]any
 }
 
-// connectorIdentity is the user of an upstream login that returned refreshToken. The subject
-// names the identity provider, so that one upstream user behind two identity providers is two
-// downstream users.
-func (id *identity) connectorIdentity(login connectors.Login, refreshToken string) *connectors.Identity {
+// connectorIdentity is the user of an upstream login, with the session that refreshes it. The
+// subject names the identity provider, so that one upstream user behind two identity providers
+// is two downstream users.
+func (id *identity) connectorIdentity(login connectors.Login, session *connectors.OIDCSession) *connectors.Identity {
 	return &connectors.Identity{
 		Subject:          fmt.Sprintf("%s?idpName=%s&sub=%s", id.Issuer, url.QueryEscape(login.IDPName), url.QueryEscape(id.Subject)),
 		Username:         id.Username,
 		Groups:           id.Groups,
 		AdditionalClaims: id.AdditionalClaims,
-		Session: connectors.Session{OIDC: &connectors.OIDCSession{
-			UpstreamIssuer: id.Issuer, UpstreamSubject: id.Subject, UpstreamRefreshToken: refreshToken,
-		}},
+		Session:          connectors.Session{OIDC: session},
 	}
 }
 
@@ -216,25 +264,75 @@ func (c *Connector) oauth2Config(p *oidc.Provider, callbackURL string) *oauth2.C
 	}
 }
 
-// validate verifies the ID token in tok (and its nonce, when nonce is set) and maps its claims.
-func (c *Connector) validate(ctx context.Context, p *oidc.Provider, tok *oauth2.Token, nonce string) (*identity, error) {
-	raw, ok := tok.Extra("id_token").(string)
-	if !ok || raw == "" {
+// claims verifies the ID token of tok, when it has one (it must when requireIDToken), against
+// its at_hash and, when set, nonce, and merges in the claims of the userinfo endpoint (required
+// when requireUserInfo). Userinfo claims win, except iss: only the ID token's is signed. A
+// userinfo answer about another subject than the ID token's is refused (OpenID Connect Core
+// 5.3.2). The claims are empty when there was neither.
+func (c *Connector) claims(ctx context.Context, p *oidc.Provider, tok *oauth2.Token, nonce string, requireIDToken, requireUserInfo bool) (map[string]any, error) {
+	claims := map[string]any{}
+	raw, hasIDToken := tok.Extra("id_token").(string)
+	if requireIDToken && (!hasIDToken || raw == "") {
 		return nil, errors.New("the upstream token response has no id_token")
 	}
-	idToken, err := p.Verifier(&oidc.Config{ClientID: c.cfg.ClientID}).Verify(c.context(ctx), raw)
+	if hasIDToken {
+		idToken, err := p.Verifier(&oidc.Config{ClientID: c.cfg.ClientID}).Verify(c.context(ctx), raw)
+		if err != nil {
+			return nil, fmt.Errorf("verifying the upstream ID token: %w", err)
+		}
+		if idToken.AccessTokenHash != "" {
+			if err := idToken.VerifyAccessToken(tok.AccessToken); err != nil {
+				return nil, fmt.Errorf("verifying the upstream ID token: %w", err)
+			}
+		}
+		if nonce != "" && idToken.Nonce != nonce {
+			return nil, errors.New("the upstream ID token has the wrong nonce")
+		}
+		if err := idToken.Claims(&claims); err != nil {
+			return nil, fmt.Errorf("reading the upstream ID token claims: %w", err)
+		}
+	}
+	if c.userInfoURL(p) == "" {
+		if requireUserInfo {
+			return nil, errors.New("userinfo endpoint not found, but is required")
+		}
+		return claims, nil
+	}
+	info, err := p.UserInfo(c.context(ctx), oauth2.StaticTokenSource(tok))
 	if err != nil {
-		return nil, fmt.Errorf("verifying the upstream ID token: %w", err)
+		return nil, fmt.Errorf("could not fetch user info claims: could not get user info: %w", err)
 	}
-	if nonce != "" && idToken.Nonce != nonce {
-		return nil, errors.New("the upstream ID token has the wrong nonce")
+	idTokenSubject, _ := claims["sub"].(string)
+	if hasIDToken && (info.Subject == "" || info.Subject != idTokenSubject) {
+		return nil, fmt.Errorf("could not fetch user info claims: userinfo 'sub' claim (%s) did not match id_token 'sub' claim (%s)", info.Subject, idTokenSubject)
 	}
-	var claims map[string]any
-	if err := idToken.Claims(&claims); err != nil {
-		return nil, fmt.Errorf("reading the upstream ID token claims: %w", err)
+	issuer, hasIssuer := claims["iss"]
+	if err := info.Claims(&claims); err != nil {
+		return nil, fmt.Errorf("could not fetch user info claims: could not unmarshal user info claims: %w", err)
 	}
-	id := &identity{Issuer: idToken.Issuer, Subject: idToken.Subject}
-	if id.Username, err = c.username(claims, idToken); err != nil {
+	delete(claims, "iss")
+	if hasIssuer {
+		claims["iss"] = issuer
+	}
+	return claims, nil
+}
+
+// userInfoURL is the upstream's userinfo endpoint, or "" when it has none or is configured to be
+// treated as having none.
+func (c *Connector) userInfoURL(p *oidc.Provider) string {
+	if c.cfg.IgnoreUserInfo {
+		return ""
+	}
+	return p.UserInfoEndpoint()
+}
+
+// identity maps the claims of a login.
+func (c *Connector) identity(claims map[string]any) (*identity, error) {
+	id := &identity{}
+	id.Issuer, _ = claims["iss"].(string)
+	id.Subject, _ = claims["sub"].(string)
+	var err error
+	if id.Username, err = c.username(claims); err != nil {
 		return nil, err
 	}
 	if id.Groups, err = c.groups(claims); err != nil {
@@ -260,9 +358,14 @@ func (c *Connector) authCodeOptions(nonce, pkceVerifier string) []oauth2.AuthCod
 	return opts
 }
 
-func (c *Connector) username(claims map[string]any, tok *oidc.IDToken) (string, error) {
+func (c *Connector) username(claims map[string]any) (string, error) {
 	if c.cfg.UsernameClaim == "" {
-		return tok.Issuer + "?sub=" + url.QueryEscape(tok.Subject), nil
+		iss, _ := claims["iss"].(string)
+		sub, _ := claims["sub"].(string)
+		if sub == "" {
+			return "", errors.New("the upstream ID token has no sub claim")
+		}
+		return iss + "?sub=" + url.QueryEscape(sub), nil
 	}
 	v, ok := claims[c.cfg.UsernameClaim].(string)
 	if !ok || v == "" {

@@ -28,6 +28,8 @@ type opener struct {
 	secret  *corev1.Secret
 	probes  *connectors.ProbeCache
 	discovs int
+	// settings are the Supervisor's connector settings the opener passes.
+	settings connectors.Settings
 	// fail, when set, is the outcome of every discovery.
 	fail error
 }
@@ -48,7 +50,8 @@ func (o *opener) open(idp *idpv1alpha1.OIDCIdentityProvider) (*Connector, []meta
 		CABundle: func(_ string, spec *idpv1alpha1.TLSSpec) ([]byte, error) {
 			return base64.StdEncoding.DecodeString(spec.CertificateAuthorityData)
 		},
-		Probes: o.probes,
+		Probes:   o.probes,
+		Settings: o.settings,
 	}
 	c, conds, err := open(context.Background(), idp, in, func(ctx context.Context, issuer string, client *http.Client) (*oidc.Provider, error) {
 		o.discovs++

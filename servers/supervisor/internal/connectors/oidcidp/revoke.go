@@ -20,10 +20,11 @@ import (
 // Secret after the other.
 const revocationTimeout = 10 * time.Second
 
-// Revoke revokes the upstream refresh token of a session. It sends the token only to the issuer
-// that issued it: when the OIDCIdentityProvider now points elsewhere, the token is left to expire.
+// Revoke revokes the upstream token of a session: its refresh token, or its access token when
+// the upstream issued no refresh token. It sends the token only to the issuer that issued it: when
+// the OIDCIdentityProvider now points elsewhere, the token is left to expire.
 func (c *Connector) Revoke(ctx context.Context, s connectors.Session) (string, error) {
-	if s.OIDC == nil || s.OIDC.UpstreamRefreshToken == "" {
+	if s.OIDC == nil || (s.OIDC.UpstreamRefreshToken == "" && s.OIDC.UpstreamAccessToken == "") {
 		return "", nil
 	}
 	if c.cfg.IssuerURL != s.OIDC.UpstreamIssuer {
@@ -31,7 +32,10 @@ func (c *Connector) Revoke(ctx context.Context, s connectors.Session) (string, e
 			"issuer", c.cfg.IssuerURL, "tokenIssuer", s.OIDC.UpstreamIssuer)
 		return "", nil
 	}
-	return c.revokeToken(ctx, s.OIDC.UpstreamRefreshToken, "refresh_token")
+	if s.OIDC.UpstreamRefreshToken != "" {
+		return c.revokeToken(ctx, s.OIDC.UpstreamRefreshToken, "refresh_token")
+	}
+	return c.revokeToken(ctx, s.OIDC.UpstreamAccessToken, "access_token")
 }
 
 // revokeToken revokes token at the upstream's revocation_endpoint, authenticated as the

@@ -96,6 +96,7 @@ func open(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvider, in connect
 		AuthorizeParameters: authorizeParameters(spec.AuthorizationConfig.AdditionalAuthorizeParameters),
 		AdditionalClaims:    spec.Claims.AdditionalClaimMappings,
 		HTTPClient:          d.client,
+		IgnoreUserInfo:      slices.Contains(in.IgnoreUserInfoIssuers, spec.Issuer),
 	}, disc: d.disc}, conds, nil
 }
 

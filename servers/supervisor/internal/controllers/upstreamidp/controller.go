@@ -46,7 +46,6 @@ import (
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	idpclient "sealion.dev/core/generated/supervisor/clientset/versioned/typed/idp/v1alpha1"
 	idpinformers "sealion.dev/core/generated/supervisor/informers/externalversions/idp/v1alpha1"
-	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 )
 
@@ -76,7 +75,7 @@ type kindController struct {
 	objects   cache.Indexer
 	secrets   corev1listers.SecretNamespaceLister
 	tls       cabundle.Listers
-	profile   tlsprofile.Profile
+	settings  connectors.Settings
 	now       func() time.Time
 	loop      *controller.Controller
 	// probes are the objects' probe caches by name: the worker adds and removes them, reports of
@@ -93,9 +92,9 @@ type probeSlot struct {
 
 // New returns the controller for the identity provider objects of every kind in namespace; it
 // publishes the connectors of the Ready ones to registry. supervisor must speak the configured API
-// group suffix (see groupsuffix.Transport). profile is the Supervisor's TLS profile, for the
-// connectors' own TLS connections.
-func New(namespace string, supervisor supervisorclientset.Interface, kinds []connectors.Kind, informers Informers, registry *connectors.Registry, profile tlsprofile.Profile) *Controller {
+// group suffix (see groupsuffix.Transport). settings are the Supervisor's configuration of the
+// connectors it opens.
+func New(namespace string, supervisor supervisorclientset.Interface, kinds []connectors.Kind, informers Informers, registry *connectors.Registry, settings connectors.Settings) *Controller {
 	c := &Controller{}
 	for _, kind := range kinds {
 		informer := kind.Informer(informers.IDPs)
@@ -111,9 +110,9 @@ func New(namespace string, supervisor supervisorclientset.Interface, kinds []con
 				Secrets:    informers.Secrets.Lister(),
 				ConfigMaps: informers.ConfigMaps.Lister(),
 			},
-			profile: profile,
-			now:     time.Now,
-			probes:  map[string]*probeSlot{},
+			settings: settings,
+			now:      time.Now,
+			probes:   map[string]*probeSlot{},
 		}
 		k.loop = controller.New(controller.Options{
 			Name: "upstream-idp-" + strings.ToLower(kind.Name),
@@ -180,7 +179,7 @@ func (k *kindController) sync(ctx context.Context, name string) error {
 	}
 	k.mu.Unlock()
 	openCtx, cancel := context.WithTimeout(ctx, probeTimeout)
-	conn, conds, err := k.kind.Open(openCtx, o, connectors.Inputs{Secret: k.secret, CABundle: k.caBundle, Probes: slot.cache, TLSProfile: k.profile})
+	conn, conds, err := k.kind.Open(openCtx, o, connectors.Inputs{Secret: k.secret, CABundle: k.caBundle, Probes: slot.cache, Settings: k.settings})
 	cancel()
 	if err != nil {
 		k.registry.Delete(k.kind.Type, k.namespace, name)

@@ -27,7 +27,6 @@ import (
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	idplisters "sealion.dev/core/generated/supervisor/listers/idp/v1alpha1"
 	"sealion.dev/core/testing/oidcissuer"
-	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/githubidp"
 	"sealion.dev/servers/supervisor/internal/connectors/kinds"
@@ -66,7 +65,7 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 	e.c = New(namespace, e.supervisor, kinds.All, Informers{
 		IDPs:    e.idps.Idp().V1alpha1(),
 		Secrets: kubeFactory.Core().V1().Secrets(), ConfigMaps: kubeFactory.Core().V1().ConfigMaps(),
-	}, e.registry, tlsprofile.Profile{})
+	}, e.registry, connectors.Settings{})
 	for _, k := range e.c.kinds {
 		k.now = func() time.Time { return e.now }
 	}

@@ -20,7 +20,6 @@ import (
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	"sealion.dev/core/testing/controlplane"
 	"sealion.dev/core/testing/oidcissuer"
-	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/kinds"
 	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
@@ -79,7 +78,7 @@ func TestIntegrationOIDC(t *testing.T) {
 	c := New(ns, supervisor, kinds.All, Informers{
 		IDPs:    idps,
 		Secrets: kubeFactory.Core().V1().Secrets(), ConfigMaps: kubeFactory.Core().V1().ConfigMaps(),
-	}, registry, tlsprofile.Profile{})
+	}, registry, connectors.Settings{})
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	kubeFactory.Start(runCtx.Done())

@@ -11,7 +11,7 @@ import (
 func TestSessionStorageFormat(t *testing.T) {
 	const stored = `{"username":"pinny","groups":["seals"],"upstreamUsername":"pinny@example.com","upstreamGroups":["seals"],` +
 		`"providerName":"Dex","providerResource":"dex","providerUID":"dex-uid","providerType":"oidc","loginTime":"2026-01-01T00:00:00Z",` +
-		`"oidc":{"upstreamIssuer":"https://dex.example.com","upstreamSubject":"sub","upstreamRefreshToken":"refresh"},` +
+		`"oidc":{"upstreamIssuer":"https://dex.example.com","upstreamSubject":"sub","upstreamRefreshToken":"refresh","upstreamAccessToken":""},` +
 		`"ldap":{"userDN":"uid=pinny,dc=example","uid":"uid-pinny","extraRefreshAttributes":{"pwdLastSet":"1"}},` +
 		`"github":{"upstreamAccessToken":"gho_token"},"additionalClaims":{"upstreamEmail":"pinny@example.com"}}`
 	var c CustomSessionData
