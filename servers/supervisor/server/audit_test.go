@@ -5,12 +5,24 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
 	"sealion.dev/servers/internal/audit"
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/discovery"
+	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/oauth"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+	"sealion.dev/servers/supervisor/internal/signingkeys"
+	"sealion.dev/servers/supervisor/internal/tokenseal"
 )
 
 // lockedBuffer is an AuditOutput the test reads while the server writes.
@@ -152,5 +164,72 @@ func TestRedactLocation(t *testing.T) {
 		if got := redactLocation(in); got != want {
 			t.Errorf("redactLocation(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// Every response of the FederationDomains' endpoints carries an Audit-ID, errors and 404s as
+// much as successes, and a new one each time: the endpoints mounted as the server mounts them,
+// behind the server's listener.
+func TestAuditIDOnEveryResponse(t *testing.T) {
+	secrets := kubefake.NewClientset().CoreV1().Secrets("supervisor")
+	registry := &connectors.Registry{}
+	mux := issuer.NewMux(discovery.Endpoints{}, oauth.New(sessions.NewStorage(secrets, registry, tokenseal.NewRing()), registry))
+	base, _ := auditedServer(t, "", func(CompletedConfig) http.Handler { return mux })
+	keys, err := signingkeys.NewJWKS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, err := signingkeys.ParseJWKS(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := bytes.Repeat([]byte{7}, 32)
+	if err := mux.Set([]*issuer.Issuer{{URL: base + "/fd", Namespace: "supervisor", Name: "fd", UID: "fd-uid", JWKS: jwks,
+		TokenSigningKey: key, StateSigningKey: key, StateEncryptionKey: key}}); err != nil {
+		t.Fatal(err)
+	}
+	authorize := url.Values{"client_id": {"pinniped-cli"}, "redirect_uri": {"http://127.0.0.1:4242/callback"}, "response_type": {"code"},
+		"scope": {"openid"}, "state": {"some-long-state"}, "code_challenge_method": {"S256"},
+		"code_challenge": {oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier())}}
+	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	seen := map[string]bool{}
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{http.MethodGet, "/fd/.well-known/openid-configuration", "", http.StatusOK},
+		{http.MethodPost, "/fd/.well-known/openid-configuration", "", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/fd/jwks.json", "", http.StatusOK},
+		{http.MethodGet, "/fd/v1alpha1/pinniped_identity_providers", "", http.StatusOK},
+		{http.MethodGet, "/fd/oauth2/authorize?" + authorize.Encode(), "", http.StatusSeeOther}, // no identity provider: an error redirect
+		{http.MethodGet, "/fd/oauth2/authorize?client_id=nobody", "", http.StatusUnauthorized},
+		{http.MethodPost, "/fd/oauth2/authorize", "%zz", http.StatusBadRequest},
+		{http.MethodGet, "/fd/choose_identity_provider", "", http.StatusUnauthorized},
+		{http.MethodGet, "/fd/login?state=bad", "", http.StatusBadRequest},
+		{http.MethodPost, "/fd/login", "state=bad", http.StatusBadRequest},
+		{http.MethodGet, "/fd/callback?state=bad", "", http.StatusBadRequest},
+		{http.MethodPost, "/fd/oauth2/token", "grant_type=authorization_code&code=bad", http.StatusBadRequest},
+		{http.MethodGet, "/fd/no-such-endpoint", "", http.StatusNotFound},
+		{http.MethodGet, "/", "", http.StatusNotFound},
+	} {
+		req, err := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.method == http.MethodPost {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		id := resp.Header.Get("Audit-ID")
+		if resp.StatusCode != c.status || !uuidPattern.MatchString(id) || seen[id] {
+			t.Errorf("%s %s: %s with Audit-ID %q; want %d with a new UUID", c.method, c.path, resp.Status, id, c.status)
+		}
+		seen[id] = true
 	}
 }

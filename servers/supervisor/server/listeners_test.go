@@ -85,6 +85,12 @@ func TestListenerLimits(t *testing.T) {
 	}
 	want(http.MethodGet, "/", nil, http.StatusTooManyRequests)
 	want(http.MethodPost, "/token", nil, http.StatusTooManyRequests)
+	// A refused request has its audit ID too, for the user's report of it.
+	if resp, err := client.Get(url + "/"); err != nil || resp.StatusCode != http.StatusTooManyRequests || !uuidPattern.MatchString(resp.Header.Get("Audit-ID")) {
+		t.Errorf("refused GET: %v, %v; want 429 with an Audit-ID", resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
 	want(http.MethodGet, "/healthz", nil, http.StatusOK)
 	close(release)
 	for range 2 {

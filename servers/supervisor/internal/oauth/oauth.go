@@ -17,6 +17,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/oauth/callback"
 	"sealion.dev/servers/supervisor/internal/oauth/loginpages"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
+	"sealion.dev/servers/supervisor/internal/oauth/securityheaders"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 	"sealion.dev/servers/supervisor/internal/oauth/token"
 )
@@ -60,14 +61,19 @@ func (e *Endpoints) WithAudit(log *audit.Logger) *Endpoints {
 
 // Mount builds the fosite provider of iss and mounts its endpoints. An issuer without a signing
 // key or token key serves nothing: the controller has not finished preparing it.
+//
+// The browser's endpoints get Pinniped's security headers on every response, with the policy of
+// the page each answers with: authorize and callback the form_post page (their answer when the
+// client asks for response_mode=form_post), the login form itself on GET and the form_post page
+// on POST, the chooser its own. The token endpoint, for programs, gets none, as in Pinniped.
 func (e *Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
 	p := provider.New(iss, &e.shared)
 	if p == nil {
 		return
 	}
-	r.Handle(provider.AuthorizePath, provider.StrictForm(authorize.New(p)))
-	r.Handle(provider.CallbackPath, callback.New(p))
+	r.Handle(provider.AuthorizePath, securityheaders.Wrap(provider.StrictForm(authorize.New(p)), provider.FormPostPolicy))
+	r.Handle(provider.CallbackPath, securityheaders.Wrap(callback.New(p), provider.FormPostPolicy))
 	r.Handle(provider.TokenPath, provider.StrictForm(token.New(p)))
-	r.Handle(provider.LoginPath, provider.LimitBody(loginpages.Login(p)))
-	r.Handle(provider.ChooseIdentityProviderPath, loginpages.Chooser(p))
+	r.Handle(provider.LoginPath, securityheaders.WrapPost(provider.LimitBody(loginpages.Login(p)), loginpages.LoginPolicy, provider.FormPostPolicy))
+	r.Handle(provider.ChooseIdentityProviderPath, securityheaders.Wrap(loginpages.Chooser(p), loginpages.ChooserPolicy))
 }

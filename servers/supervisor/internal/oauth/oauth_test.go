@@ -29,6 +29,7 @@ import (
 	configlisters "sealion.dev/core/generated/supervisor/listers/config/v1alpha1"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/connectors/oidcidp"
+	"sealion.dev/servers/supervisor/internal/discovery"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
@@ -44,8 +45,8 @@ const (
 	cliCallback = "http://127.0.0.1:12345/callback"
 )
 
-// harness is a Supervisor serving one issuer whose only identity provider is a fakeUpstream,
-// and a browser that stops at the CLI's loopback redirect.
+// harness is a Supervisor serving one issuer (its OAuth endpoints and discovery) whose only
+// identity provider is a fakeUpstream, and a browser that stops at the CLI's loopback redirect.
 type harness struct {
 	t         testing.TB
 	ctx       context.Context
@@ -99,7 +100,7 @@ func newHarnessWith(t testing.TB, ups *fakeUpstreams, idps ...issuer.IdentityPro
 	})
 	h.auditLog = &auditLog{}
 	h.endpoints.WithAudit(audit.New(h.auditLog, false))
-	mux := issuer.NewMux(h.endpoints)
+	mux := issuer.NewMux(discovery.Endpoints{}, h.endpoints)
 	h.server = httptest.NewTLSServer(mux)
 	t.Cleanup(h.server.Close)
 	h.issuerURL = h.server.URL + "/fd"

@@ -8,6 +8,7 @@ import (
 
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
+	"sealion.dev/servers/supervisor/internal/oauth/securityheaders"
 )
 
 // chooseIdentityProvider lists the identity providers a browser can log in with, each linking to
@@ -24,7 +25,7 @@ func (p pages) chooseIdentityProvider(w http.ResponseWriter, r *http.Request) {
 	down.Form, down.PostForm = nil, nil
 	ar, err := p.OAuth.NewAuthorizeRequest(ctx, down)
 	if err != nil {
-		p.OAuth.WriteAuthorizeError(ctx, w, ar, err)
+		p.AuthorizeError(ctx, w, ar, err, false)
 		return
 	}
 	type choice struct{ Name, Type, URL string }
@@ -39,11 +40,11 @@ func (p pages) chooseIdentityProvider(w http.ResponseWriter, r *http.Request) {
 		u := url.URL{Path: p.Issuer.Path(provider.AuthorizePath), RawQuery: q.Encode()}
 		choices = append(choices, choice{Name: idp.DisplayName, Type: string(idp.Type), URL: u.String()})
 	}
-	setPageHeaders(w)
+	setContentType(w)
 	_ = chooserPage.Execute(w, choices)
 }
 
-var chooserPage = template.Must(template.New("chooser").Parse(`<!DOCTYPE html>
+const chooserHTML = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -60,4 +61,10 @@ a { display: block; margin-top: .5em; padding: .5em; border: 1px solid #888; tex
 {{else}}<p>No identity provider is available.</p>
 {{end}}</body>
 </html>
-`))
+`
+
+var chooserPage = template.Must(template.New("chooser").Parse(chooserHTML))
+
+// ChooserPolicy is the Content-Security-Policy of the chooser: its own style, no script (its
+// choices are plain links).
+var ChooserPolicy = securityheaders.Policy(chooserHTML)

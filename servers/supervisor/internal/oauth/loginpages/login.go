@@ -15,6 +15,7 @@ import (
 
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
+	"sealion.dev/servers/supervisor/internal/oauth/securityheaders"
 )
 
 // pages serves the login pages of an issuer.
@@ -72,7 +73,7 @@ func (p pages) login(w http.ResponseWriter, r *http.Request) {
 	p.AuditAuthorizeID(ctx, "AuthorizeID From Parameters", encoded)
 	res, err := p.IdentityProvider(st.IDP, "")
 	if err != nil {
-		p.OAuth.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()))
+		p.AuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint(err.Error()), false)
 		return
 	}
 	// A connector with a browser flow of its own (OIDC's password grant) is not offered the form.
@@ -108,7 +109,7 @@ func (p pages) login(w http.ResponseWriter, r *http.Request) {
 	p.FinishLogin(w, r, ar, res.IDP, user, false)
 }
 
-var loginPage = template.Must(template.New("login").Parse(`<!DOCTYPE html>
+const loginHTML = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -134,21 +135,20 @@ input, button { padding: .5em; font-size: 1em; }
 </form>
 </body>
 </html>
-`))
+`
+
+var loginPage = template.Must(template.New("login").Parse(loginHTML))
+
+// LoginPolicy is the Content-Security-Policy of the login form: its own style, no script.
+var LoginPolicy = securityheaders.Policy(loginHTML)
 
 func (p pages) renderLogin(w http.ResponseWriter, idpName, state, message string) {
-	setPageHeaders(w)
+	setContentType(w)
 	_ = loginPage.Execute(w, map[string]string{"IDP": idpName, "Action": p.Issuer.Path(provider.LoginPath), "State": state, "Error": message})
 }
 
-// setPageHeaders keeps the Supervisor's pages out of caches and frames and lets them run no
-// script.
-func setPageHeaders(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+// setContentType names the pages' type, which net/http would otherwise sniff from the first bytes
+// written.
+func setContentType(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 }

@@ -1,12 +1,12 @@
 package provider
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"html/template"
 	"net/http"
 
 	"github.com/ory/fosite"
+
+	"sealion.dev/servers/supervisor/internal/oauth/securityheaders"
 )
 
 // The form_post response page. The CLI listens on a loopback address, and browsers treat a page
@@ -25,14 +25,7 @@ const formPostScript = `(function () {
     .catch(function () { done("manual"); });
 })();`
 
-// formPostScriptCSP allows that one script, by its hash, and nothing else.
-var formPostScriptCSP = func() string {
-	sum := sha256.Sum256([]byte(formPostScript))
-	return "default-src 'none'; connect-src http://127.0.0.1:* http://[::1]:* http://localhost:*; " +
-		"script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; style-src 'unsafe-inline'; frame-ancestors 'none'"
-}()
-
-var formPostPage = template.Must(template.New("form_post").Parse(`<!DOCTYPE html>
+const formPostHTML = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -62,17 +55,21 @@ code { display: block; padding: .5em; background: #eee; word-break: break-all; }
 <script>` + formPostScript + `</script>
 </body>
 </html>
-`))
+`
 
-// setFormPostHeaders sets the headers of the form_post page when ar asks for that response mode.
-func setFormPostHeaders(w http.ResponseWriter, ar fosite.AuthorizeRequester) {
-	if ar.GetResponseMode() != fosite.ResponseModeFormPost {
-		return
+var formPostPage = template.Must(template.New("form_post").Parse(formPostHTML))
+
+// FormPostPolicy is the Content-Security-Policy of the form_post page: its own script and style,
+// and, as Pinniped's, connections anywhere: the script posts to the client's redirect URI, which
+// an OIDCClient may have anywhere, not only on the CLI's loopback listener.
+var FormPostPolicy = securityheaders.Policy(formPostHTML, "connect-src *")
+
+// setFormPostPolicy gives the response the form_post page's policy when ar asks for that response
+// mode: the endpoints that answer with the page have it already, but the chooser and the login
+// form answer a request that no longer validates with an error, which fosite may write as the
+// page.
+func setFormPostPolicy(w http.ResponseWriter, ar fosite.AuthorizeRequester) {
+	if ar.GetResponseMode() == fosite.ResponseModeFormPost {
+		securityheaders.SetPolicy(w.Header(), FormPostPolicy)
 	}
-	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", formPostScriptCSP)
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
 }

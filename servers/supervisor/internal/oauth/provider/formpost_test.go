@@ -1,14 +1,14 @@
 package provider
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/ory/fosite"
+
+	"sealion.dev/servers/supervisor/internal/oauth/securityheaders"
 )
 
 func TestFormPostPage(t *testing.T) {
@@ -29,15 +29,13 @@ func TestFormPostPage(t *testing.T) {
 		t.Errorf("a parameter was not escaped:\n%s", page)
 	}
 
-	// The policy allows exactly the page's script.
-	start := strings.Index(page, "<script>") + len("<script>")
-	end := strings.Index(page, "</script>")
-	sum := sha256.Sum256([]byte(page[start:end]))
-	rec := httptest.NewRecorder()
-	setFormPostHeaders(rec, &fosite.AuthorizeRequest{ResponseMode: fosite.ResponseModeFormPost})
-	csp := rec.Header().Get("Content-Security-Policy")
-	if !strings.Contains(csp, "script-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") {
-		t.Errorf("the policy %q does not allow the page's script", csp)
+	// The policy allows exactly the page's script and style, wherever it posts to.
+	scripts, styles := securityheaders.Hashes(page)
+	if len(scripts) != 1 || len(styles) != 1 {
+		t.Fatalf("the page has %d scripts and %d styles, want one of each", len(scripts), len(styles))
+	}
+	if want := "default-src 'none'; script-src " + scripts[0] + "; style-src " + styles[0] + "; connect-src *; frame-ancestors 'none'"; FormPostPolicy != want {
+		t.Errorf("policy %q, want %q", FormPostPolicy, want)
 	}
 
 	failed := strings.Builder{}
@@ -47,8 +45,13 @@ func TestFormPostPage(t *testing.T) {
 		t.Errorf("error page:\n%s", failed.String())
 	}
 
+	rec := httptest.NewRecorder()
+	setFormPostPolicy(rec, &fosite.AuthorizeRequest{ResponseMode: fosite.ResponseModeFormPost})
+	if got := rec.Header().Get("Content-Security-Policy"); got != FormPostPolicy {
+		t.Errorf("form_post response's policy %q", got)
+	}
 	rec = httptest.NewRecorder()
-	setFormPostHeaders(rec, &fosite.AuthorizeRequest{ResponseMode: fosite.ResponseModeQuery})
+	setFormPostPolicy(rec, &fosite.AuthorizeRequest{ResponseMode: fosite.ResponseModeQuery})
 	if len(rec.Header()) != 0 {
 		t.Errorf("headers set for a query response: %v", rec.Header())
 	}

@@ -30,7 +30,7 @@ func (p *Provider) AuthorizeError(ctx context.Context, w http.ResponseWriter, ar
 	if browserless {
 		w = foundRedirects{w}
 	}
-	setFormPostHeaders(w, ar)
+	setFormPostPolicy(w, ar)
 	p.OAuth.WriteAuthorizeError(ctx, w, ar, err)
 }
 
@@ -92,7 +92,7 @@ func (p *Provider) FinishLogin(w http.ResponseWriter, r *http.Request, ar fosite
 	if browserless {
 		w = foundRedirects{w}
 	}
-	setFormPostHeaders(w, ar)
+	setFormPostPolicy(w, ar)
 	p.OAuth.WriteAuthorizeResponse(ctx, w, ar, resp)
 }
 

@@ -154,7 +154,7 @@ func (p *Provider) ResumeState(w http.ResponseWriter, r *http.Request, encoded s
 	down.Form, down.PostForm, down.Body = nil, nil, http.NoBody
 	ar, err := p.OAuth.NewAuthorizeRequest(ctx, down)
 	if err != nil {
-		p.OAuth.WriteAuthorizeError(ctx, w, ar, err)
+		p.AuthorizeError(ctx, w, ar, err, false)
 		return nil, nil, false
 	}
 	return st, ar, true
