@@ -122,13 +122,24 @@ func TestJWKS(t *testing.T) {
 	}
 }
 
+// The documents take GET only, as Pinniped's do: HEAD too gets 405, in Pinniped's words.
 func TestMethods(t *testing.T) {
-	m := serve(t, &issuer.Issuer{URL: "https://example.com"})
-	if rec := do(t, m, http.MethodPost, "https://example.com/.well-known/openid-configuration"); rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
-		t.Errorf("POST: %d, Allow %q", rec.Code, rec.Header().Get("Allow"))
+	keys, err := signingkeys.NewJWKS()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if rec := do(t, m, http.MethodHead, "https://example.com/.well-known/openid-configuration"); rec.Code != http.StatusOK {
-		t.Errorf("HEAD: %d", rec.Code)
+	jwks, err := signingkeys.ParseJWKS(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := serve(t, &issuer.Issuer{URL: "https://example.com", JWKS: jwks})
+	for _, path := range []string{PathOIDCDiscovery, PathJWKS, PathIdentityProviders} {
+		for _, method := range []string{http.MethodPost, http.MethodHead, http.MethodPut} {
+			rec := do(t, m, method, "https://example.com"+path)
+			if rec.Code != http.StatusMethodNotAllowed || rec.Body.String() != "Method not allowed (try GET)\n" {
+				t.Errorf("%s %s: %d %q", method, path, rec.Code, rec.Body.String())
+			}
+		}
 	}
 	if rec := do(t, m, http.MethodGet, "https://example.com/oauth2/authorize"); rec.Code != http.StatusNotFound {
 		t.Errorf("an endpoint not served yet: %d", rec.Code)
