@@ -22,6 +22,7 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
+	"sealion.dev/servers/supervisor/internal/sni"
 )
 
 const waitTimeout = 30 * time.Second
@@ -388,17 +389,30 @@ func TestFederationDomainEndpoints(t *testing.T) {
 func TestHealthzWithBootstrapCertificate(t *testing.T) {
 	// Without a default certificate (the other tests delete theirs), a name without a certificate
 	// gets the bootstrap one, which no client trusts, but health probes (which do not verify) work.
-	eventually(t, "the bootstrap certificate", func() error {
-		resp, err := env.httpClient(nil).Get("https://nothing.example.test/healthz")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if cn := resp.TLS.PeerCertificates[0].Subject.CommonName; resp.StatusCode != http.StatusOK || cn != "pinniped-supervisor-bootstrap" {
-			return fmt.Errorf("%d from %s", resp.StatusCode, cn)
-		}
-		return nil
-	})
+	// Everything else on that connection is Pinniped's 500.
+	for path, want := range map[string]string{
+		"/healthz":      "200 ok",
+		"/":             "500 pinniped supervisor has invalid TLS serving certificate configuration\n",
+		"/nothealthz":   "500 pinniped supervisor has invalid TLS serving certificate configuration\n",
+		"/healthz/more": "500 pinniped supervisor has invalid TLS serving certificate configuration\n",
+	} {
+		eventually(t, "the bootstrap certificate at "+path, func() error {
+			resp, err := env.httpClient(nil).Get("https://nothing.example.test" + path)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			got := fmt.Sprintf("%d %s", resp.StatusCode, body)
+			if cn := resp.TLS.PeerCertificates[0].Subject.CommonName; got != want || cn != sni.BootstrapCommonName {
+				return fmt.Errorf("%q from %s, want %q from %s", got, cn, want, sni.BootstrapCommonName)
+			}
+			return nil
+		})
+	}
 }
 
 // TestCRDValidation checks that the installed CRD refuses what the API forbids.

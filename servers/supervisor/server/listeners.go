@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"sealion.dev/servers/supervisor/config"
+	"sealion.dev/servers/supervisor/internal/sni"
 )
 
 // listener is one configured endpoint, where the FederationDomains' endpoints are served, and
@@ -36,10 +37,11 @@ const maxHeaderBytes = 64 << 10
 // listen opens the configured listeners for handler, HTTPS with the certificate getCertificate
 // chooses. Listening here, before Run, reports a port in use when the server is constructed. The
 // listeners share one in-flight limit, and answer /healthz outside it, so that a flood does not
-// fail the probes and get the pod restarted. Every request is audited, /healthz only when the
-// configuration asks.
+// fail the probes and get the pod restarted. A connection served the bootstrap certificate gets
+// nothing but /healthz. Every request is audited, /healthz only when the configuration asks.
 func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) ([]*listener, error) {
 	handler = withHealthz(withInFlightLimit(handler, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight))
+	handler = withoutBootstrapConnections(handler)
 	handler = withAudit(handler, c.audit, c.File.Audit.LogInternalPaths.Enabled())
 	httpsConfig := c.File.TLSProfile.ServerConfig()
 	httpsConfig.GetCertificate = getCertificate
@@ -67,6 +69,7 @@ func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.C
 			name: e.name, network: e.config.Network, ln: ln, shutdownDelay: c.ShutdownDelay, shutdownTimeout: c.ShutdownTimeout,
 			server: &http.Server{
 				Handler:           handler,
+				ConnContext:       sni.ConnContext,
 				TLSConfig:         e.tlsConfig,
 				Protocols:         e.protocols,
 				ReadHeaderTimeout: c.ReadHeaderTimeout,
@@ -135,6 +138,23 @@ func withHealthz(next http.Handler) http.Handler {
 		if r.URL.Path == "/healthz" {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			_, _ = w.Write([]byte("ok"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// invalidCertificateConfiguration is what Pinniped's Supervisor answers, with 500, on a connection
+// served the bootstrap certificate; operators search for it.
+const invalidCertificateConfiguration = "pinniped supervisor has invalid TLS serving certificate configuration"
+
+// withoutBootstrapConnections answers every request but /healthz on a connection that was served
+// the bootstrap certificate with 500 and invalidCertificateConfiguration: no certificate is
+// configured for the name the client asked for, and no default one either.
+func withoutBootstrapConnections(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && sni.Bootstrapped(r.Context()) {
+			http.Error(w, invalidCertificateConfiguration, http.StatusInternalServerError)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -113,13 +113,14 @@ func (Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
 	}
 }
 
-// jsonDocument serves v, encoded once, to GET and HEAD requests.
+// jsonDocument serves v, encoded once, to GET requests, with the newline that ends the documents
+// of Pinniped's Supervisor. Any other method, HEAD too, gets 405 with its words.
 func jsonDocument(v any) http.Handler {
 	body, err := json.Marshal(v)
+	body = append(body, '\n')
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed (try GET)", http.StatusMethodNotAllowed)
+		if r.Method != http.MethodGet {
+			http.Error(w, "Method not allowed (try GET)", http.StatusMethodNotAllowed)
 			return
 		}
 		if err != nil { // a key set go-jose cannot encode

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
@@ -29,15 +30,24 @@ func do(t *testing.T, h http.Handler, method, target string) *httptest.ResponseR
 	return rec
 }
 
-// getJSON fetches target and decodes its JSON body into a generic value.
-func getJSON(t *testing.T, h http.Handler, target string) any {
+// jsonBody fetches target, a JSON document: one line ended by a newline, as Pinniped's.
+func jsonBody(t *testing.T, h http.Handler, target string) []byte {
 	t.Helper()
 	rec := do(t, h, http.MethodGet, target)
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("GET %s: %d %s: %s", target, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 	}
+	if body := rec.Body.String(); !strings.HasSuffix(body, "}\n") || strings.Count(body, "\n") != 1 {
+		t.Errorf("GET %s: the body is not one line ended by a newline: %q", target, body)
+	}
+	return rec.Body.Bytes()
+}
+
+// getJSON fetches target and decodes its JSON body into a generic value.
+func getJSON(t *testing.T, h http.Handler, target string) any {
+	t.Helper()
 	var v any
-	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+	if err := json.Unmarshal(jsonBody(t, h, target), &v); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -106,10 +116,9 @@ func TestJWKS(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := serve(t, &issuer.Issuer{URL: "https://example.com/a", JWKS: keys})
-	rec := do(t, m, http.MethodGet, "https://example.com/a/jwks.json")
 	var got jose.JSONWebKeySet
-	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
-		t.Fatalf("%d: %v: %s", rec.Code, err, rec.Body)
+	if err := json.Unmarshal(jsonBody(t, m, "https://example.com/a/jwks.json"), &got); err != nil {
+		t.Fatal(err)
 	}
 	if len(got.Keys) != 1 || !got.Keys[0].IsPublic() || got.Keys[0].KeyID != signingkeys.KeyID || got.Keys[0].Algorithm != "ES256" {
 		t.Errorf("JWKS %+v", got)
@@ -122,13 +131,24 @@ func TestJWKS(t *testing.T) {
 	}
 }
 
+// The documents take GET only, as Pinniped's do: HEAD too gets 405, in Pinniped's words.
 func TestMethods(t *testing.T) {
-	m := serve(t, &issuer.Issuer{URL: "https://example.com"})
-	if rec := do(t, m, http.MethodPost, "https://example.com/.well-known/openid-configuration"); rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
-		t.Errorf("POST: %d, Allow %q", rec.Code, rec.Header().Get("Allow"))
+	keys, err := signingkeys.NewJWKS()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if rec := do(t, m, http.MethodHead, "https://example.com/.well-known/openid-configuration"); rec.Code != http.StatusOK {
-		t.Errorf("HEAD: %d", rec.Code)
+	jwks, err := signingkeys.ParseJWKS(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := serve(t, &issuer.Issuer{URL: "https://example.com", JWKS: jwks})
+	for _, path := range []string{PathOIDCDiscovery, PathJWKS, PathIdentityProviders} {
+		for _, method := range []string{http.MethodPost, http.MethodHead, http.MethodPut} {
+			rec := do(t, m, method, "https://example.com"+path)
+			if rec.Code != http.StatusMethodNotAllowed || rec.Body.String() != "Method not allowed (try GET)\n" {
+				t.Errorf("%s %s: %d %q", method, path, rec.Code, rec.Body.String())
+			}
+		}
 	}
 	if rec := do(t, m, http.MethodGet, "https://example.com/oauth2/authorize"); rec.Code != http.StatusNotFound {
 		t.Errorf("an endpoint not served yet: %d", rec.Code)

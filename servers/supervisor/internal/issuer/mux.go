@@ -19,19 +19,22 @@ type Endpoints interface {
 	Mount(r Router, iss *Issuer)
 }
 
-// Mux routes requests to the endpoints of the issuer whose host and path they match, and answers
-// 404 Not Found for anything else. It is safe for concurrent use; Set replaces the whole table at
-// once, so a request sees either the old or the new issuers, never a mix.
+// Mux routes requests to the endpoints of the issuer whose host and path they match. Anything
+// else gets what Pinniped's Supervisor answers there, from an http.ServeMux with no routes: 404
+// Not Found, or a redirect to the cleaned path when the path has empty, "." or ".." segments.
+// It is safe for concurrent use; Set replaces the whole table at once, so a request sees either
+// the old or the new issuers, never a mix.
 type Mux struct {
 	endpoints []Endpoints
 	routes    atomic.Pointer[map[string]http.Handler]
+	unrouted  *http.ServeMux
 }
 
 var _ http.Handler = (*Mux)(nil)
 
 // NewMux returns a Mux with no issuers that mounts endpoints for every issuer it is given.
 func NewMux(endpoints ...Endpoints) *Mux {
-	m := &Mux{endpoints: endpoints}
+	m := &Mux{endpoints: endpoints, unrouted: http.NewServeMux()}
 	m.routes.Store(&map[string]http.Handler{})
 	return m
 }
@@ -63,7 +66,7 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
 		return
 	}
-	http.NotFound(w, r)
+	m.unrouted.ServeHTTP(w, r)
 }
 
 // issuerRouter mounts the routes of one issuer into the table being built.

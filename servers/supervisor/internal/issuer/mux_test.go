@@ -107,3 +107,31 @@ func TestEndpointURLs(t *testing.T) {
 		}
 	}
 }
+
+// What no issuer serves is answered as Pinniped's Supervisor answers it, by net/http's ServeMux:
+// 404 with Go's text, and a redirect to the cleaned path, keeping the query, for a path with
+// empty, "." or ".." segments, whether or not an issuer serves the cleaned one.
+func TestMuxUnrouted(t *testing.T) {
+	m := NewMux(echo{"/jwks.json"})
+	if err := m.Set([]*Issuer{{Name: "a", URL: "https://example.com/a"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		host, target   string
+		status         int
+		location, body string
+	}{
+		{"example.com", "/nothing", http.StatusNotFound, "", "404 page not found\n"},
+		{"unknown.example.com", "/a/jwks.json", http.StatusNotFound, "", "404 page not found\n"},
+		{"example.com", "/a//jwks.json?x=1", http.StatusTemporaryRedirect, "/a/jwks.json?x=1", "<a href=\"/a/jwks.json?x=1\">Temporary Redirect</a>.\n\n"},
+		{"example.com", "/b/../a/jwks.json", http.StatusTemporaryRedirect, "/a/jwks.json", "<a href=\"/a/jwks.json\">Temporary Redirect</a>.\n\n"},
+		{"unknown.example.com", "/x/./y", http.StatusTemporaryRedirect, "/x/y", "<a href=\"/x/y\">Temporary Redirect</a>.\n\n"},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "https://"+tt.host+tt.target, nil)
+		rec := httptest.NewRecorder()
+		m.ServeHTTP(rec, req)
+		if rec.Code != tt.status || rec.Header().Get("Location") != tt.location || rec.Body.String() != tt.body {
+			t.Errorf("%s%s: %d to %q, %q; want %d to %q, %q", tt.host, tt.target, rec.Code, rec.Header().Get("Location"), rec.Body.String(), tt.status, tt.location, tt.body)
+		}
+	}
+}

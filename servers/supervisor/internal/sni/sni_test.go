@@ -1,8 +1,10 @@
 package sni
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"testing"
 	"time"
 
@@ -68,5 +70,50 @@ func TestGetCertificate(t *testing.T) {
 		if got := get(name); got != want {
 			t.Errorf("%q: got %q, want %q", name, got, want)
 		}
+	}
+}
+
+// bootstrapped reports whether a handshake for serverName marks its connection.
+func bootstrapped(t *testing.T, certs *Certificates, serverName string) bool {
+	t.Helper()
+	serverConn, clientConn := net.Pipe()
+	defer func() { _ = serverConn.Close(); _ = clientConn.Close() }()
+	ctx := ConnContext(context.Background(), serverConn)
+	done := make(chan error, 1)
+	go func() {
+		done <- tls.Server(serverConn, &tls.Config{GetCertificate: certs.GetCertificate}).HandshakeContext(ctx)
+	}()
+	//nolint:gosec // only the server's choice is under test
+	if err := tls.Client(clientConn, &tls.Config{ServerName: serverName, InsecureSkipVerify: true}).Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return Bootstrapped(ctx)
+}
+
+// Only a connection served the bootstrap certificate is marked.
+func TestBootstrappedConnections(t *testing.T) {
+	certs, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bootstrapped(t, certs, "a.example.com") {
+		t.Error("a connection served the bootstrap certificate is not marked")
+	}
+	certs.Set(map[string]*tls.Certificate{"a.example.com": cert(t, "a.example.com")}, nil)
+	if bootstrapped(t, certs, "a.example.com") {
+		t.Error("a connection served its hostname's certificate is marked")
+	}
+	if !bootstrapped(t, certs, "b.example.com") {
+		t.Error("a connection for a name without a certificate, and no default, is not marked")
+	}
+	certs.Set(nil, cert(t, "default"))
+	if bootstrapped(t, certs, "b.example.com") {
+		t.Error("a connection served the default certificate is marked")
+	}
+	if Bootstrapped(context.Background()) {
+		t.Error("a context without the connection's mark counts as bootstrapped")
 	}
 }

@@ -44,8 +44,7 @@ func New(p *provider.Provider) http.Handler { return http.HandlerFunc(authorizer
 // is stored: the request travels in the sealed upstream state.
 func (p authorizer) authorize(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !provider.AllowMethods(w, r, http.MethodGet, http.MethodPost) {
 		return
 	}
 	p.AuditParams(ctx, r.Form, auditedParams)

@@ -26,8 +26,7 @@ func New(p *provider.Provider) http.Handler { return http.HandlerFunc(callbacks{
 // and answers the downstream authorize request with our own authorization code.
 func (p callbacks) callback(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if r.Method != http.MethodGet {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !provider.AllowMethods(w, r, http.MethodGet) {
 		return
 	}
 	q := r.URL.Query()

@@ -15,8 +15,7 @@ import (
 // the authorize request it was sent here with (its query), naming that identity provider.
 func (p pages) chooseIdentityProvider(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if r.Method != http.MethodGet {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !provider.AllowMethods(w, r, http.MethodGet) {
 		return
 	}
 	// Only a valid authorize request gets a page: its links must lead somewhere.

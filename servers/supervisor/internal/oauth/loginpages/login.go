@@ -51,8 +51,7 @@ var auditedLoginParams = sets.New("err")
 // (GET) and checks what the user submits (POST). The sealed state, bound to the browser by the
 // CSRF cookie, carries the downstream authorize request.
 func (p pages) login(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !provider.AllowMethods(w, r, http.MethodGet, http.MethodPost) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
