@@ -299,9 +299,9 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 	if err != nil {
 		return fosite.ErrServerError.WithWrap(err)
 	}
+	// As upstream, the response has no expires_in: the token's exp is the only expiry clients read.
 	resp.SetAccessToken(idToken)
 	resp.SetTokenType("N_A")
-	resp.SetExpiresIn(provider.IDTokenLifetime)
 	resp.SetExtra("issued_token_type", tokenTypeJWT)
 	return nil
 }
