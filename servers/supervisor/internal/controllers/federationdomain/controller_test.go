@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -217,18 +219,29 @@ func TestSyncGeneratesKeysAndPublishes(t *testing.T) {
 		if diff := cmp.Diff(want, names); diff != "" {
 			t.Errorf("%s: status.secrets (-want +got):\n%s", f.Name, diff)
 		}
-		for _, name := range []string{names.JWKS.Name, names.TokenSigningKey.Name, names.StateSigningKey.Name, names.StateEncryptionKey.Name} {
+		// Upstream's types and data keys; labels are exactly the configured ones; the owner is
+		// the FederationDomain as controller, blocking its deletion.
+		for name, want := range map[string]struct {
+			typ  corev1.SecretType
+			data []string
+		}{
+			names.JWKS.Name:               {"secrets.pinniped.dev/federation-domain-jwks", []string{"activeJWK", "jwks"}},
+			names.TokenSigningKey.Name:    {"secrets.pinniped.dev/federation-domain-token-signing-key", []string{"key"}},
+			names.StateSigningKey.Name:    {"secrets.pinniped.dev/federation-domain-state-signing-key", []string{"key"}},
+			names.StateEncryptionKey.Name: {"secrets.pinniped.dev/federation-domain-state-encryption-key", []string{"key"}},
+		} {
 			s := e.secret(name)
-			wantRef := metav1.OwnerReference{APIVersion: "config.supervisor.tuna.io/v1alpha1", Kind: "FederationDomain", Name: f.Name, UID: f.UID, Controller: ptr.To(true)}
+			wantRef := metav1.OwnerReference{APIVersion: "config.supervisor.tuna.io/v1alpha1", Kind: "FederationDomain", Name: f.Name, UID: f.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 			if diff := cmp.Diff([]metav1.OwnerReference{wantRef}, s.OwnerReferences); diff != "" {
 				t.Errorf("%s: owner references (-want +got):\n%s", name, diff)
 			}
-			if s.Labels["app"] != "supervisor" {
-				t.Errorf("%s: labels %v", name, s.Labels)
+			if diff := cmp.Diff(map[string]string{"app": "supervisor"}, s.Labels); diff != "" {
+				t.Errorf("%s: labels (-want +got):\n%s", name, diff)
 			}
-		}
-		if got := e.secret(names.JWKS.Name).Type; got != signingkeys.JWKSSecretType {
-			t.Errorf("JWKS Secret type %q", got)
+			if s.Type != want.typ || !slices.Equal(slices.Sorted(maps.Keys(s.Data)), want.data) || len(s.Annotations) != 0 {
+				t.Errorf("%s: type %q, data keys %v, annotations %v; want type %q, data keys %v", name, s.Type, slices.Sorted(maps.Keys(s.Data)), s.Annotations, want.typ, want.data)
+			}
 		}
 	}
 

@@ -136,13 +136,15 @@ func (c *Controller) createKeySecret(ctx context.Context, fd *configv1alpha1.Fed
 }
 
 // ownerReference makes fd the controller of a key Secret, so that deleting fd deletes its keys.
+// As upstream's, it blocks fd's foreground deletion until the keys are gone.
 func (c *Controller) ownerReference(fd *configv1alpha1.FederationDomain) metav1.OwnerReference {
 	return metav1.OwnerReference{
-		APIVersion: c.fdAPIVersion,
-		Kind:       "FederationDomain",
-		Name:       fd.Name,
-		UID:        fd.UID,
-		Controller: ptr.To(true),
+		APIVersion:         c.fdAPIVersion,
+		Kind:               "FederationDomain",
+		Name:               fd.Name,
+		UID:                fd.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
 	}
 }
 
