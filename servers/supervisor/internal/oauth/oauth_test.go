@@ -3,7 +3,9 @@ package oauth
 import (
 	"context"
 	"crypto"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -63,6 +65,8 @@ type harness struct {
 	oidcClients, clientSecrets cache.Indexer
 	// auditLog holds the endpoints' audit events, personal information redacted.
 	auditLog *auditLog
+	// csrfKey signs the browser's CSRF cookie.
+	csrfKey []byte
 }
 
 func newHarness(t testing.TB, transforms *idtransform.Pipeline) *harness {
@@ -103,9 +107,10 @@ func newHarnessWith(t testing.TB, ups *fakeUpstreams, idps ...issuer.IdentityPro
 	h.server = httptest.NewTLSServer(mux)
 	t.Cleanup(h.server.Close)
 	h.issuerURL = h.server.URL + "/fd"
+	h.csrfKey = randomKey(t)
 	if err := mux.Set([]*issuer.Issuer{{
 		URL: h.issuerURL, Namespace: namespace, Name: "fd", UID: "fd-uid", JWKS: h.jwks,
-		TokenSigningKey: randomKey(t), StateSigningKey: randomKey(t), StateEncryptionKey: randomKey(t),
+		TokenSigningKey: randomKey(t), StateSigningKey: randomKey(t), StateEncryptionKey: randomKey(t), CSRFKey: h.csrfKey,
 		IdentityProviders: idps,
 	}}); err != nil {
 		t.Fatal(err)
@@ -438,6 +443,54 @@ func TestCallbackRejectsForeignState(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("callback without the CSRF cookie: %s, want 403", resp.Status)
+	}
+}
+
+// The CSRF cookie is signed with the Supervisor's CSRF key; one signed otherwise is refused.
+func TestCSRFCookieIsSigned(t *testing.T) {
+	h := newHarness(t, nil)
+	noFollow := &http.Client{Jar: h.browser.Jar, Transport: h.browser.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(h.cli().AuthCodeURL("some-state-value", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	upstreamURL, err := resp.Location()
+	if err != nil {
+		t.Fatalf("authorize did not redirect upstream: %s", resp.Status)
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "__Host-pinniped-csrf-v2" {
+			cookie = c
+		}
+	}
+	sign := func(key []byte, csrf string) string {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(csrf))
+		return csrf + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	}
+	if cookie == nil {
+		t.Fatal("authorize set no CSRF cookie")
+	}
+	csrf, _, _ := strings.Cut(cookie.Value, ".")
+	if csrf == "" || cookie.Value != sign(h.csrfKey, csrf) {
+		t.Fatalf("CSRF cookie %v, want a value signed with the CSRF key", cookie)
+	}
+	for name, value := range map[string]string{"unsigned": csrf, "signed with another key": sign(randomKey(t), csrf)} {
+		req, err := http.NewRequest(http.MethodGet, h.issuerURL+provider.CallbackPath+"?code=x&state="+url.QueryEscape(upstreamURL.Query().Get("state")), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.AddCookie(&http.Cookie{Name: cookie.Name, Value: value})
+		resp, err := h.server.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("callback with a CSRF cookie %s: %s, want 403", name, resp.Status)
+		}
 	}
 }
 
