@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"maps"
+	"net/http"
 	"net/url"
 	"reflect"
 	"slices"
@@ -164,4 +165,10 @@ func TestOIDCClientClaimSetsWithoutIdentityScopes(t *testing.T) {
 	_, c = h.idToken(body["id_token"].(string), clientID)
 	checkKeys(t, "the ID token of the refresh grant", c, append(refreshClaims, "additionalClaims")...)
 	checkTiming(t, "the ID token of the refresh grant", c, 10*time.Minute, loginTime)
+
+	// As upstream, a session without the username claim is not exchanged.
+	status, body = h.postToken(url.Values{"grant_type": {provider.GrantTokenExchange}, "audience": {"cluster-1"}, "subject_token": {body["access_token"].(string)},
+		"subject_token_type": {tokenTypeAccessToken}, "requested_token_type": {tokenTypeJWT}}, clientID, clientSecret)
+	exchangeRefusal{http.StatusForbidden, "access_denied",
+		`No username found in session. Ensure that the "username" scope was requested and granted at the authorization endpoint.`}.check(t, "token exchange without username", status, body)
 }
