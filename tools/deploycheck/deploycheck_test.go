@@ -837,6 +837,32 @@ func TestHighAvailability(t *testing.T) {
 	}
 }
 
+// The Supervisor reads its Deployment, the owner of its CSRF cookie key's Secret, as upstream's.
+func TestSupervisorReadsItsDeployment(t *testing.T) {
+	for name, set := range map[string]struct {
+		namespace string
+		objects   []*unstructured.Unstructured
+	}{
+		"plain": {"pinniped-supervisor", kustomize(t, supervisorDeploy)},
+		"chart": {"tuna", render(t, supervisorChart, map[string]any{"namespace": "tuna"})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			role := byKey(t, set.objects)[Key{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role", Namespace: set.namespace, Name: "pinniped-supervisor"}]
+			if role == nil {
+				t.Fatal("no Role in the Supervisor's namespace")
+			}
+			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+			for _, r := range rules {
+				r := r.(map[string]any)
+				if fmt.Sprint(r["apiGroups"]) == "[apps]" && fmt.Sprint(r["resources"]) == "[deployments]" && fmt.Sprint(r["verbs"]) == "[get]" {
+					return
+				}
+			}
+			t.Errorf("the Role grants no get on apps deployments: %v", rules)
+		})
+	}
+}
+
 // The impersonation proxy forwards with its own ServiceAccount, which may impersonate and do
 // nothing else; the Concierge's own may not impersonate, and may request tokens for that one
 // ServiceAccount only, the one its configuration names.

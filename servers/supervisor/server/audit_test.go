@@ -187,7 +187,7 @@ func TestAuditIDOnEveryResponse(t *testing.T) {
 	}
 	key := bytes.Repeat([]byte{7}, 32)
 	if err := mux.Set([]*issuer.Issuer{{URL: base + "/fd", Namespace: "supervisor", Name: "fd", UID: "fd-uid", JWKS: jwks,
-		TokenSigningKey: key, StateSigningKey: key, StateEncryptionKey: key}}); err != nil {
+		TokenSigningKey: key, StateSigningKey: key, StateEncryptionKey: key, CSRFKey: key}}); err != nil {
 		t.Fatal(err)
 	}
 	authorize := url.Values{"client_id": {"pinniped-cli"}, "redirect_uri": {"http://127.0.0.1:4242/callback"}, "response_type": {"code"},

@@ -43,6 +43,9 @@ type Config struct {
 	File *config.Config
 	// Namespace is the Supervisor's own.
 	Namespace string
+	// DeploymentName is the Supervisor's Deployment, which owns (and names) the Secret of the
+	// CSRF cookie key.
+	DeploymentName string
 
 	// KubeClient and SupervisorClient serve requests, on every replica: the OAuth endpoints'
 	// sessions and the OIDCClientSecretRequest API write with them.

@@ -69,6 +69,7 @@ func testConfig(t *testing.T, file string) (*Config, fakes) {
 	return &Config{
 		File:             parsed,
 		Namespace:        namespace,
+		DeploymentName:   "pinniped-supervisor",
 		KubeClient:       f.kube,
 		SupervisorClient: f.supervisor,
 		Elector:          elector,

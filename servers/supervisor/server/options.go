@@ -148,6 +148,7 @@ func (o *Options) Config() (*Config, error) {
 	return &Config{
 		File:             file,
 		Namespace:        o.Namespace,
+		DeploymentName:   o.DeploymentName,
 		KubeClient:       kubeClient,
 		SupervisorClient: supervisorClient,
 		Elector:          elector,

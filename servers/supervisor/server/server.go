@@ -122,6 +122,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		APIGroupSuffix:              *c.File.APIGroupSuffix,
 		DefaultTLSCertificateSecret: c.File.Names.DefaultTLSCertificateSecret,
 		Labels:                      c.File.Labels,
+		DeploymentName:              c.DeploymentName,
 	}, c.Controllers.Supervisor, c.Controllers.Kube, kinds.All, federationdomain.Informers{
 		FederationDomains: c.CRInformers.Config().V1alpha1().FederationDomains(),
 		IDPs:              idps,

@@ -91,7 +91,7 @@ func testIssuer(t *testing.T, name, url string) *issuer.Issuer {
 		return b
 	}
 	return &issuer.Issuer{URL: url, Namespace: "supervisor", Name: name, UID: types.UID("uid-" + name), JWKS: jwks,
-		TokenSigningKey: key(), StateSigningKey: key(), StateEncryptionKey: key()}
+		TokenSigningKey: key(), StateSigningKey: key(), StateEncryptionKey: key(), CSRFKey: key()}
 }
 
 // served is one response and the certificate it came over.

@@ -90,7 +90,7 @@ func TestLoginRefreshAndTokenExchangeWithDex(t *testing.T) {
 	}
 	if err := mux.Set([]*issuer.Issuer{{
 		URL: issuerURL, Namespace: namespace, Name: "fd", UID: "fd-uid", JWKS: jwks,
-		TokenSigningKey: random(t), StateSigningKey: random(t), StateEncryptionKey: random(t),
+		TokenSigningKey: random(t), StateSigningKey: random(t), StateEncryptionKey: random(t), CSRFKey: random(t),
 		IdentityProviders: []issuer.IdentityProvider{{
 			DisplayName: idpName, Type: issuer.TypeOIDC, Flows: []issuer.Flow{issuer.FlowBrowserAuthcode},
 			Kind: "OIDCIdentityProvider", Name: "dex-idp", UID: "dex-uid",

@@ -60,7 +60,7 @@ func startSupervisor(ctx context.Context, t *testing.T, ups *upstreams, idps ...
 	}
 	if err := mux.Set([]*issuer.Issuer{{
 		URL: s.issuerURL, Namespace: namespace, Name: "fd", UID: "fd-uid", JWKS: s.jwks,
-		TokenSigningKey: random(t), StateSigningKey: random(t), StateEncryptionKey: random(t),
+		TokenSigningKey: random(t), StateSigningKey: random(t), StateEncryptionKey: random(t), CSRFKey: random(t),
 		IdentityProviders: idps,
 	}}); err != nil {
 		t.Fatal(err)

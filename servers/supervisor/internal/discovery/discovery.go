@@ -11,6 +11,7 @@
 package discovery
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -104,30 +105,43 @@ type Endpoints struct{}
 
 var _ issuer.Endpoints = Endpoints{}
 
-// Mount is part of the issuer.Endpoints interface. An issuer without keys gets no JWKS endpoint.
+// Mount is part of the issuer.Endpoints interface. An issuer without keys answers its JWKS path
+// with upstream's 404.
 func (Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
 	r.Handle(PathOIDCDiscovery, jsonDocument(NewDocument(iss)))
 	r.Handle(PathIdentityProviders, jsonDocument(NewIdentityProviders(iss)))
-	if iss.JWKS != nil {
-		r.Handle(PathJWKS, jsonDocument(iss.JWKS.Public))
+	if iss.JWKS == nil {
+		r.Handle(PathJWKS, getOnly(func(w http.ResponseWriter) {
+			http.Error(w, "JWKS not found for requested issuer", http.StatusNotFound)
+		}))
+		return
 	}
+	r.Handle(PathJWKS, jsonDocument(iss.JWKS.Public))
 }
 
-// jsonDocument serves v, encoded once, to GET requests, with the newline that ends the documents
-// of Pinniped's Supervisor. Any other method, HEAD too, gets 405 with its words.
+// jsonDocument serves v, encoded once as upstream encodes it (with a final newline), to GET
+// requests.
 func jsonDocument(v any) http.Handler {
-	body, err := json.Marshal(v)
-	body = append(body, '\n')
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "Method not allowed (try GET)", http.StatusMethodNotAllowed)
-			return
-		}
+	var body bytes.Buffer
+	err := json.NewEncoder(&body).Encode(v)
+	return getOnly(func(w http.ResponseWriter) {
 		if err != nil { // a key set go-jose cannot encode
 			http.Error(w, "internal server error", http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
+		_, _ = w.Write(body.Bytes())
+	})
+}
+
+// getOnly answers GET requests with serve and others, HEAD included, with upstream's 405.
+func getOnly(serve func(http.ResponseWriter)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			http.Error(w, "Method not allowed (try GET)", http.StatusMethodNotAllowed)
+			return
+		}
+		serve(w)
 	})
 }

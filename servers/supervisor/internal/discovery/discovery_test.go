@@ -1,13 +1,13 @@
 package discovery
 
 import (
+	"crypto/ecdsa"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
-	"github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
 
 	"sealion.dev/servers/supervisor/internal/issuer"
@@ -30,24 +30,15 @@ func do(t *testing.T, h http.Handler, method, target string) *httptest.ResponseR
 	return rec
 }
 
-// jsonBody fetches target, a JSON document: one line ended by a newline, as Pinniped's.
-func jsonBody(t *testing.T, h http.Handler, target string) []byte {
+// getJSON fetches target and decodes its JSON body into a generic value.
+func getJSON(t *testing.T, h http.Handler, target string) any {
 	t.Helper()
 	rec := do(t, h, http.MethodGet, target)
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("GET %s: %d %s: %s", target, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 	}
-	if body := rec.Body.String(); !strings.HasSuffix(body, "}\n") || strings.Count(body, "\n") != 1 {
-		t.Errorf("GET %s: the body is not one line ended by a newline: %q", target, body)
-	}
-	return rec.Body.Bytes()
-}
-
-// getJSON fetches target and decodes its JSON body into a generic value.
-func getJSON(t *testing.T, h http.Handler, target string) any {
-	t.Helper()
 	var v any
-	if err := json.Unmarshal(jsonBody(t, h, target), &v); err != nil {
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -77,6 +68,18 @@ func TestDiscoveryDocument(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("discovery document (-want +got):\n%s", diff)
 	}
+
+	// Byte for byte as upstream encodes it: field order, escaping and the final newline.
+	wantBody := `{"issuer":"https://example.com/issuer/","authorization_endpoint":"https://example.com/issuer/oauth2/authorize",` +
+		`"token_endpoint":"https://example.com/issuer/oauth2/token","jwks_uri":"https://example.com/issuer/jwks.json",` +
+		`"response_types_supported":["code"],"response_modes_supported":["query","form_post"],"subject_types_supported":["public"],` +
+		`"id_token_signing_alg_values_supported":["ES256"],"token_endpoint_auth_methods_supported":["client_secret_basic"],` +
+		`"scopes_supported":["openid","offline_access","pinniped:request-audience","username","groups"],` +
+		`"claims_supported":["username","groups","additionalClaims"],"code_challenge_methods_supported":["S256"],` +
+		`"discovery.supervisor.pinniped.dev/v1alpha1":{"pinniped_identity_providers_endpoint":"https://example.com/issuer/v1alpha1/pinniped_identity_providers"}}` + "\n"
+	if rec := do(t, m, http.MethodGet, "https://example.com/issuer/.well-known/openid-configuration"); rec.Body.String() != wantBody {
+		t.Errorf("discovery document bytes:\n%s\nwant:\n%s", rec.Body, wantBody)
+	}
 }
 
 func TestIdentityProvidersDocument(t *testing.T) {
@@ -98,6 +101,12 @@ func TestIdentityProvidersDocument(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("IDP discovery (-want +got):\n%s", diff)
 	}
+	wantBody := `{"pinniped_identity_providers":[{"name":"Corp LDAP","type":"ldap","flows":["cli_password","browser_authcode"]},` +
+		`{"name":"Dex","type":"oidc","flows":["browser_authcode"]}],"pinniped_supported_identity_provider_types":` +
+		`[{"type":"activedirectory"},{"type":"github"},{"type":"ldap"},{"type":"oidc"}]}` + "\n"
+	if rec := do(t, m, http.MethodGet, "https://example.com/v1alpha1/pinniped_identity_providers"); rec.Body.String() != wantBody {
+		t.Errorf("IDP discovery bytes:\n%s\nwant:\n%s", rec.Body, wantBody)
+	}
 
 	// No identity provider is an empty list, not null.
 	m = serve(t, &issuer.Issuer{URL: "https://example.com"})
@@ -116,37 +125,37 @@ func TestJWKS(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := serve(t, &issuer.Issuer{URL: "https://example.com/a", JWKS: keys})
-	var got jose.JSONWebKeySet
-	if err := json.Unmarshal(jsonBody(t, m, "https://example.com/a/jwks.json"), &got); err != nil {
+	rec := do(t, m, http.MethodGet, "https://example.com/a/jwks.json")
+	// Byte for byte as upstream serves the public half of its key: go-jose's field order and a
+	// final newline.
+	pub := keys.Public.Keys[0].Key.(*ecdsa.PublicKey)
+	coord := func(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+	point, err := pub.Bytes() // uncompressed: 0x04, then x and y of 32 bytes each
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Keys) != 1 || !got.Keys[0].IsPublic() || got.Keys[0].KeyID != signingkeys.KeyID || got.Keys[0].Algorithm != "ES256" {
-		t.Errorf("JWKS %+v", got)
+	want := `{"keys":[{"use":"sig","kty":"EC","kid":"pinniped-supervisor-key","crv":"P-256","alg":"ES256",` +
+		`"x":"` + coord(point[1:33]) + `","y":"` + coord(point[33:]) + `"}]}` + "\n"
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" || rec.Body.String() != want {
+		t.Errorf("JWKS: %d %s:\n%s\nwant:\n%s", rec.Code, rec.Header().Get("Content-Type"), rec.Body, want)
 	}
 
-	// Without keys there is no JWKS endpoint (the discovery document is still served).
+	// Without keys the JWKS endpoint answers as upstream's does (the discovery document is still served).
 	m = serve(t, &issuer.Issuer{URL: "https://example.com/a"})
-	if rec := do(t, m, http.MethodGet, "https://example.com/a/jwks.json"); rec.Code != http.StatusNotFound {
-		t.Errorf("JWKS without keys: %d", rec.Code)
+	if rec := do(t, m, http.MethodGet, "https://example.com/a/jwks.json"); rec.Code != http.StatusNotFound || rec.Body.String() != "JWKS not found for requested issuer\n" {
+		t.Errorf("JWKS without keys: %d %q", rec.Code, rec.Body)
 	}
 }
 
-// The documents take GET only, as Pinniped's do: HEAD too gets 405, in Pinniped's words.
+// As upstream, only GET is served; HEAD too gets 405.
 func TestMethods(t *testing.T) {
-	keys, err := signingkeys.NewJWKS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwks, err := signingkeys.ParseJWKS(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := serve(t, &issuer.Issuer{URL: "https://example.com", JWKS: jwks})
-	for _, path := range []string{PathOIDCDiscovery, PathJWKS, PathIdentityProviders} {
+	m := serve(t, &issuer.Issuer{URL: "https://example.com"})
+	for _, path := range []string{"/.well-known/openid-configuration", "/v1alpha1/pinniped_identity_providers", "/jwks.json"} {
 		for _, method := range []string{http.MethodPost, http.MethodHead, http.MethodPut} {
 			rec := do(t, m, method, "https://example.com"+path)
-			if rec.Code != http.StatusMethodNotAllowed || rec.Body.String() != "Method not allowed (try GET)\n" {
-				t.Errorf("%s %s: %d %q", method, path, rec.Code, rec.Body.String())
+			if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET" ||
+				(method != http.MethodHead && rec.Body.String() != "Method not allowed (try GET)\n") {
+				t.Errorf("%s %s: %d, Allow %q, %q", method, path, rec.Code, rec.Header().Get("Allow"), rec.Body)
 			}
 		}
 	}

@@ -31,6 +31,9 @@ type Issuer struct {
 	// TokenSigningKey, StateSigningKey and StateEncryptionKey are the symmetric keys of opaque
 	// tokens and of the upstream state parameter.
 	TokenSigningKey, StateSigningKey, StateEncryptionKey []byte
+	// CSRFKey signs the CSRF cookie of browser logins: the Supervisor's one key, the same in
+	// every issuer.
+	CSRFKey []byte
 	// IdentityProviders are the identity providers users of this issuer can log in with, sorted by
 	// display name; those whose transforms are invalid or fail their examples are left out.
 	IdentityProviders []IdentityProvider

@@ -161,7 +161,8 @@ func TestOIDCClientLoginRefreshAndTokenExchange(t *testing.T) {
 	}
 }
 
-// postToken POSTs form to the token endpoint with HTTP basic client authentication.
+// postToken POSTs form to the token endpoint with HTTP basic client authentication, or without
+// client authentication when id is empty.
 func (h *harness) postToken(form url.Values, id, secret string) (int, map[string]any) {
 	h.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, h.issuerURL+provider.TokenPath, strings.NewReader(form.Encode()))
@@ -169,7 +170,9 @@ func (h *harness) postToken(form url.Values, id, secret string) (int, map[string
 		h.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+	if id != "" {
+		req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+	}
 	resp, err := h.server.Client().Do(req)
 	if err != nil {
 		h.t.Fatal(err)

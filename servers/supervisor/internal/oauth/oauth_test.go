@@ -3,7 +3,9 @@ package oauth
 import (
 	"context"
 	"crypto"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -64,6 +66,8 @@ type harness struct {
 	oidcClients, clientSecrets cache.Indexer
 	// auditLog holds the endpoints' audit events, personal information redacted.
 	auditLog *auditLog
+	// csrfKey signs the browser's CSRF cookie.
+	csrfKey []byte
 }
 
 func newHarness(t testing.TB, transforms *idtransform.Pipeline) *harness {
@@ -104,9 +108,10 @@ func newHarnessWith(t testing.TB, ups *fakeUpstreams, idps ...issuer.IdentityPro
 	h.server = httptest.NewTLSServer(mux)
 	t.Cleanup(h.server.Close)
 	h.issuerURL = h.server.URL + "/fd"
+	h.csrfKey = randomKey(t)
 	if err := mux.Set([]*issuer.Issuer{{
 		URL: h.issuerURL, Namespace: namespace, Name: "fd", UID: "fd-uid", JWKS: h.jwks,
-		TokenSigningKey: randomKey(t), StateSigningKey: randomKey(t), StateEncryptionKey: randomKey(t),
+		TokenSigningKey: randomKey(t), StateSigningKey: randomKey(t), StateEncryptionKey: randomKey(t), CSRFKey: h.csrfKey,
 		IdentityProviders: idps,
 	}}); err != nil {
 		t.Fatal(err)
@@ -442,6 +447,54 @@ func TestCallbackRejectsForeignState(t *testing.T) {
 	}
 }
 
+// The CSRF cookie is signed with the Supervisor's CSRF key; one signed otherwise is refused.
+func TestCSRFCookieIsSigned(t *testing.T) {
+	h := newHarness(t, nil)
+	noFollow := &http.Client{Jar: h.browser.Jar, Transport: h.browser.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(h.cli().AuthCodeURL("some-state-value", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	upstreamURL, err := resp.Location()
+	if err != nil {
+		t.Fatalf("authorize did not redirect upstream: %s", resp.Status)
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "__Host-pinniped-csrf-v2" {
+			cookie = c
+		}
+	}
+	sign := func(key []byte, csrf string) string {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(csrf))
+		return csrf + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	}
+	if cookie == nil {
+		t.Fatal("authorize set no CSRF cookie")
+	}
+	csrf, _, _ := strings.Cut(cookie.Value, ".")
+	if csrf == "" || cookie.Value != sign(h.csrfKey, csrf) {
+		t.Fatalf("CSRF cookie %v, want a value signed with the CSRF key", cookie)
+	}
+	for name, value := range map[string]string{"unsigned": csrf, "signed with another key": sign(randomKey(t), csrf)} {
+		req, err := http.NewRequest(http.MethodGet, h.issuerURL+provider.CallbackPath+"?code=x&state="+url.QueryEscape(upstreamURL.Query().Get("state")), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.AddCookie(&http.Cookie{Name: cookie.Name, Value: value})
+		resp, err := h.server.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("callback with a CSRF cookie %s: %s, want 403", name, resp.Status)
+		}
+	}
+}
+
 func TestTransformsRejectLogin(t *testing.T) {
 	pipeline, err := idtransform.Compile(configv1alpha1.FederationDomainTransforms{
 		Expressions: []configv1alpha1.FederationDomainTransformsExpression{
@@ -487,13 +540,44 @@ func TestTokenExchangeRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, aud := range []string{"", "pinniped-cli", "x.pinniped.dev", "client.oauth.pinniped.dev-foo"} {
-		if status, body := h.exchange(tok.AccessToken, aud); status != http.StatusBadRequest || body["error"] != "invalid_request" {
-			t.Errorf("audience %q: %d %v, want invalid_request", aud, status, body)
-		}
+	// Each refusal as upstream's: status, error and hint, checked in upstream's order.
+	valid := url.Values{"grant_type": {provider.GrantTokenExchange}, "client_id": {provider.PinnipedCLIClientID}, "audience": {"cluster-1"},
+		"subject_token": {tok.AccessToken}, "subject_token_type": {tokenTypeAccessToken}, "requested_token_type": {tokenTypeJWT}}
+	badRequest := func(hint string) exchangeRefusal {
+		return exchangeRefusal{http.StatusBadRequest, "invalid_request", hint}
 	}
-	if status, _ := h.exchange("not-a-token", "cluster-1"); status == http.StatusOK {
-		t.Error("a made-up subject token was exchanged")
+	for name, tt := range map[string]struct {
+		change func(url.Values)
+		want   exchangeRefusal
+	}{
+		"no audience":                        {func(f url.Values) { f.Del("audience") }, badRequest("Missing 'audience' parameter.")},
+		"neither audience nor subject token": {func(f url.Values) { f.Del("subject_token"); f.Set("audience", "") }, badRequest("Missing 'audience' parameter.")},
+		"empty subject token": {func(f url.Values) { f.Set("subject_token", "") },
+			badRequest("Missing 'subject_token' parameter.")},
+		"subject token type": {func(f url.Values) { f.Set("subject_token_type", tokenTypeJWT) },
+			badRequest(`Unsupported 'subject_token_type' parameter value, must be "urn:ietf:params:oauth:token-type:access_token".`)},
+		"requested token type": {func(f url.Values) { f.Set("requested_token_type", tokenTypeAccessToken) },
+			badRequest(`Unsupported 'requested_token_type' parameter value, must be "urn:ietf:params:oauth:token-type:jwt".`)},
+		"resource":         {func(f url.Values) { f.Set("resource", "https://x") }, badRequest(`Unsupported parameter "resource".`)},
+		"scope":            {func(f url.Values) { f.Set("scope", "openid") }, badRequest(`Unsupported parameter "scope".`)},
+		"actor token":      {func(f url.Values) { f.Set("actor_token", "x") }, badRequest(`Unsupported parameter "actor_token".`)},
+		"actor token type": {func(f url.Values) { f.Set("actor_token_type", "x") }, badRequest(`Unsupported parameter "actor_token_type".`)},
+		"pinniped.dev audience": {func(f url.Values) { f.Set("audience", "x.pinniped.dev") },
+			badRequest("requested audience cannot contain '.pinniped.dev'")},
+		"OIDCClient audience": {func(f url.Values) { f.Set("audience", "client.oauth.pinniped.dev-foo") },
+			badRequest("requested audience cannot contain '.pinniped.dev'")},
+		"pinniped-cli audience": {func(f url.Values) { f.Set("audience", "pinniped-cli") },
+			badRequest("requested audience cannot equal 'pinniped-cli'")},
+		"made-up subject token": {func(f url.Values) { f.Set("subject_token", "not-a-token") },
+			exchangeRefusal{http.StatusUnauthorized, "request_unauthorized", "Invalid 'subject_token' parameter value."}},
+	} {
+		form := url.Values{}
+		for k, v := range valid {
+			form[k] = slices.Clone(v)
+		}
+		tt.change(form)
+		status, body := h.postToken(form, "", "")
+		tt.want.check(t, name, status, body)
 	}
 
 	// Without pinniped:request-audience the access token cannot be exchanged.
@@ -511,7 +595,22 @@ func TestTokenExchangeRejects(t *testing.T) {
 	if tok.RefreshToken != "" {
 		t.Error("a refresh token was issued without offline_access")
 	}
-	if status, body := h.exchange(tok.AccessToken, "cluster-1"); status != http.StatusForbidden || body["error"] != "access_denied" {
-		t.Errorf("exchange without %s: %d %v", provider.ScopeRequestAudience, status, body)
+	status, body := h.exchange(tok.AccessToken, "cluster-1")
+	exchangeRefusal{http.StatusForbidden, "access_denied", `Missing the "pinniped:request-audience" scope.`}.check(t, "without "+provider.ScopeRequestAudience, status, body)
+}
+
+// exchangeRefusal is the error answer to a token exchange: its status, error code and the hint
+// that ends its description.
+type exchangeRefusal struct {
+	status      int
+	error, hint string
+}
+
+func (want exchangeRefusal) check(t *testing.T, what string, status int, body map[string]any) {
+	t.Helper()
+	desc, _ := body["error_description"].(string)
+	// fosite, upstream's too, writes the double quotes of descriptions as single quotes.
+	if status != want.status || body["error"] != want.error || !strings.HasSuffix(desc, " "+strings.ReplaceAll(want.hint, `"`, "'")) {
+		t.Errorf("%s: %d %v; want %d %s ending %q", what, status, body, want.status, want.error, want.hint)
 	}
 }

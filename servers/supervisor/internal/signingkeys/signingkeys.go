@@ -1,8 +1,9 @@
-// Package signingkeys makes and reads the keys the Supervisor keeps for each FederationDomain in
-// Secrets, in Pinniped's formats: the ES256 key that signs ID tokens with the public JWKS clients
-// verify them with, and the 32-byte symmetric keys of opaque tokens and of the upstream state
-// parameter. There is no scheduled rotation: a key is replaced when its Secret is missing or
-// unreadable, so deleting the Secret rotates it.
+// Package signingkeys makes and reads the keys the Supervisor keeps in Secrets, in Pinniped's
+// formats: for each FederationDomain the ES256 key that signs ID tokens with the public JWKS
+// clients verify them with and the 32-byte symmetric keys of opaque tokens and of the upstream
+// state parameter, and for the whole Supervisor the key of the CSRF cookie. There is no scheduled
+// rotation: a key is replaced when its Secret is missing or unreadable, so deleting the Secret
+// rotates it.
 package signingkeys
 
 import (
@@ -122,6 +123,18 @@ var (
 
 // SymmetricKeys lists every symmetric key of a FederationDomain.
 var SymmetricKeys = []Symmetric{TokenSigningKey, StateSigningKey, StateEncryptionKey}
+
+// CSRFSigningKey signs the CSRF cookie of browser logins. Unlike the others it is one key for the
+// whole Supervisor, since the cookie is the browser's for every issuer; its Secret is named by
+// CSRFKeySecretName, not SecretName.
+var CSRFSigningKey = Symmetric{
+	Purpose: "CSRF cookie signing",
+	Type:    "secrets.pinniped.dev/supervisor-csrf-signing-key",
+}
+
+// CSRFKeySecretName is the name of the CSRF signing key's Secret of the Supervisor whose
+// Deployment is named deployment, as upstream names it.
+func CSRFKeySecretName(deployment string) string { return deployment + "-key" }
 
 // SymmetricKeyDataKey is the Secret data key holding a symmetric key.
 const SymmetricKeyDataKey = "key"

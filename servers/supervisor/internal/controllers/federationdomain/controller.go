@@ -4,7 +4,8 @@
 //   - validates every FederationDomain, against the others too (unique issuers, one TLS Secret per
 //     hostname), resolves its identity providers and compiles and self-tests their CEL transforms;
 //   - makes sure each FederationDomain has its key Secrets (the ES256 JWKS and the symmetric
-//     keys), owned by it, generating any that is missing or unusable;
+//     keys), owned by it, and the Supervisor has its CSRF cookie key Secret, generating any that
+//     is missing or unusable;
 //   - publishes the servable FederationDomains, with their keys and usable identity providers, to
 //     the issuer Mux, and the TLS certificates of their hostnames to the SNI certificate store;
 //   - writes every FederationDomain's conditions, phase and key Secret names to its status.
@@ -67,6 +68,9 @@ type Config struct {
 	DefaultTLSCertificateSecret string
 	// Labels go on the Secrets the controller creates.
 	Labels map[string]string
+	// DeploymentName is the Supervisor's Deployment, which owns the CSRF cookie key's Secret and
+	// names it.
+	DeploymentName string
 }
 
 // Informers are what the controller watches, all of the Supervisor's namespace.
@@ -100,6 +104,10 @@ type Controller struct {
 	validator         validator
 	issuers           Issuers
 	certs             Certificates
+	// deployment is the owner reference to the Supervisor's Deployment (nil outside one), once
+	// deploymentRead.
+	deployment     *metav1.OwnerReference
+	deploymentRead bool
 }
 
 // New returns the controller; FederationDomains may refer to the identity provider objects of
@@ -108,6 +116,9 @@ type Controller struct {
 func New(cfg Config, supervisor supervisorclientset.Interface, kube kubernetes.Interface, kinds []connectors.Kind, informers Informers, issuers Issuers, certs Certificates) (*Controller, error) {
 	if err := groupsuffix.Validate(cfg.APIGroupSuffix); err != nil {
 		return nil, err
+	}
+	if cfg.DeploymentName == "" {
+		return nil, errors.New("the Supervisor's Deployment name is required: it names the CSRF cookie key's Secret")
 	}
 	fdGroup, _ := groupsuffix.Replace(configv1alpha1.GroupName, cfg.APIGroupSuffix) // always one of ours
 	idpGroup, _ := groupsuffix.Replace(idpv1alpha1.GroupName, cfg.APIGroupSuffix)
@@ -159,15 +170,20 @@ func (c *Controller) sync(ctx context.Context) error {
 
 	var errs []error
 	var issuers []*issuer.Issuer
+	csrfKey, err := c.ensureCSRFKey(ctx)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, r := range results {
 		k, err := c.ensureKeys(ctx, r.fd)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if r.servable && k != nil {
+		if r.servable && k != nil && csrfKey != nil {
 			issuers = append(issuers, &issuer.Issuer{
 				URL: r.fd.Spec.Issuer, Namespace: r.fd.Namespace, Name: r.fd.Name, UID: r.fd.UID,
 				JWKS: k.jwks, TokenSigningKey: k.tokenSigningKey, StateSigningKey: k.stateSigningKey, StateEncryptionKey: k.stateEncryptionKey,
+				CSRFKey:           csrfKey,
 				IdentityProviders: r.idps,
 			})
 		}

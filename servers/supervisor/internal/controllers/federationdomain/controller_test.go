@@ -5,13 +5,16 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,6 +87,7 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 	crFactory := supervisorinformers.NewSharedInformerFactoryWithOptions(e.supervisor, 0, supervisorinformers.WithNamespace(namespace))
 	c, err := New(Config{
 		Namespace: namespace, APIGroupSuffix: "tuna.io", DefaultTLSCertificateSecret: defaultSecret, Labels: map[string]string{"app": "supervisor"},
+		DeploymentName: "pinniped-supervisor",
 	}, e.supervisor, e.kube, kinds.All, Informers{
 		FederationDomains: crFactory.Config().V1alpha1().FederationDomains(),
 		IDPs:              crFactory.Idp().V1alpha1(),
@@ -196,6 +200,39 @@ func leafDNSNames(t *testing.T, c *tls.Certificate) []string {
 	return leaf.DNSNames
 }
 
+// The Supervisor-wide CSRF cookie key has upstream's Secret: named after the Deployment, which
+// owns it without controlling it, with upstream's type, data key and the configured labels.
+func TestSyncGeneratesTheCSRFKey(t *testing.T) {
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "pinniped-supervisor", Namespace: namespace, UID: "deployment-uid"}}
+	e := newEnv(t, []runtime.Object{deployment, tlsSecret(t, defaultSecret, "default.example.com")}, fd("fd", "https://issuer.example.com/a"))
+	e.sync()
+	s := e.secret("pinniped-supervisor-key")
+	wantRef := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "pinniped-supervisor", UID: "deployment-uid", Controller: ptr.To(false)}
+	if diff := cmp.Diff([]metav1.OwnerReference{wantRef}, s.OwnerReferences); diff != "" {
+		t.Errorf("owner references (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"app": "supervisor"}, s.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if s.Type != "secrets.pinniped.dev/supervisor-csrf-signing-key" || len(s.Data) != 1 || len(s.Data["key"]) != 32 {
+		t.Errorf("type %q, data keys %v; want upstream's type and a 32-byte key", s.Type, slices.Sorted(maps.Keys(s.Data)))
+	}
+
+	// Every issuer signs CSRF cookies with that one key.
+	e.waitForSecret("pinniped-supervisor-key", func(*corev1.Secret) bool { return true })
+	e.sync()
+	if iss := e.issuers()["fd"]; iss == nil || string(iss.CSRFKey) != string(s.Data["key"]) {
+		t.Errorf("published issuer %+v, want the stored CSRF key", iss)
+	}
+
+	// A Supervisor run outside a Deployment keeps the key in a Secret without an owner.
+	e = newEnv(t, []runtime.Object{tlsSecret(t, defaultSecret, "default.example.com")}, fd("fd", "https://issuer.example.com/a"))
+	e.sync()
+	if s := e.secret("pinniped-supervisor-key"); len(s.OwnerReferences) != 0 || len(s.Data["key"]) != 32 {
+		t.Errorf("without a Deployment: owners %v, %d key bytes", s.OwnerReferences, len(s.Data["key"]))
+	}
+}
+
 func TestSyncGeneratesKeysAndPublishes(t *testing.T) {
 	valid := withTLS(fd("valid", "https://Issuer.Example.com/a"), "issuer-tls")
 	invalid := fd("invalid", "https://issuer.example.com/b?query")
@@ -217,18 +254,29 @@ func TestSyncGeneratesKeysAndPublishes(t *testing.T) {
 		if diff := cmp.Diff(want, names); diff != "" {
 			t.Errorf("%s: status.secrets (-want +got):\n%s", f.Name, diff)
 		}
-		for _, name := range []string{names.JWKS.Name, names.TokenSigningKey.Name, names.StateSigningKey.Name, names.StateEncryptionKey.Name} {
+		// Upstream's types and data keys; labels are exactly the configured ones; the owner is
+		// the FederationDomain as controller, blocking its deletion.
+		for name, want := range map[string]struct {
+			typ  corev1.SecretType
+			data []string
+		}{
+			names.JWKS.Name:               {"secrets.pinniped.dev/federation-domain-jwks", []string{"activeJWK", "jwks"}},
+			names.TokenSigningKey.Name:    {"secrets.pinniped.dev/federation-domain-token-signing-key", []string{"key"}},
+			names.StateSigningKey.Name:    {"secrets.pinniped.dev/federation-domain-state-signing-key", []string{"key"}},
+			names.StateEncryptionKey.Name: {"secrets.pinniped.dev/federation-domain-state-encryption-key", []string{"key"}},
+		} {
 			s := e.secret(name)
-			wantRef := metav1.OwnerReference{APIVersion: "config.supervisor.tuna.io/v1alpha1", Kind: "FederationDomain", Name: f.Name, UID: f.UID, Controller: ptr.To(true)}
+			wantRef := metav1.OwnerReference{APIVersion: "config.supervisor.tuna.io/v1alpha1", Kind: "FederationDomain", Name: f.Name, UID: f.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 			if diff := cmp.Diff([]metav1.OwnerReference{wantRef}, s.OwnerReferences); diff != "" {
 				t.Errorf("%s: owner references (-want +got):\n%s", name, diff)
 			}
-			if s.Labels["app"] != "supervisor" {
-				t.Errorf("%s: labels %v", name, s.Labels)
+			if diff := cmp.Diff(map[string]string{"app": "supervisor"}, s.Labels); diff != "" {
+				t.Errorf("%s: labels (-want +got):\n%s", name, diff)
 			}
-		}
-		if got := e.secret(names.JWKS.Name).Type; got != signingkeys.JWKSSecretType {
-			t.Errorf("JWKS Secret type %q", got)
+			if s.Type != want.typ || !slices.Equal(slices.Sorted(maps.Keys(s.Data)), want.data) || len(s.Annotations) != 0 {
+				t.Errorf("%s: type %q, data keys %v, annotations %v; want type %q, data keys %v", name, s.Type, slices.Sorted(maps.Keys(s.Data)), s.Annotations, want.typ, want.data)
+			}
 		}
 	}
 

@@ -22,10 +22,12 @@ type keys struct {
 	secrets                                              configv1alpha1.FederationDomainSecrets
 }
 
-// keySecret describes one key Secret: how to make its data and how to check it.
+// keySecret describes one key Secret: its owner, how to make its data and how to check it.
 type keySecret struct {
-	name     string
-	typ      corev1.SecretType
+	name string
+	typ  corev1.SecretType
+	// owner is nil for a Secret without one.
+	owner    *metav1.OwnerReference
 	generate func() (map[string][]byte, error)
 	parse    func(map[string][]byte) error
 }
@@ -35,8 +37,9 @@ type keySecret struct {
 func (c *Controller) ensureKeys(ctx context.Context, fd *configv1alpha1.FederationDomain) (*keys, error) {
 	var k keys
 	uid := string(fd.UID)
+	owner := c.ownerReference(fd)
 	jwksSecret := keySecret{
-		name: signingkeys.JWKSSecretName(fd.Name), typ: signingkeys.JWKSSecretType, generate: signingkeys.NewJWKS,
+		name: signingkeys.JWKSSecretName(fd.Name), typ: signingkeys.JWKSSecretType, owner: &owner, generate: signingkeys.NewJWKS,
 		parse: func(data map[string][]byte) (err error) {
 			k.jwks, err = signingkeys.ParseJWKS(data)
 			return err
@@ -44,7 +47,7 @@ func (c *Controller) ensureKeys(ctx context.Context, fd *configv1alpha1.Federati
 	}
 	symmetric := func(s signingkeys.Symmetric, dest *[]byte) keySecret {
 		return keySecret{
-			name: s.SecretName(uid), typ: s.Type, generate: s.New,
+			name: s.SecretName(uid), typ: s.Type, owner: &owner, generate: s.New,
 			parse: func(data map[string][]byte) (err error) {
 				*dest, err = s.Parse(data)
 				return err
@@ -57,7 +60,7 @@ func (c *Controller) ensureKeys(ctx context.Context, fd *configv1alpha1.Federati
 		symmetric(signingkeys.StateSigningKey, &k.stateSigningKey),
 		symmetric(signingkeys.StateEncryptionKey, &k.stateEncryptionKey),
 	} {
-		if err := c.ensureKeySecret(ctx, fd, want); err != nil {
+		if err := c.ensureKeySecret(ctx, want); err != nil {
 			return nil, fmt.Errorf("FederationDomain %s/%s: %w", fd.Namespace, fd.Name, err)
 		}
 	}
@@ -70,17 +73,60 @@ func (c *Controller) ensureKeys(ctx context.Context, fd *configv1alpha1.Federati
 	return &k, nil
 }
 
-func (c *Controller) ensureKeySecret(ctx context.Context, fd *configv1alpha1.FederationDomain, want keySecret) error {
+// ensureCSRFKey makes sure the Supervisor-wide CSRF cookie key Secret exists and is readable,
+// owned (not controlled, as upstream's) by the Supervisor's Deployment when there is one, and
+// returns the key.
+func (c *Controller) ensureCSRFKey(ctx context.Context) ([]byte, error) {
+	owner, err := c.deploymentOwner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var key []byte
+	err = c.ensureKeySecret(ctx, keySecret{
+		name: signingkeys.CSRFKeySecretName(c.cfg.DeploymentName), typ: signingkeys.CSRFSigningKey.Type, owner: owner,
+		generate: signingkeys.CSRFSigningKey.New,
+		parse: func(data map[string][]byte) (err error) {
+			key, err = signingkeys.CSRFSigningKey.Parse(data)
+			return err
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the CSRF cookie key: %w", err)
+	}
+	return key, nil
+}
+
+// deploymentOwner returns the owner reference to the Supervisor's Deployment, or nil when it
+// runs outside one. It reads the Deployment once: its replicas, this one included, live no
+// longer than it does, and so an idle sync makes no API call.
+func (c *Controller) deploymentOwner(ctx context.Context) (*metav1.OwnerReference, error) {
+	if c.deploymentRead {
+		return c.deployment, nil
+	}
+	d, err := c.kube.AppsV1().Deployments(c.cfg.Namespace).Get(ctx, c.cfg.DeploymentName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		c.deployment = nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the Supervisor's Deployment %s: %w", c.cfg.DeploymentName, err)
+	default:
+		c.deployment = &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(false)}
+	}
+	c.deploymentRead = true
+	return c.deployment, nil
+}
+
+func (c *Controller) ensureKeySecret(ctx context.Context, want keySecret) error {
 	existing, err := c.secrets.Get(want.name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return c.createKeySecret(ctx, fd, want)
+		return c.createKeySecret(ctx, want)
 	case err != nil:
 		return err
 	case existing.Type != want.typ:
 		// Not one of ours: a user's Secret is never overwritten.
 		return fmt.Errorf("the Secret %s exists with type %q instead of %q; delete it so that the key can be generated", want.name, existing.Type, want.typ)
-	case ownedBy(existing, fd) && want.parse(existing.Data) == nil:
+	case ownedBy(existing, want.owner) && want.parse(existing.Data) == nil:
 		return nil
 	}
 	data, err := want.generate()
@@ -89,7 +135,9 @@ func (c *Controller) ensureKeySecret(ctx context.Context, fd *configv1alpha1.Fed
 	}
 	updated := existing.DeepCopy()
 	updated.Data = data
-	updated.OwnerReferences = []metav1.OwnerReference{c.ownerReference(fd)}
+	if want.owner != nil {
+		updated.OwnerReferences = []metav1.OwnerReference{*want.owner}
+	}
 	if updated.Labels == nil {
 		updated.Labels = map[string]string{}
 	}
@@ -97,24 +145,22 @@ func (c *Controller) ensureKeySecret(ctx context.Context, fd *configv1alpha1.Fed
 	if _, err := c.kube.CoreV1().Secrets(c.cfg.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("replacing the unusable key in Secret %s: %w", want.name, err)
 	}
-	klog.FromContext(ctx).Info("replaced an unusable key", "secret", want.name, "federationDomain", fd.Name)
+	klog.FromContext(ctx).Info("replaced an unusable key", "secret", want.name)
 	return want.parse(data)
 }
 
-func (c *Controller) createKeySecret(ctx context.Context, fd *configv1alpha1.FederationDomain, want keySecret) error {
+func (c *Controller) createKeySecret(ctx context.Context, want keySecret) error {
 	data, err := want.generate()
 	if err != nil {
 		return err
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            want.name,
-			Namespace:       c.cfg.Namespace,
-			Labels:          maps.Clone(c.cfg.Labels),
-			OwnerReferences: []metav1.OwnerReference{c.ownerReference(fd)},
-		},
-		Type: want.typ,
-		Data: data,
+		ObjectMeta: metav1.ObjectMeta{Name: want.name, Namespace: c.cfg.Namespace, Labels: maps.Clone(c.cfg.Labels)},
+		Type:       want.typ,
+		Data:       data,
+	}
+	if want.owner != nil {
+		secret.OwnerReferences = []metav1.OwnerReference{*want.owner}
 	}
 	_, err = c.kube.CoreV1().Secrets(c.cfg.Namespace).Create(ctx, secret, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -123,7 +169,7 @@ func (c *Controller) createKeySecret(ctx context.Context, fd *configv1alpha1.Fed
 		if getErr != nil {
 			return getErr
 		}
-		if live.Type == want.typ && ownedBy(live, fd) && want.parse(live.Data) == nil {
+		if live.Type == want.typ && ownedBy(live, want.owner) && want.parse(live.Data) == nil {
 			return nil
 		}
 		return fmt.Errorf("the Secret %s was created meanwhile and is not usable yet; will retry", want.name)
@@ -131,24 +177,30 @@ func (c *Controller) createKeySecret(ctx context.Context, fd *configv1alpha1.Fed
 	if err != nil {
 		return fmt.Errorf("creating Secret %s: %w", want.name, err)
 	}
-	klog.FromContext(ctx).Info("generated a key", "secret", want.name, "federationDomain", fd.Name)
+	klog.FromContext(ctx).Info("generated a key", "secret", want.name)
 	return want.parse(data)
 }
 
 // ownerReference makes fd the controller of a key Secret, so that deleting fd deletes its keys.
+// As upstream's, it blocks fd's foreground deletion until the keys are gone.
 func (c *Controller) ownerReference(fd *configv1alpha1.FederationDomain) metav1.OwnerReference {
 	return metav1.OwnerReference{
-		APIVersion: c.fdAPIVersion,
-		Kind:       "FederationDomain",
-		Name:       fd.Name,
-		UID:        fd.UID,
-		Controller: ptr.To(true),
+		APIVersion:         c.fdAPIVersion,
+		Kind:               "FederationDomain",
+		Name:               fd.Name,
+		UID:                fd.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
 	}
 }
 
-func ownedBy(secret *corev1.Secret, fd *configv1alpha1.FederationDomain) bool {
+// ownedBy reports whether secret has owner (nil: any or none) as owner, controller or not alike.
+func ownedBy(secret *corev1.Secret, owner *metav1.OwnerReference) bool {
+	if owner == nil {
+		return true
+	}
 	for _, ref := range secret.OwnerReferences {
-		if ref.UID == fd.UID && ref.Controller != nil && *ref.Controller {
+		if ref.UID == owner.UID && ptr.Deref(ref.Controller, false) == ptr.Deref(owner.Controller, false) {
 			return true
 		}
 	}

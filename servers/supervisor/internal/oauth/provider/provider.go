@@ -126,10 +126,10 @@ type Provider struct {
 	state  *stateCodec
 }
 
-// New builds the provider of iss, or returns nil for an issuer without a signing key or token
-// key: the controller has not finished preparing it.
+// New builds the provider of iss, or returns nil for an issuer without a signing key, token,
+// state or CSRF key: the controller has not finished preparing it.
 func New(iss *issuer.Issuer, shared *Shared) *Provider {
-	if iss.JWKS == nil || len(iss.TokenSigningKey) < 32 || len(iss.StateEncryptionKey) != 32 {
+	if iss.JWKS == nil || len(iss.TokenSigningKey) < 32 || len(iss.StateEncryptionKey) != 32 || len(iss.CSRFKey) != 32 {
 		return nil
 	}
 	key, ok := iss.JWKS.Active.Key.(*ecdsa.PrivateKey)

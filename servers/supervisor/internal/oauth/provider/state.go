@@ -3,7 +3,9 @@ package provider
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/ory/fosite"
@@ -105,13 +108,33 @@ func randomString(n int) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// NewState starts the upstream state of a browser login, binds it to the browser with the CSRF
-// cookie (whose value is kept when the browser has one), and returns it with its sealed form.
-func (p *Provider) NewState(w http.ResponseWriter, r *http.Request, form url.Values, idp *issuer.IdentityProvider) (*UpstreamState, string, error) {
-	csrf := ""
-	if c, err := r.Cookie(csrfCookie); err == nil && c.Value != "" {
-		csrf = c.Value
+// signCSRF returns the CSRF cookie's value for csrf: csrf and its HMAC under the Supervisor's
+// CSRF key, so that only a cookie the Supervisor set is accepted, whichever issuer set it.
+func (p *Provider) signCSRF(csrf string) string {
+	mac := hmac.New(sha256.New, p.Issuer.CSRFKey)
+	mac.Write([]byte(csrf))
+	return csrf + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// csrfFromCookie returns the CSRF value of the request's cookie, or "" when it has none or one
+// the Supervisor did not sign (such as one signed with a CSRF key since replaced).
+func (p *Provider) csrfFromCookie(r *http.Request) string {
+	c, err := r.Cookie(csrfCookie)
+	if err != nil {
+		return ""
 	}
+	csrf, _, ok := strings.Cut(c.Value, ".")
+	if !ok || csrf == "" || !hmac.Equal([]byte(p.signCSRF(csrf)), []byte(c.Value)) {
+		return ""
+	}
+	return csrf
+}
+
+// NewState starts the upstream state of a browser login, binds it to the browser with the CSRF
+// cookie (whose value is kept when the browser has a valid one), and returns it with its sealed
+// form.
+func (p *Provider) NewState(w http.ResponseWriter, r *http.Request, form url.Values, idp *issuer.IdentityProvider) (*UpstreamState, string, error) {
+	csrf := p.csrfFromCookie(r)
 	st := &UpstreamState{Version: stateVersion, Params: form.Encode(), IDP: idp.DisplayName, IssuedAt: p.Now().UTC()}
 	for _, s := range []*string{&st.Nonce, &st.PKCEVerifier, &csrf} {
 		if *s == "" {
@@ -123,7 +146,7 @@ func (p *Provider) NewState(w http.ResponseWriter, r *http.Request, form url.Val
 	}
 	st.CSRF = csrf
 	http.SetCookie(w, &http.Cookie{
-		Name: csrfCookie, Value: csrf, Path: "/", Secure: true, HttpOnly: true,
+		Name: csrfCookie, Value: p.signCSRF(csrf), Path: "/", Secure: true, HttpOnly: true,
 		SameSite: http.SameSiteNoneMode, MaxAge: int(csrfCookieLifetime.Seconds()),
 	})
 	sealed, err := p.state.encode(*st)
@@ -142,7 +165,7 @@ func (p *Provider) ResumeState(w http.ResponseWriter, r *http.Request, encoded s
 		http.Error(w, "bad state: "+err.Error(), http.StatusBadRequest)
 		return nil, nil, false
 	}
-	if c, err := r.Cookie(csrfCookie); err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(st.CSRF)) != 1 {
+	if csrf := p.csrfFromCookie(r); csrf == "" || subtle.ConstantTimeCompare([]byte(csrf), []byte(st.CSRF)) != 1 {
 		http.Error(w, "CSRF cookie is missing or does not match the state: start the login again in the same browser", http.StatusForbidden)
 		return nil, nil, false
 	}

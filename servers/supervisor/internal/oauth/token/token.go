@@ -7,7 +7,6 @@ package token
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -211,37 +210,39 @@ func (t *tokenExchange) HandleTokenEndpointRequest(ctx context.Context, r fosite
 	if !t.CanHandleTokenEndpointRequest(ctx, r) {
 		return fosite.ErrUnknownRequest
 	}
-	if !r.GetClient().GetGrantTypes().Has(provider.GrantTokenExchange) {
-		return fosite.ErrUnauthorizedClient.WithHintf("The client is not allowed to use grant %q.", provider.GrantTokenExchange)
-	}
-	form := r.GetRequestForm()
-	if err := validAudience(form.Get("audience")); err != nil {
-		return fosite.ErrInvalidRequest.WithHint(err.Error())
-	}
-	if form.Get("subject_token") == "" {
-		return fosite.ErrInvalidRequest.WithHint("missing subject_token parameter")
-	}
-	if got := form.Get("subject_token_type"); got != tokenTypeAccessToken {
-		return fosite.ErrInvalidRequest.WithHintf("unsupported subject_token_type %q: want %q", got, tokenTypeAccessToken)
-	}
-	if got := form.Get("requested_token_type"); got != tokenTypeJWT {
-		return fosite.ErrInvalidRequest.WithHintf("unsupported requested_token_type %q: want %q", got, tokenTypeJWT)
-	}
 	return nil
 }
 
-// validAudience refuses audiences that would let the exchanged token pass for one of the
-// Supervisor's own clients.
-func validAudience(aud string) error {
+// unsupportedExchangeParams are RFC 8693's optional parameters, which the exchange refuses as
+// upstream's does rather than ignore.
+var unsupportedExchangeParams = []string{"resource", "scope", "actor_token", "actor_token_type"}
+
+// exchangeParamsError checks the parameters of a token exchange in upstream's order and with its
+// hints, which clients and scripts match.
+func exchangeParamsError(form url.Values) error {
+	audience := form.Get("audience")
 	switch {
-	case aud == "":
-		return errors.New("missing audience parameter")
-	case strings.Contains(aud, ".pinniped.dev"):
-		return errors.New("the audience may not contain .pinniped.dev")
-	case aud == provider.PinnipedCLIClientID:
-		return fmt.Errorf("the audience may not be %s", provider.PinnipedCLIClientID)
-	case strings.HasPrefix(aud, "client.oauth.pinniped.dev-"):
-		return errors.New("the audience may not be the name of an OIDCClient")
+	case audience == "":
+		return fosite.ErrInvalidRequest.WithHint("Missing 'audience' parameter.")
+	case form.Get("subject_token") == "":
+		return fosite.ErrInvalidRequest.WithHint("Missing 'subject_token' parameter.")
+	case form.Get("subject_token_type") != tokenTypeAccessToken:
+		return fosite.ErrInvalidRequest.WithHintf("Unsupported 'subject_token_type' parameter value, must be %q.", tokenTypeAccessToken)
+	case form.Get("requested_token_type") != tokenTypeJWT:
+		return fosite.ErrInvalidRequest.WithHintf("Unsupported 'requested_token_type' parameter value, must be %q.", tokenTypeJWT)
+	}
+	for _, param := range unsupportedExchangeParams {
+		if form.Get(param) != "" {
+			return fosite.ErrInvalidRequest.WithHintf("Unsupported parameter %q.", param)
+		}
+	}
+	// The exchanged token must not pass for one of the Supervisor's own clients (pinniped-cli,
+	// client.oauth.pinniped.dev-*) or for names reserved to it.
+	switch {
+	case strings.Contains(audience, ".pinniped.dev"):
+		return fosite.ErrInvalidRequest.WithHint("requested audience cannot contain '.pinniped.dev'")
+	case audience == provider.PinnipedCLIClientID:
+		return fosite.ErrInvalidRequest.WithHintf("requested audience cannot equal '%s'", provider.PinnipedCLIClientID)
 	}
 	return nil
 }
@@ -251,23 +252,34 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 		return fosite.ErrUnknownRequest
 	}
 	form := r.GetRequestForm()
+	if err := exchangeParamsError(form); err != nil {
+		return err
+	}
 	subjectToken := form.Get("subject_token")
 	orig, err := t.AccessTokenSession(ctx, subjectToken)
 	if err != nil {
-		return fosite.ErrInvalidRequest.WithHint("the subject_token is not a valid access token").WithWrap(err).WithDebug(err.Error())
+		return fosite.ErrRequestUnauthorized.WithWrap(err).WithHint("Invalid 'subject_token' parameter value.")
 	}
 	if err := t.ValidateAccessToken(ctx, orig, subjectToken); err != nil {
-		return fosite.ErrInvalidRequest.WithHint("the subject_token is expired or invalid").WithWrap(err)
+		return err
 	}
 	if orig.GetClient().GetID() != r.GetClient().GetID() {
-		return fosite.ErrInvalidRequest.WithHint("the subject_token was issued to another client")
+		return fosite.ErrInvalidGrant.WithHint("The OAuth 2.0 Client ID from this request does not match the one from the authorize request.")
 	}
-	if !orig.GetGrantedScopes().Has(provider.ScopeOpenID) || !orig.GetGrantedScopes().Has(provider.ScopeRequestAudience) {
-		return fosite.ErrAccessDenied.WithHintf("the subject_token needs the scopes %s and %s", provider.ScopeOpenID, provider.ScopeRequestAudience)
+	if !r.GetClient().GetGrantTypes().Has(provider.GrantTokenExchange) {
+		return fosite.ErrUnauthorizedClient.WithHintf("The OAuth 2.0 Client is not allowed to use token exchange grant %q.", provider.GrantTokenExchange)
+	}
+	for _, scope := range []string{provider.ScopeRequestAudience, provider.ScopeOpenID} {
+		if !orig.GetGrantedScopes().Has(scope) {
+			return fosite.ErrAccessDenied.WithHintf("Missing the %q scope.", scope)
+		}
 	}
 	s, ok := orig.GetSession().(*sessions.Session)
 	if !ok {
 		return fosite.ErrServerError.WithHint("unexpected session type")
+	}
+	if !provider.GrantedClaim(orig, provider.ScopeUsername) || s.Custom.Username == "" {
+		return fosite.ErrAccessDenied.WithHintf("No username found in session. Ensure that the %q scope was requested and granted at the authorization endpoint.", provider.ScopeUsername)
 	}
 	t.Audit.Event(ctx, "Session Found", audit.Fields{SessionID: orig.GetID()})
 	// The session's identity was checked at login and at each refresh; checking it again here
@@ -299,9 +311,9 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 	if err != nil {
 		return fosite.ErrServerError.WithWrap(err)
 	}
+	// As upstream, the response has no expires_in: the token's exp is the only expiry clients read.
 	resp.SetAccessToken(idToken)
 	resp.SetTokenType("N_A")
-	resp.SetExpiresIn(provider.IDTokenLifetime)
 	resp.SetExtra("issued_token_type", tokenTypeJWT)
 	return nil
 }
