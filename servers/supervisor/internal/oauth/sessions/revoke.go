@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,9 +49,9 @@ const offlineAccess = "offline_access"
 func endsLogin(kind string, rec *record) bool {
 	switch kind {
 	case typeRefreshToken, typeAuthcode:
-		return rec.Active
+		return rec.active()
 	case typeAccessToken:
-		return !slices.Contains(rec.GrantedScope, offlineAccess)
+		return !slices.Contains(rec.Request.GrantedScope, offlineAccess)
 	}
 	return false
 }
@@ -62,15 +61,12 @@ func endsLogin(kind string, rec *record) bool {
 // whose tokens cannot be opened yet (no keys loaded) are retried.
 func (s *Storage) revokeUpstreamOf(ctx context.Context, secret *corev1.Secret) error {
 	kind := secret.Labels[TypeLabel]
-	if secret.Type != SecretType(kind) || string(secret.Data[VersionKey]) != storageVersion {
-		return nil
-	}
-	var rec record
-	if err := json.Unmarshal(secret.Data[DataKey], &rec); err != nil || !endsLogin(kind, &rec) {
+	rec, err := decodeRecord(kind, secret)
+	if err != nil || !endsLogin(kind, rec) {
 		return nil
 	}
 	session := NewSession()
-	if err := s.decodeSession(rec.Session, rec.ID, session); errors.Is(err, tokenseal.ErrNotReady) {
+	if err := s.decodeSession(rec.Request.Session, rec.Request.ID, session); errors.Is(err, tokenseal.ErrNotReady) {
 		return err
 	} else if err != nil {
 		return nil
