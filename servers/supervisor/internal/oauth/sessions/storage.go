@@ -1,9 +1,29 @@
-// Package sessions keeps the Supervisor's OAuth state in Kubernetes Secrets of its namespace, in
-// the storage.pinniped.dev/* format: fosite's authorization codes, access and refresh tokens,
-// PKCE and OpenID Connect requests, each with the Session of its login. Any replica can continue
-// a login from them. A login that ends (its records expire or fosite revokes it) has its
-// upstream tokens revoked by its connector, and the garbage collector deletes expired records.
-// Upstream tokens are stored sealed (tokenseal), bound to their login.
+// Package sessions keeps the Supervisor's OAuth state in Kubernetes Secrets of its namespace, as
+// Pinniped keeps it, so that operators' tooling sees the same objects and a rolling migration
+// from Pinniped works both ways: fosite's authorization codes, access and refresh tokens, PKCE and
+// OpenID Connect requests, each with the Session of its login, in Secrets named
+// pinniped-storage-<kind>-<lower-case base32 of the signature's bytes>, of type
+// storage.pinniped.dev/<kind>, labelled storage.pinniped.dev/type, with Pinniped's
+// pinniped-storage-version "1" and its JSON record of version "8". Any replica can continue a
+// login from them. A login that ends (its records expire or fosite revokes it) has its upstream
+// tokens revoked by its connector, and the garbage collector deletes every expired Secret that
+// asks for it with the garbage-collect-after annotation, as Pinniped's does.
+//
+// Deliberate differences from Pinniped's records, each still read by Pinniped:
+//   - Upstream tokens are sealed (tokenseal), bound to their login, so that a copy of the Secrets
+//     (a backup, etcd without encryption at rest) holds no usable upstream credential. Tokens
+//     Pinniped stored in clear are read as they are. A Pinniped replica reads our sealed value
+//     as the token itself: its upstream refresh of such a session fails and the user logs in again.
+//   - The stored client is its ID and public settings, never its secret hashes; it is looked up
+//     again at each use, so a deleted client's tokens stop working.
+//   - Refresh token records carry "active", and a rotated one stays, inactive and emptied, until
+//     it expires: its reuse is recognized and ends the login (Pinniped deletes it at rotation).
+//   - The session adds the downstream groups, the identity provider's display name
+//     (providerDisplayName; providerName is the object's name, as Pinniped's), the login time
+//     and the additional claims; it has no warnings, and no OIDC upstream access token.
+//   - Every record is labelled with its login's request ID (Pinniped labels access and refresh
+//     tokens only), so that one login's records are found together.
+//
 // Revocation lives here, with the storage, because both of its callers do: fosite's revocation
 // of a replayed code and the garbage collector, which share the retry bookkeeping kept in the
 // Secrets' annotations.
