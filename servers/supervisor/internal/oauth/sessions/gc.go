@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -48,14 +49,26 @@ func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
 		switch {
 		case err == nil:
 			deleted++
-			if kind, ok := secret.Labels[TypeLabel]; ok {
-				s.audit.Event(ctx, "Session Garbage Collected", audit.Fields{}, "storageType", kind)
-			}
+			s.auditCollected(ctx, &secret)
 		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
 			errs = append(errs, fmt.Errorf("deleting %s: %w", secret.Name, err))
 		}
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// auditCollected writes Pinniped's "Session Garbage Collected" event for a deleted record of a
+// login that was redeemed or could be (an authorization code, an access or refresh token), with
+// the login's session ID, as Pinniped does; PKCE and OpenID Connect records, and Secrets that
+// hold no readable record, are deleted silently.
+func (s *Storage) auditCollected(ctx context.Context, secret *corev1.Secret) {
+	kind := secret.Labels[TypeLabel]
+	if kind != typeAuthcode && kind != typeAccessToken && kind != typeRefreshToken {
+		return
+	}
+	if rec, err := decodeRecord(kind, secret); err == nil {
+		s.audit.Event(ctx, "Session Garbage Collected", audit.Fields{SessionID: rec.Request.ID}, "storageType", kind)
+	}
 }
 
 // RunGarbageCollector sweeps once the keys that open upstream tokens are loaded (revocation needs
