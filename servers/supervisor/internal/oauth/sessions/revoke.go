@@ -71,7 +71,7 @@ func (s *Storage) revokeUpstreamOf(ctx context.Context, secret *corev1.Secret) e
 	} else if err != nil {
 		return nil
 	}
-	return s.revokeUpstream(ctx, secret.Namespace, session)
+	return s.revokeUpstream(ctx, secret.Namespace, rec.Request.ID, session)
 }
 
 // revocationAttempts is the count of failed revocations recorded on secret.
@@ -128,10 +128,10 @@ func (s *Store) revokeRequest(ctx context.Context, kind, requestID string) error
 	return errors.Join(errs...)
 }
 
-// revokeUpstream revokes the upstream tokens of a session of an identity provider in namespace,
-// with the connector of that identity provider. A connector that is not ready now may be later:
+// revokeUpstream revokes the upstream tokens of the session of login requestID, of an identity
+// provider in namespace, with the connector of that identity provider. A connector that is not ready now may be later:
 // the failure makes the caller retry.
-func (s *Storage) revokeUpstream(ctx context.Context, namespace string, sess *Session) error {
+func (s *Storage) revokeUpstream(ctx context.Context, namespace, requestID string, sess *Session) error {
 	if !sess.Custom.Revocable() {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (s *Storage) revokeUpstream(ctx context.Context, namespace string, sess *Se
 	}
 	revoked, err := revoker.Revoke(ctx, sess.Custom.Session)
 	if err == nil && revoked != "" {
-		s.audit.Event(ctx, "Upstream OIDC Token Revoked", audit.Fields{}, "type", revoked)
+		s.audit.Event(ctx, "Upstream OIDC Token Revoked", audit.Fields{SessionID: requestID}, "type", revoked)
 	}
 	return err
 }
