@@ -65,7 +65,7 @@ var (
 	}
 )
 
-// storedRequest returns a store with a fixed clock and a request of a finished OIDC login.
+// formatFixture returns a store with a fixed clock and a request of a finished OIDC login.
 func formatFixture(clientset *fake.Clientset, now time.Time) (*Store, *fosite.Request) {
 	client := &fosite.DefaultClient{ID: "pinniped-cli", Public: true, RedirectURIs: []string{"http://127.0.0.1/callback"},
 		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}, Scopes: []string{"openid", "offline_access"}}
