@@ -62,6 +62,20 @@ func (p *Provider) IdentityProvider(name, typ string) (*Resolved, error) {
 	return &Resolved{IDP: idp, Conn: conn}, nil
 }
 
+// SessionIdentityProvider resolves the identity provider of a stored login: by its display name,
+// or, for a session that a Pinniped Supervisor stored (which names the object only), by the
+// object's name and UID. The caller still checks that the object is the login's.
+func (p *Provider) SessionIdentityProvider(displayName, objectName, uid string) (*Resolved, error) {
+	if displayName == "" && objectName != "" {
+		for _, idp := range p.Issuer.IdentityProviders {
+			if idp.Name == objectName && string(idp.UID) == uid {
+				displayName = idp.DisplayName
+			}
+		}
+	}
+	return p.IdentityProvider(displayName, "")
+}
+
 // UpstreamUnavailable answers a call of res's connector that could not reach the upstream:
 // temporarily_unavailable, naming the identity provider, for a client to try again later rather
 // than log in again. It reports the outage, so that the upstreamidp controller probes the upstream

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/compose"
-	"github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/token/jwt"
 
 	"sealion.dev/core/reservednames"
@@ -120,7 +119,7 @@ type Provider struct {
 
 	keyID  string
 	signer *jwt.DefaultSigner
-	hmac   *oauth2.HMACSHAStrategy
+	hmac   prefixedHMAC
 	config *fosite.Config
 	store  *sessions.Store
 	state  *stateCodec
@@ -140,7 +139,7 @@ func New(iss *issuer.Issuer, shared *Shared) *Provider {
 	p.signer = &jwt.DefaultSigner{GetPrivateKey: func(context.Context) (any, error) { return key, nil }}
 	p.config = newConfig(iss)
 	p.config.ClientSecretsHasher = shared.Secrets
-	p.hmac = compose.NewOAuth2HMACStrategy(p.config)
+	p.hmac = newPrefixedHMAC(p.config)
 	p.store = shared.Storage.ForClients(&clients{cli: pinnipedCLI(), oidcClients: shared.Clients})
 	p.OAuth = p.compose(p.config, p.store)
 	// The authorize endpoint runs every check of the final authorize response before sending

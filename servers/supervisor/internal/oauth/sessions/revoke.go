@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,9 +49,9 @@ const offlineAccess = "offline_access"
 func endsLogin(kind string, rec *record) bool {
 	switch kind {
 	case typeRefreshToken, typeAuthcode:
-		return rec.Active
+		return rec.active()
 	case typeAccessToken:
-		return !slices.Contains(rec.GrantedScope, offlineAccess)
+		return !slices.Contains(rec.Request.GrantedScope, offlineAccess)
 	}
 	return false
 }
@@ -62,20 +61,17 @@ func endsLogin(kind string, rec *record) bool {
 // whose tokens cannot be opened yet (no keys loaded) are retried.
 func (s *Storage) revokeUpstreamOf(ctx context.Context, secret *corev1.Secret) error {
 	kind := secret.Labels[TypeLabel]
-	if secret.Type != SecretType(kind) || string(secret.Data[VersionKey]) != storageVersion {
-		return nil
-	}
-	var rec record
-	if err := json.Unmarshal(secret.Data[DataKey], &rec); err != nil || !endsLogin(kind, &rec) {
+	rec, err := decodeRecord(kind, secret)
+	if err != nil || !endsLogin(kind, rec) {
 		return nil
 	}
 	session := NewSession()
-	if err := s.decodeSession(rec.Session, rec.ID, session); errors.Is(err, tokenseal.ErrNotReady) {
+	if err := s.decodeSession(rec.Request.Session, rec.Request.ID, session); errors.Is(err, tokenseal.ErrNotReady) {
 		return err
 	} else if err != nil {
 		return nil
 	}
-	return s.revokeUpstream(ctx, secret.Namespace, session)
+	return s.revokeUpstream(ctx, secret.Namespace, rec.Request.ID, session)
 }
 
 // revocationAttempts is the count of failed revocations recorded on secret.
@@ -132,10 +128,10 @@ func (s *Store) revokeRequest(ctx context.Context, kind, requestID string) error
 	return errors.Join(errs...)
 }
 
-// revokeUpstream revokes the upstream tokens of a session of an identity provider in namespace,
-// with the connector of that identity provider. A connector that is not ready now may be later:
+// revokeUpstream revokes the upstream tokens of the session of login requestID, of an identity
+// provider in namespace, with the connector of that identity provider. A connector that is not ready now may be later:
 // the failure makes the caller retry.
-func (s *Storage) revokeUpstream(ctx context.Context, namespace string, sess *Session) error {
+func (s *Storage) revokeUpstream(ctx context.Context, namespace, requestID string, sess *Session) error {
 	if !sess.Custom.Revocable() {
 		return nil
 	}
@@ -150,7 +146,7 @@ func (s *Storage) revokeUpstream(ctx context.Context, namespace string, sess *Se
 	}
 	revoked, err := revoker.Revoke(ctx, sess.Custom.Session)
 	if err == nil && revoked != "" {
-		s.audit.Event(ctx, "Upstream OIDC Token Revoked", audit.Fields{}, "type", revoked)
+		s.audit.Event(ctx, "Upstream OIDC Token Revoked", audit.Fields{SessionID: requestID}, "type", revoked)
 	}
 	return err
 }

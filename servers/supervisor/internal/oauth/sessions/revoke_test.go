@@ -86,15 +86,16 @@ func TestRevokeUpstream(t *testing.T) {
 			}
 			var log bytes.Buffer
 			s := NewStorage(fake.NewClientset().CoreV1().Secrets(namespace), oneConnector{conn}, sessionstest.Keys()).WithAudit(audit.New(&log, false))
-			err := s.revokeUpstream(context.Background(), tt.namespace, tt.session)
+			err := s.revokeUpstream(context.Background(), tt.namespace, "login-1", tt.session)
 			if (err != nil) != tt.wantErr {
 				t.Errorf("revokeUpstream() = %v, want error %v", err, tt.wantErr)
 			}
 			if got := len(r.revoked) == 1 && r.revoked[0] == "upstream-refresh"; got != tt.wantRevoked || !tt.wantRevoked && len(r.revoked) != 0 {
 				t.Errorf("revoked %v, want revoked %v", r.revoked, tt.wantRevoked)
 			}
-			// Only a revocation is audited, with the type of the token and never the token.
-			event := `"message":"Upstream OIDC Token Revoked","auditEvent":true,"type":"refresh_token"}`
+			// Only a revocation is audited, with the login's session ID and the type of the token,
+			// never the token, as Pinniped.
+			event := `"message":"Upstream OIDC Token Revoked","auditEvent":true,"sessionID":"login-1","type":"refresh_token"}`
 			if got := log.String(); strings.Contains(got, event) != tt.wantRevoked || strings.Count(got, "\n") > 1 || strings.Contains(got, "upstream-refresh") {
 				t.Errorf("audit events %q", got)
 			}

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/ory/fosite/handler/openid"
 
 	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/issuer"
 )
 
 // Session is what the Supervisor remembers about a login: fosite's OpenID Connect session (the
@@ -26,15 +28,17 @@ type CustomSessionData struct {
 	UpstreamUsername string   `json:"upstreamUsername"`
 	UpstreamGroups   []string `json:"upstreamGroups"`
 	// ProviderName is the identity provider's display name in the FederationDomain,
-	// ProviderResource and ProviderUID its object.
-	ProviderName     string `json:"providerName"`
-	ProviderResource string `json:"providerResource"`
+	// ProviderResource and ProviderUID its object. Pinniped's providerName is the object's name,
+	// so the display name is stored under a name of its own.
+	ProviderName     string `json:"providerDisplayName"`
+	ProviderResource string `json:"providerName"`
 	ProviderUID      string `json:"providerUID"`
 	ProviderType     string `json:"providerType"`
 	// LoginTime is when the user logged in upstream; the session ends SessionLifetime later.
 	LoginTime time.Time `json:"loginTime"`
 	// Session is what refreshes and revocation need (its fields oidc, ldap and github are
-	// inline in the stored JSON).
+	// inline in the stored JSON; an Active Directory login's ldap is stored as activedirectory,
+	// as Pinniped's).
 	connectors.Session
 	// AdditionalClaims are the upstream claims copied at login (OIDCIdentityProvider
 	// claims.additionalClaimMappings), kept for the tokens of later exchanges.
@@ -45,6 +49,61 @@ type CustomSessionData struct {
 const AdditionalClaimsClaim = "additionalClaims"
 
 var _ openid.Session = (*Session)(nil)
+
+// storedSession is the JSON of a Session, as Pinniped's: fosite's part under "fosite", the
+// Supervisor's under "custom".
+type storedSession struct {
+	Fosite *openid.DefaultSession `json:"fosite,omitempty"`
+	Custom *CustomSessionData     `json:"custom,omitempty"`
+}
+
+func (s *Session) MarshalJSON() ([]byte, error) {
+	return json.Marshal(storedSession{Fosite: s.DefaultSession, Custom: &s.Custom})
+}
+
+func (s *Session) UnmarshalJSON(data []byte) error {
+	var stored storedSession
+	if err := json.Unmarshal(data, &stored); err != nil {
+		return err
+	}
+	s.DefaultSession, s.Custom = stored.Fosite, CustomSessionData{}
+	if s.DefaultSession == nil {
+		s.DefaultSession = openid.NewDefaultSession()
+	}
+	if stored.Custom != nil {
+		s.Custom = *stored.Custom
+	}
+	return nil
+}
+
+// customJSON is CustomSessionData's JSON: its own fields (plainCustom, without these methods)
+// and Active Directory's session, which Pinniped keeps apart from LDAP's.
+type customJSON struct {
+	plainCustom
+	ActiveDirectory *connectors.LDAPSession `json:"activedirectory,omitempty"`
+}
+
+type plainCustom CustomSessionData
+
+func (c CustomSessionData) MarshalJSON() ([]byte, error) {
+	v := customJSON{plainCustom: plainCustom(c)}
+	if c.ProviderType == string(issuer.TypeActiveDirectory) {
+		v.ActiveDirectory, v.LDAP = c.LDAP, nil
+	}
+	return json.Marshal(v)
+}
+
+func (c *CustomSessionData) UnmarshalJSON(data []byte) error {
+	var v customJSON
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*c = CustomSessionData(v.plainCustom)
+	if c.LDAP == nil {
+		c.LDAP = v.ActiveDirectory
+	}
+	return nil
+}
 
 // NewSession returns an empty session for fosite to fill from storage.
 func NewSession() *Session {

@@ -1,9 +1,29 @@
-// Package sessions keeps the Supervisor's OAuth state in Kubernetes Secrets of its namespace, in
-// the storage.pinniped.dev/* format: fosite's authorization codes, access and refresh tokens,
-// PKCE and OpenID Connect requests, each with the Session of its login. Any replica can continue
-// a login from them. A login that ends (its records expire or fosite revokes it) has its
-// upstream tokens revoked by its connector, and the garbage collector deletes expired records.
-// Upstream tokens are stored sealed (tokenseal), bound to their login.
+// Package sessions keeps the Supervisor's OAuth state in Kubernetes Secrets of its namespace, as
+// Pinniped keeps it, so that operators' tooling sees the same objects and a rolling migration
+// from Pinniped works both ways: fosite's authorization codes, access and refresh tokens, PKCE and
+// OpenID Connect requests, each with the Session of its login, in Secrets named
+// pinniped-storage-<kind>-<lower-case base32 of the signature's bytes>, of type
+// storage.pinniped.dev/<kind>, labelled storage.pinniped.dev/type, with Pinniped's
+// pinniped-storage-version "1" and its JSON record of version "8". Any replica can continue a
+// login from them. A login that ends (its records expire or fosite revokes it) has its upstream
+// tokens revoked by its connector, and the garbage collector deletes every expired Secret that
+// asks for it with the garbage-collect-after annotation, as Pinniped's does.
+//
+// Deliberate differences from Pinniped's records, each still read by Pinniped:
+//   - Upstream tokens are sealed (tokenseal), bound to their login, so that a copy of the Secrets
+//     (a backup, etcd without encryption at rest) holds no usable upstream credential. Tokens
+//     Pinniped stored in clear are read as they are. A Pinniped replica reads our sealed value
+//     as the token itself: its upstream refresh of such a session fails and the user logs in again.
+//   - The stored client is its ID and public settings, never its secret hashes; it is looked up
+//     again at each use, so a deleted client's tokens stop working.
+//   - Refresh token records carry "active", and a rotated one stays, inactive and emptied, until
+//     it expires: its reuse is recognized and ends the login (Pinniped deletes it at rotation).
+//   - The session adds the downstream groups, the identity provider's display name
+//     (providerDisplayName; providerName is the object's name, as Pinniped's), the login time
+//     and the additional claims; it has no warnings.
+//   - Every record is labelled with its login's request ID (Pinniped labels access and refresh
+//     tokens only), so that one login's records are found together.
+//
 // Revocation lives here, with the storage, because both of its callers do: fosite's revocation
 // of a replayed code and the garbage collector, which share the retry bookkeeping kept in the
 // Secrets' annotations.
@@ -12,6 +32,7 @@ package sessions
 import (
 	"context"
 	"encoding/base32"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +49,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/utils/ptr"
 
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/tokenseal"
@@ -41,11 +63,14 @@ const (
 	RequestIDLabel = "storage.pinniped.dev/request-id"
 	// GarbageCollectAfterAnnotation is when a garbage collector may delete the Secret (RFC 3339).
 	GarbageCollectAfterAnnotation = "storage.pinniped.dev/garbage-collect-after"
-	// DataKey holds the JSON record, VersionKey its format version.
+	// DataKey holds the JSON record, VersionKey the version of the Secret's layout.
 	DataKey    = "pinniped-storage-data"
 	VersionKey = "pinniped-storage-version"
-	// storageVersion is this package's record format (not Pinniped's: records are not shared).
+	// storageVersion is Pinniped's version of the Secret's layout, recordVersion that of the JSON
+	// record in it (its "version" field), the same for every kind: records are shared with
+	// Pinniped Supervisors, which read ours and whose we read, during a rolling migration.
 	storageVersion = "1"
+	recordVersion  = "8"
 )
 
 // Lifetimes of the stored state; none is configurable.
@@ -80,9 +105,22 @@ const MaxRecordLifetime = AuthorizeCodeLifetime + SessionLifetime
 // SecretType is the type of the Secrets holding state of kind t.
 func SecretType(t string) corev1.SecretType { return corev1.SecretType("storage.pinniped.dev/" + t) }
 
-// SecretName is the name of the Secret holding state of kind t for a token signature.
+// SecretName is the name of the Secret holding state of kind t for a token signature, as
+// Pinniped names it: the signature's bytes (fosite's signatures are base64; any other string is
+// taken as it is) in lower-case unpadded base32, a valid name whatever the signature holds.
 func SecretName(t, signature string) string {
-	return "pinniped-storage-" + t + "-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(signature)))
+	return "pinniped-storage-" + t + "-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(signatureBytes(signature)))
+}
+
+// signatureBytes decodes a base64 signature in the first of the encodings that accepts it, in
+// the order Pinniped tries them, so that both name a signature's Secret alike.
+func signatureBytes(signature string) []byte {
+	for _, enc := range []*base64.Encoding{base64.RawURLEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.StdEncoding} {
+		if b, err := enc.DecodeString(signature); err == nil {
+			return b
+		}
+	}
+	return []byte(signature)
 }
 
 // Storage keeps fosite's requests in Secrets of one namespace.
@@ -110,19 +148,49 @@ func (s *Storage) WithAudit(log *audit.Logger) *Storage {
 	return s
 }
 
-// record is the stored form of a fosite request; the client is stored by ID.
+// record is the stored form of a fosite request, in Pinniped's JSON.
 type record struct {
-	ID                string          `json:"id"`
-	RequestedAt       time.Time       `json:"requestedAt"`
-	ClientID          string          `json:"clientID"`
-	RequestedScope    []string        `json:"requestedScope"`
-	GrantedScope      []string        `json:"grantedScope"`
+	// Active is false once an authorization code or a refresh token was used. Pinniped writes it
+	// for authorization codes only, and deletes rotated refresh tokens: a record without it is
+	// active.
+	Active  *bool         `json:"active,omitempty"`
+	Request storedRequest `json:"request"`
+	Version string        `json:"version"`
+}
+
+func (r *record) active() bool { return r.Active == nil || *r.Active }
+
+// storedRequest is fosite's Request as Pinniped stores it (fosite.Request's JSON names).
+type storedRequest struct {
+	ID             string       `json:"id"`
+	RequestedAt    time.Time    `json:"requestedAt"`
+	Client         storedClient `json:"client"`
+	RequestedScope []string     `json:"scopes"`
+	GrantedScope   []string     `json:"grantedScopes"`
+	Form           url.Values   `json:"form"`
+	// Session is a *Session, in Pinniped's JSON (see Session.MarshalJSON).
+	Session           json.RawMessage `json:"session"`
 	RequestedAudience []string        `json:"requestedAudience"`
 	GrantedAudience   []string        `json:"grantedAudience"`
-	Form              url.Values      `json:"form"`
-	Session           json.RawMessage `json:"session"`
-	// Active is false once an authorization code or a refresh token was used.
-	Active bool `json:"active"`
+}
+
+// storedClient is the client of a stored request, with fosite's JSON names. Only its ID is read:
+// the client is looked up again at every use. Unlike Pinniped, no secret hash is stored.
+type storedClient struct {
+	ID            string   `json:"id"`
+	RedirectURIs  []string `json:"redirect_uris"`
+	GrantTypes    []string `json:"grant_types"`
+	ResponseTypes []string `json:"response_types"`
+	Scopes        []string `json:"scopes"`
+	Audience      []string `json:"audience"`
+	Public        bool     `json:"public"`
+}
+
+func newStoredClient(c fosite.Client) storedClient {
+	return storedClient{
+		ID: c.GetID(), RedirectURIs: c.GetRedirectURIs(), GrantTypes: c.GetGrantTypes(), ResponseTypes: c.GetResponseTypes(),
+		Scopes: c.GetScopes(), Audience: c.GetAudience(), Public: c.IsPublic(),
+	}
 }
 
 // Store is the fosite storage of one issuer: the stored state of Storage and the clients of
@@ -152,18 +220,21 @@ func (s *Store) create(ctx context.Context, kind, signature string, req fosite.R
 	if err != nil {
 		return fmt.Errorf("encoding %s session: %w", kind, err)
 	}
-	data, err := json.Marshal(record{
+	rec := record{Version: recordVersion, Request: storedRequest{
 		ID:                req.GetID(),
 		RequestedAt:       req.GetRequestedAt(),
-		ClientID:          req.GetClient().GetID(),
+		Client:            newStoredClient(req.GetClient()),
 		RequestedScope:    req.GetRequestedScopes(),
 		GrantedScope:      req.GetGrantedScopes(),
-		RequestedAudience: req.GetRequestedAudience(),
-		GrantedAudience:   req.GetGrantedAudience(),
 		Form:              req.GetRequestForm(),
 		Session:           sess,
-		Active:            true,
-	})
+		RequestedAudience: req.GetRequestedAudience(),
+		GrantedAudience:   req.GetGrantedAudience(),
+	}}
+	if kind == typeAuthcode || kind == typeRefreshToken {
+		rec.Active = ptr.To(true)
+	}
+	data, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", kind, err)
 	}
@@ -191,40 +262,59 @@ func (s *Store) get(ctx context.Context, kind, signature string, session fosite.
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("reading %s: %w", kind, err)
 	}
-	if secret.Type != SecretType(kind) || string(secret.Data[VersionKey]) != storageVersion {
-		return nil, nil, nil, fosite.ErrNotFound.WithHintf("stored %s has an unknown type or version", kind)
-	}
 	if after, err := time.Parse(time.RFC3339, secret.Annotations[GarbageCollectAfterAnnotation]); err == nil && s.now().After(after) {
 		return nil, nil, nil, fosite.ErrNotFound.WithHintf("stored %s has expired", kind)
 	}
-	var rec record
-	if err := json.Unmarshal(secret.Data[DataKey], &rec); err != nil {
-		return nil, nil, nil, fmt.Errorf("decoding %s: %w", kind, err)
+	rec, err := decodeRecord(kind, secret)
+	if errors.Is(err, errUnknownFormat) {
+		return nil, nil, nil, fosite.ErrNotFound.WithHintf("stored %s has an unknown type or version", kind).WithWrap(err)
+	} else if err != nil {
+		return nil, nil, nil, err
 	}
 	if session == nil {
 		session = NewSession()
 	}
-	if err := s.decodeSession(rec.Session, rec.ID, session); errors.Is(err, tokenseal.ErrCannotOpen) {
+	if err := s.decodeSession(rec.Request.Session, rec.Request.ID, session); errors.Is(err, tokenseal.ErrCannotOpen) {
 		// Its key was retired or the record changed: the login cannot go on upstream.
 		return nil, nil, nil, fosite.ErrNotFound.WithHintf("stored %s holds an upstream token that cannot be opened", kind).WithWrap(err)
 	} else if err != nil {
 		return nil, nil, nil, fmt.Errorf("decoding %s session: %w", kind, err)
 	}
-	client, err := s.GetClient(ctx, rec.ClientID)
+	client, err := s.GetClient(ctx, rec.Request.Client.ID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return &fosite.Request{
-		ID:                rec.ID,
-		RequestedAt:       rec.RequestedAt,
+		ID:                rec.Request.ID,
+		RequestedAt:       rec.Request.RequestedAt,
 		Client:            client,
-		RequestedScope:    rec.RequestedScope,
-		GrantedScope:      rec.GrantedScope,
-		RequestedAudience: rec.RequestedAudience,
-		GrantedAudience:   rec.GrantedAudience,
-		Form:              rec.Form,
+		RequestedScope:    rec.Request.RequestedScope,
+		GrantedScope:      rec.Request.GrantedScope,
+		RequestedAudience: rec.Request.RequestedAudience,
+		GrantedAudience:   rec.Request.GrantedAudience,
+		Form:              rec.Request.Form,
 		Session:           session,
-	}, &rec, secret, nil
+	}, rec, secret, nil
+}
+
+// errUnknownFormat is the error of a Secret that holds no record of its kind in the format
+// Pinniped and this package share.
+var errUnknownFormat = errors.New("not a stored record of this version")
+
+// decodeRecord reads the record of kind that secret holds, checking it as Pinniped does: the
+// Secret's type and type label, the layout version and the record's version.
+func decodeRecord(kind string, secret *corev1.Secret) (*record, error) {
+	if secret.Type != SecretType(kind) || secret.Labels[TypeLabel] != kind || string(secret.Data[VersionKey]) != storageVersion {
+		return nil, fmt.Errorf("%s %s: %w", kind, secret.Name, errUnknownFormat)
+	}
+	var rec record
+	if err := json.Unmarshal(secret.Data[DataKey], &rec); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", kind, err)
+	}
+	if rec.Version != recordVersion || rec.Request.ID == "" {
+		return nil, fmt.Errorf("%s %s has version %q: %w", kind, secret.Name, rec.Version, errUnknownFormat)
+	}
+	return &rec, nil
 }
 
 // encodeSession is the stored JSON of req's session, its upstream tokens sealed to the login.
@@ -297,7 +387,7 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, signature string, s
 	if err != nil {
 		return nil, err
 	}
-	if !rec.Active {
+	if !rec.active() {
 		return req, fosite.ErrInvalidatedAuthorizeCode
 	}
 	return req, nil
@@ -324,12 +414,12 @@ func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, signature st
 // (the session, which may hold upstream tokens, and the request form).
 func (s *Store) deactivate(ctx context.Context, secret *corev1.Secret, rec *record, strip bool) error {
 	kind := secret.Labels[TypeLabel]
-	if !rec.Active {
+	if !rec.active() {
 		return fmt.Errorf("%s: %w", kind, ErrAlreadyUsed)
 	}
-	rec.Active = false
+	rec.Active = ptr.To(false)
 	if strip {
-		rec.Session, rec.Form = json.RawMessage("{}"), nil
+		rec.Request.Session, rec.Request.Form = json.RawMessage("{}"), nil
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -375,7 +465,7 @@ func (s *Store) GetRefreshTokenSession(ctx context.Context, signature string, se
 	if err != nil {
 		return nil, err
 	}
-	if !rec.Active {
+	if !rec.active() {
 		return req, fosite.ErrInactiveToken
 	}
 	return req, nil
@@ -407,12 +497,12 @@ func (s *Store) RotateRefreshToken(ctx context.Context, requestID, signature str
 			}
 			continue
 		}
-		var rec record
-		if err := json.Unmarshal(secret.Data[DataKey], &rec); err != nil {
-			errs = append(errs, fmt.Errorf("decoding refresh token: %w", err))
+		rec, err := decodeRecord(typeRefreshToken, secret)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		if err := s.deactivate(ctx, secret, &rec, true); errors.Is(err, ErrAlreadyUsed) {
+		if err := s.deactivate(ctx, secret, rec, true); errors.Is(err, ErrAlreadyUsed) {
 			return fosite.ErrSerializationFailure.WithWrap(err)
 		} else if err != nil {
 			errs = append(errs, err)

@@ -130,7 +130,7 @@ func refusedRefresh(format string, args ...any) *fosite.RFC6749Error {
 // refreshUpstream re-checks the session's user at the upstream identity provider, re-runs the
 // identity transformations and updates the session's identity for the refresh request ar.
 func (p endpoint) refreshUpstream(ctx context.Context, s *sessions.Session, ar fosite.Requester) error {
-	res, err := p.IdentityProvider(s.Custom.ProviderName, "")
+	res, err := p.SessionIdentityProvider(s.Custom.ProviderName, s.Custom.ProviderResource, s.Custom.ProviderUID)
 	if err != nil {
 		return refusedRefresh("%v", err)
 	}
