@@ -95,8 +95,8 @@ func TestPrepare(t *testing.T) {
 			}
 		})
 	}
-	if got := connectors.PhaseOf([]metav1.Condition{{Status: metav1.ConditionTrue}, {Status: metav1.ConditionUnknown}}); got != idpv1alpha1.PhasePending {
-		t.Errorf("phase = %q, want Pending", got)
+	if got := connectors.PhaseOf([]metav1.Condition{{Status: metav1.ConditionTrue}, {Status: metav1.ConditionUnknown}}); got != idpv1alpha1.PhaseError {
+		t.Errorf("phase = %q, want Error (Unknown counts, as upstream)", got)
 	}
 }
 
