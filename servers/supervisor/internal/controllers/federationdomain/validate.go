@@ -61,7 +61,7 @@ func (v validator) validate(ctx context.Context, fds []*configv1alpha1.Federatio
 		r.servable = r.issuerURL != nil && r.conditions.ok(configv1alpha1.ConditionIssuerIsUnique) && r.tlsAgreed
 		v.checkIdentityProviders(ctx, r)
 		r.conditions.setReady(r.fd.Spec.Issuer)
-		r.conditions.sort()
+		sortConditions(r.conditions)
 	}
 	return results
 }
@@ -337,7 +337,7 @@ func (v validator) checkLegacyIdentityProvider(r *result) {
 	v.checkListedIdentityProviders(c, nil, nil, nil, nil, nil)
 }
 
-// conditions collects a FederationDomain's conditions in the order they are set.
+// conditions collects a FederationDomain's conditions.
 type conditions []metav1.Condition
 
 func (c *conditions) pass(typ, message string) {
@@ -377,11 +377,7 @@ func (c *conditions) setReady(issuerURL string) {
 	c.pass(configv1alpha1.ConditionReady, "the FederationDomain is ready and its endpoints are available: the discovery endpoint is "+issuerURL+"/.well-known/openid-configuration")
 }
 
-// sort orders the conditions by type, as upstream Pinniped stores them.
-func (c conditions) sort() {
-	sortConditions(c)
-}
-
+// sortConditions orders conditions by type, as upstream Pinniped stores them.
 func sortConditions(c []metav1.Condition) {
 	slices.SortStableFunc(c, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
 }
