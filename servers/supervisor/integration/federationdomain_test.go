@@ -174,7 +174,7 @@ func TestFederationDomainEndpoints(t *testing.T) {
 	createFederationDomain(t, "legacy", configv1alpha1.FederationDomainSpec{Issuer: issuerURL("legacy.example.test", "")})
 	createFederationDomain(t, "invalid", configv1alpha1.FederationDomainSpec{Issuer: issuerURL("invalid.example.test", "/x?query=1")})
 	createFederationDomain(t, "dup-1", configv1alpha1.FederationDomainSpec{Issuer: issuerURL("dup.example.test", "/same")})
-	createFederationDomain(t, "dup-2", configv1alpha1.FederationDomainSpec{Issuer: issuerURL("dup.example.test", "/same/")})
+	createFederationDomain(t, "dup-2", configv1alpha1.FederationDomainSpec{Issuer: issuerURL("DUP.example.test", "/same")})
 	failing := ldapRef("Failing")
 	failing.Transforms.Examples[0].Expects.Username = "pinny"
 	createFederationDomain(t, "failing-example", configv1alpha1.FederationDomainSpec{
@@ -186,12 +186,11 @@ func TestFederationDomainEndpoints(t *testing.T) {
 	waitForConditions(t, "legacy", configv1alpha1.PhaseReady, map[string]string{
 		configv1alpha1.ConditionIdentityProvidersFound: "True/LegacyConfigurationSuccess",
 	})
+	// An issuer that parses is compared with the others although it is invalid, as upstream does.
 	waitForConditions(t, "invalid", configv1alpha1.PhaseError, map[string]string{
-		configv1alpha1.ConditionIssuerURLValid:                "False/InvalidIssuerURL",
-		configv1alpha1.ConditionIssuerIsUnique:                "Unknown/UnableToValidate",
-		configv1alpha1.ConditionOneTLSSecretPerIssuerHostname: "Unknown/UnableToValidate",
-		configv1alpha1.ConditionIdentityProvidersFound:        "True/LegacyConfigurationSuccess",
-		configv1alpha1.ConditionReady:                         "False/NotReady",
+		configv1alpha1.ConditionIssuerURLValid:         "False/InvalidIssuerURL",
+		configv1alpha1.ConditionIdentityProvidersFound: "True/LegacyConfigurationSuccess",
+		configv1alpha1.ConditionReady:                  "False/NotReady",
 	})
 	for _, name := range []string{"dup-1", "dup-2"} {
 		waitForConditions(t, name, configv1alpha1.PhaseError, map[string]string{
@@ -355,12 +354,15 @@ func TestFederationDomainEndpoints(t *testing.T) {
 			return nil
 		})
 
-		// Another TLS Secret for the same hostname breaks both.
+		// Two TLS Secrets for the same hostname break every FederationDomain of it, those naming
+		// none too.
 		createTLSSecret(t, "other-tls", "dup.example.test")
-		createFederationDomain(t, "other-secret", configv1alpha1.FederationDomainSpec{
-			Issuer: issuerURL("dup.example.test", "/other"),
-			TLS:    &configv1alpha1.FederationDomainTLSSpec{SecretName: "other-tls"},
-		})
+		for name, secret := range map[string]string{"other-secret": "other-tls", "another-secret": "sni-tls"} {
+			createFederationDomain(t, name, configv1alpha1.FederationDomainSpec{
+				Issuer: issuerURL("dup.example.test", "/"+name),
+				TLS:    &configv1alpha1.FederationDomainTLSSpec{SecretName: secret},
+			})
+		}
 		conflict := map[string]string{
 			configv1alpha1.ConditionOneTLSSecretPerIssuerHostname: "False/DifferentSecretRefsFound",
 			configv1alpha1.ConditionIdentityProvidersFound:        "True/LegacyConfigurationSuccess",
@@ -368,7 +370,8 @@ func TestFederationDomainEndpoints(t *testing.T) {
 		}
 		waitForConditions(t, "other-secret", configv1alpha1.PhaseError, conflict)
 		fd := waitForConditions(t, "dup-1", configv1alpha1.PhaseError, conflict)
-		if c := meta.FindStatusCondition(fd.Status.Conditions, configv1alpha1.ConditionOneTLSSecretPerIssuerHostname); !strings.Contains(c.Message, `"other-tls"`) {
+		const want = "when different FederationDomains are using the same hostname in the spec.issuer URL then they must also use the same TLS secretRef: different secretRefs found"
+		if c := meta.FindStatusCondition(fd.Status.Conditions, configv1alpha1.ConditionOneTLSSecretPerIssuerHostname); c.Message != want {
 			t.Errorf("message %q", c.Message)
 		}
 	})

@@ -18,10 +18,12 @@ import (
 )
 
 // The check of spec.allowedRedirectURIs is ours: Pinniped relies on the CRD's pattern alone. It
-// catches clients stored while the CRD's validation was different, before they are used.
+// catches clients stored while the CRD's validation was different, before they are used. Its
+// condition appears only when it fails, so that the status of every client the CRD admits is
+// upstream's.
 const (
-	// ConditionAllowedRedirectURIsValid reports whether every redirect URI is https, or http on a
-	// loopback address, without a fragment.
+	// ConditionAllowedRedirectURIsValid reports that a redirect URI is neither https nor http on
+	// a loopback address, or has a fragment.
 	ConditionAllowedRedirectURIsValid = "AllowedRedirectURIsValid"
 	// ReasonInvalidRedirectURI means a redirect URI is neither https nor loopback http.
 	ReasonInvalidRedirectURI = "InvalidRedirectURI"
@@ -29,16 +31,18 @@ const (
 
 // Result is what Validate found.
 type Result struct {
-	// Conditions are ClientSecretExists, AllowedGrantTypesValid, AllowedScopesValid and
-	// AllowedRedirectURIsValid, each with the client's generation and no transition time (the
-	// caller merges them into the status, which sets it).
+	// Conditions are AllowedGrantTypesValid, AllowedScopesValid and ClientSecretExists (and
+	// AllowedRedirectURIsValid when false), sorted by type, each with the client's generation and
+	// no transition time (the caller merges them into the status, which sets it). Their texts are
+	// upstream Pinniped's.
 	Conditions []metav1.Condition
 	// Phase is Ready when every condition is true, and Error otherwise.
 	Phase configv1alpha1.Phase
 	// Hashes are the client's bcrypt secret hashes when the client is Ready, and nil otherwise:
 	// an invalid client may not authenticate.
 	Hashes []string
-	// TotalClientSecrets counts the stored hashes, valid or not, for status.totalClientSecrets.
+	// TotalClientSecrets counts the stored hashes when all are valid, and is 0 otherwise, for
+	// status.totalClientSecrets.
 	TotalClientSecrets int32
 }
 
@@ -46,13 +50,13 @@ type Result struct {
 // bcrypt cost is below minCost are invalid.
 func Validate(client *configv1alpha1.OIDCClient, storage *corev1.Secret, minCost int) Result {
 	secretsCond, hashes := checkSecrets(storage, minCost)
+	conditions := []metav1.Condition{checkGrantTypes(client.Spec), checkScopes(client.Spec), secretsCond}
+	if c, ok := checkRedirectURIs(client.Spec.AllowedRedirectURIs); !ok {
+		conditions = append(conditions, c)
+	}
+	slices.SortStableFunc(conditions, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
 	r := Result{
-		Conditions: []metav1.Condition{
-			secretsCond,
-			checkGrantTypes(client.Spec),
-			checkScopes(client.Spec),
-			checkRedirectURIs(client.Spec.AllowedRedirectURIs),
-		},
+		Conditions:         conditions,
 		Phase:              configv1alpha1.PhaseReady,
 		TotalClientSecrets: int32(len(hashes)), //nolint:gosec // a handful of hashes
 	}
@@ -68,19 +72,20 @@ func Validate(client *configv1alpha1.OIDCClient, storage *corev1.Secret, minCost
 	return r
 }
 
+// checkSecrets returns the ClientSecretExists condition, and the hashes when all are valid.
 func checkSecrets(storage *corev1.Secret, minCost int) (metav1.Condition, []string) {
 	c := metav1.Condition{Type: configv1alpha1.ConditionClientSecretExists, Status: metav1.ConditionFalse, Reason: configv1alpha1.ReasonNoClientSecretFound}
 	if storage == nil {
-		c.Message = "no client secret found: create an OIDCClientSecretRequest to generate one"
+		c.Message = "no client secret found (no Secret storage found)"
 		return c, nil
 	}
 	hashes, err := clientsecrets.Hashes(storage)
 	if err != nil {
-		c.Message = fmt.Sprintf("no client secret found: %v", err)
+		c.Message = fmt.Sprintf("error reading client secret storage: %v", err)
 		return c, nil
 	}
 	if len(hashes) == 0 {
-		c.Message = "no client secret found: the storage Secret holds none"
+		c.Message = "no client secret found (empty list in storage)"
 		return c, nil
 	}
 	var problems []string
@@ -88,38 +93,52 @@ func checkSecrets(storage *corev1.Secret, minCost int) (metav1.Condition, []stri
 		cost, err := bcrypt.Cost([]byte(h))
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("hash %d: %v", i, err))
+			problems = append(problems, fmt.Sprintf("hashed client secret at index %d: %v", i, err))
 		case cost < minCost:
-			problems = append(problems, fmt.Sprintf("hash %d: bcrypt cost %d is below the minimum of %d", i, cost, minCost))
+			problems = append(problems, fmt.Sprintf("hashed client secret at index %d: bcrypt cost %d is below the required minimum of %d", i, cost, minCost))
 		}
 	}
 	if len(problems) > 0 {
 		c.Reason = configv1alpha1.ReasonInvalidClientSecretFound
-		c.Message = fmt.Sprintf("%d client secrets stored, none used because some are invalid: %s", len(hashes), strings.Join(problems, "; "))
-		return c, hashes
+		c.Message = fmt.Sprintf("%d stored client secrets found, but some were invalid, so none will be used: %s", len(hashes), strings.Join(problems, "; "))
+		return c, nil
 	}
 	c.Status, c.Reason = metav1.ConditionTrue, configv1alpha1.ReasonSuccess
-	c.Message = fmt.Sprintf("%d client secret(s) stored", len(hashes))
+	c.Message = fmt.Sprintf("%d client secret(s) found", len(hashes))
 	return c, hashes
 }
 
-// requirement says that want must be in the list named wantIn when cond holds.
+// requirement is a value a list must hold, always or when another list holds a value.
 type requirement struct {
-	cond    bool
-	want    string
-	wantIn  string
-	because string // why want is needed; empty when it always is
+	cond bool
+	// message says what is missing, in upstream's words.
+	message string
 }
+
+// always is upstream's message for a value list must always hold.
+func always(value, list string) string {
+	return fmt.Sprintf("%q must always be included in %q", value, list)
+}
+
+// when is upstream's message for a value list must hold because otherList holds otherValue.
+func when(value, list, otherValue, otherList string) string {
+	return fmt.Sprintf("%q must be included in %q when %q is included in %q", value, list, otherValue, otherList)
+}
+
+const (
+	grantTypesField = "allowedGrantTypes"
+	scopesField     = "allowedScopes"
+)
 
 func checkGrantTypes(spec configv1alpha1.OIDCClientSpec) metav1.Condition {
 	grant := func(g configv1alpha1.GrantType) bool { return slices.Contains(spec.AllowedGrantTypes, g) }
 	scope := func(s configv1alpha1.Scope) bool { return slices.Contains(spec.AllowedScopes, s) }
-	return condition(configv1alpha1.ConditionAllowedGrantTypesValid, "allowedGrantTypes", []requirement{
-		{cond: !grant(configv1alpha1.GrantTypeAuthorizationCode), want: string(configv1alpha1.GrantTypeAuthorizationCode), wantIn: "allowedGrantTypes"},
-		{cond: scope(configv1alpha1.ScopeOfflineAccess) && !grant(configv1alpha1.GrantTypeRefreshToken),
-			want: string(configv1alpha1.GrantTypeRefreshToken), wantIn: "allowedGrantTypes", because: `allowedScopes has "offline_access"`},
-		{cond: scope(configv1alpha1.ScopeRequestAudience) && !grant(configv1alpha1.GrantTypeTokenExchange),
-			want: string(configv1alpha1.GrantTypeTokenExchange), wantIn: "allowedGrantTypes", because: `allowedScopes has "pinniped:request-audience"`},
+	return condition(configv1alpha1.ConditionAllowedGrantTypesValid, grantTypesField, []requirement{
+		{!grant(configv1alpha1.GrantTypeAuthorizationCode), always(string(configv1alpha1.GrantTypeAuthorizationCode), grantTypesField)},
+		{scope(configv1alpha1.ScopeOfflineAccess) && !grant(configv1alpha1.GrantTypeRefreshToken),
+			when(string(configv1alpha1.GrantTypeRefreshToken), grantTypesField, string(configv1alpha1.ScopeOfflineAccess), scopesField)},
+		{scope(configv1alpha1.ScopeRequestAudience) && !grant(configv1alpha1.GrantTypeTokenExchange),
+			when(string(configv1alpha1.GrantTypeTokenExchange), grantTypesField, string(configv1alpha1.ScopeRequestAudience), scopesField)},
 	})
 }
 
@@ -127,16 +146,15 @@ func checkScopes(spec configv1alpha1.OIDCClientSpec) metav1.Condition {
 	grant := func(g configv1alpha1.GrantType) bool { return slices.Contains(spec.AllowedGrantTypes, g) }
 	scope := func(s configv1alpha1.Scope) bool { return slices.Contains(spec.AllowedScopes, s) }
 	requestAudience := scope(configv1alpha1.ScopeRequestAudience)
-	return condition(configv1alpha1.ConditionAllowedScopesValid, "allowedScopes", []requirement{
-		{cond: !scope(configv1alpha1.ScopeOpenID), want: string(configv1alpha1.ScopeOpenID), wantIn: "allowedScopes"},
-		{cond: grant(configv1alpha1.GrantTypeRefreshToken) && !scope(configv1alpha1.ScopeOfflineAccess),
-			want: string(configv1alpha1.ScopeOfflineAccess), wantIn: "allowedScopes", because: `allowedGrantTypes has "refresh_token"`},
-		{cond: requestAudience && !scope(configv1alpha1.ScopeUsername),
-			want: string(configv1alpha1.ScopeUsername), wantIn: "allowedScopes", because: `allowedScopes has "pinniped:request-audience"`},
-		{cond: requestAudience && !scope(configv1alpha1.ScopeGroups),
-			want: string(configv1alpha1.ScopeGroups), wantIn: "allowedScopes", because: `allowedScopes has "pinniped:request-audience"`},
-		{cond: grant(configv1alpha1.GrantTypeTokenExchange) && !requestAudience,
-			want: string(configv1alpha1.ScopeRequestAudience), wantIn: "allowedScopes", because: `allowedGrantTypes has "` + string(configv1alpha1.GrantTypeTokenExchange) + `"`},
+	return condition(configv1alpha1.ConditionAllowedScopesValid, scopesField, []requirement{
+		{!scope(configv1alpha1.ScopeOpenID), always(string(configv1alpha1.ScopeOpenID), scopesField)},
+		{grant(configv1alpha1.GrantTypeRefreshToken) && !scope(configv1alpha1.ScopeOfflineAccess),
+			when(string(configv1alpha1.ScopeOfflineAccess), scopesField, string(configv1alpha1.GrantTypeRefreshToken), grantTypesField)},
+		{requestAudience && (!scope(configv1alpha1.ScopeUsername) || !scope(configv1alpha1.ScopeGroups)),
+			fmt.Sprintf("%q and %q must be included in %q when %q is included in %q", configv1alpha1.ScopeUsername, configv1alpha1.ScopeGroups,
+				scopesField, configv1alpha1.ScopeRequestAudience, scopesField)},
+		{grant(configv1alpha1.GrantTypeTokenExchange) && !requestAudience,
+			when(string(configv1alpha1.ScopeRequestAudience), scopesField, string(configv1alpha1.GrantTypeTokenExchange), grantTypesField)},
 	})
 }
 
@@ -144,22 +162,19 @@ func checkScopes(spec configv1alpha1.OIDCClientSpec) metav1.Condition {
 func condition(condType, field string, reqs []requirement) metav1.Condition {
 	var missing []string
 	for _, r := range reqs {
-		if !r.cond {
-			continue
-		}
-		if r.because == "" {
-			missing = append(missing, fmt.Sprintf("%s must include %q", r.wantIn, r.want))
-		} else {
-			missing = append(missing, fmt.Sprintf("%s must include %q because %s", r.wantIn, r.want, r.because))
+		if r.cond {
+			missing = append(missing, r.message)
 		}
 	}
 	if len(missing) > 0 {
 		return metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: configv1alpha1.ReasonMissingRequiredValue, Message: strings.Join(missing, "; ")}
 	}
-	return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: configv1alpha1.ReasonSuccess, Message: field + " is valid"}
+	return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: configv1alpha1.ReasonSuccess, Message: fmt.Sprintf("%q is valid", field)}
 }
 
-func checkRedirectURIs(uris []configv1alpha1.RedirectURI) metav1.Condition {
+// checkRedirectURIs reports whether every redirect URI is acceptable, and when not, the false
+// AllowedRedirectURIsValid condition saying why.
+func checkRedirectURIs(uris []configv1alpha1.RedirectURI) (metav1.Condition, bool) {
 	var problems []string
 	for _, u := range uris {
 		if err := checkRedirectURI(string(u)); err != nil {
@@ -171,9 +186,9 @@ func checkRedirectURIs(uris []configv1alpha1.RedirectURI) metav1.Condition {
 	}
 	if len(problems) > 0 {
 		return metav1.Condition{Type: ConditionAllowedRedirectURIsValid, Status: metav1.ConditionFalse, Reason: ReasonInvalidRedirectURI,
-			Message: "allowedRedirectURIs: " + strings.Join(problems, "; ")}
+			Message: "allowedRedirectURIs: " + strings.Join(problems, "; ")}, false
 	}
-	return metav1.Condition{Type: ConditionAllowedRedirectURIsValid, Status: metav1.ConditionTrue, Reason: configv1alpha1.ReasonSuccess, Message: "allowedRedirectURIs is valid"}
+	return metav1.Condition{}, true
 }
 
 // checkRedirectURI accepts https URLs with a host, and http URLs on 127.0.0.1 or [::1] (any port),

@@ -2,7 +2,6 @@ package clientcheck
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -55,26 +54,38 @@ func client(redirects []configv1alpha1.RedirectURI, grants []configv1alpha1.Gran
 	}
 }
 
-// cond is a condition as the tests compare it: status and reason, and a fragment of the message.
-type cond struct {
-	status  metav1.ConditionStatus
-	reason  string
-	message string
+// Upstream Pinniped's conditions, each with the client's generation.
+func wantCond(typ string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: 3}
 }
 
 var (
-	okRedirects = []configv1alpha1.RedirectURI{"https://app.example.com/callback", "http://127.0.0.1:1234/cb", "http://[::1]/cb"}
-	valid       = cond{status: metav1.ConditionTrue, reason: "Success"}
+	okRedirects  = []configv1alpha1.RedirectURI{"https://app.example.com/callback", "http://127.0.0.1:1234/cb", "http://[::1]/cb"}
+	grantTypesOK = wantCond("AllowedGrantTypesValid", metav1.ConditionTrue, "Success", `"allowedGrantTypes" is valid`)
+	scopesOK     = wantCond("AllowedScopesValid", metav1.ConditionTrue, "Success", `"allowedScopes" is valid`)
 )
+
+func secrets(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return wantCond("ClientSecretExists", status, reason, message)
+}
+
+func grantTypes(message string) metav1.Condition {
+	return wantCond("AllowedGrantTypesValid", metav1.ConditionFalse, "MissingRequiredValue", message)
+}
+
+func scopes(message string) metav1.Condition {
+	return wantCond("AllowedScopesValid", metav1.ConditionFalse, "MissingRequiredValue", message)
+}
 
 func TestValidate(t *testing.T) {
 	cheap := hash(t, bcrypt.MinCost)
+	oneSecret := secrets(metav1.ConditionTrue, "Success", "1 client secret(s) found")
 	tests := []struct {
 		name       string
 		client     *configv1alpha1.OIDCClient
 		storage    *corev1.Secret
 		minCost    int
-		want       map[string]cond
+		want       []metav1.Condition // in order
 		wantPhase  configv1alpha1.Phase
 		wantTotal  int32
 		wantHashes []string
@@ -83,27 +94,27 @@ func TestValidate(t *testing.T) {
 			name:    "everything allowed",
 			client:  client(okRedirects, []configv1alpha1.GrantType{authcode, refresh, exchange}, []configv1alpha1.Scope{openid, offline, username, groups, audience}),
 			storage: storage(t, cheap, cheap), minCost: bcrypt.MinCost,
-			want:      map[string]cond{"ClientSecretExists": {metav1.ConditionTrue, "Success", "2 client secret(s)"}, "AllowedGrantTypesValid": valid, "AllowedScopesValid": valid, "AllowedRedirectURIsValid": valid},
+			want:      []metav1.Condition{grantTypesOK, scopesOK, secrets(metav1.ConditionTrue, "Success", "2 client secret(s) found")},
 			wantPhase: "Ready", wantTotal: 2, wantHashes: []string{cheap, cheap},
 		},
 		{
 			name:    "the smallest client",
 			client:  client(okRedirects[:1], []configv1alpha1.GrantType{authcode}, []configv1alpha1.Scope{openid}),
 			storage: storage(t, cheap), minCost: bcrypt.MinCost,
-			want:      map[string]cond{"ClientSecretExists": valid, "AllowedGrantTypesValid": valid, "AllowedScopesValid": valid, "AllowedRedirectURIsValid": valid},
+			want:      []metav1.Condition{grantTypesOK, scopesOK, oneSecret},
 			wantPhase: "Ready", wantTotal: 1, wantHashes: []string{cheap},
 		},
 		{
 			name:   "no storage Secret",
 			client: client(okRedirects, []configv1alpha1.GrantType{authcode}, []configv1alpha1.Scope{openid}), minCost: bcrypt.MinCost,
-			want:      map[string]cond{"ClientSecretExists": {metav1.ConditionFalse, "NoClientSecretFound", "OIDCClientSecretRequest"}, "AllowedGrantTypesValid": valid, "AllowedScopesValid": valid, "AllowedRedirectURIsValid": valid},
+			want:      []metav1.Condition{grantTypesOK, scopesOK, secrets(metav1.ConditionFalse, "NoClientSecretFound", "no client secret found (no Secret storage found)")},
 			wantPhase: "Error",
 		},
 		{
 			name:    "every secret revoked",
 			client:  client(okRedirects, []configv1alpha1.GrantType{authcode}, []configv1alpha1.Scope{openid}),
 			storage: storage(t), minCost: bcrypt.MinCost,
-			want:      map[string]cond{"ClientSecretExists": {metav1.ConditionFalse, "NoClientSecretFound", "holds none"}, "AllowedGrantTypesValid": valid, "AllowedScopesValid": valid, "AllowedRedirectURIsValid": valid},
+			want:      []metav1.Condition{grantTypesOK, scopesOK, secrets(metav1.ConditionFalse, "NoClientSecretFound", "no client secret found (empty list in storage)")},
 			wantPhase: "Error",
 		},
 		{
@@ -114,31 +125,39 @@ func TestValidate(t *testing.T) {
 				s.Type = corev1.SecretTypeOpaque
 				return s
 			}(),
-			minCost:   bcrypt.MinCost,
-			want:      map[string]cond{"ClientSecretExists": {metav1.ConditionFalse, "NoClientSecretFound", "has type"}, "AllowedGrantTypesValid": valid, "AllowedScopesValid": valid, "AllowedRedirectURIsValid": valid},
+			minCost: bcrypt.MinCost,
+			want: []metav1.Condition{grantTypesOK, scopesOK, secrets(metav1.ConditionFalse, "NoClientSecretFound",
+				`error reading client secret storage: invalid OIDC client secret storage: Secret storage has type "Opaque", want "storage.pinniped.dev/oidc-client-secret"`)},
 			wantPhase: "Error",
 		},
 		{
-			name:    "a hash too cheap or not a hash",
+			name:    "a hash too cheap or not a hash: none is used or counted",
 			client:  client(okRedirects, []configv1alpha1.GrantType{authcode}, []configv1alpha1.Scope{openid}),
 			storage: storage(t, cheap, "not-a-hash"), minCost: 12,
-			want: map[string]cond{
-				"ClientSecretExists":     {metav1.ConditionFalse, "InvalidClientSecretFound", "hash 0: bcrypt cost 4 is below the minimum of 12; hash 1:"},
-				"AllowedGrantTypesValid": valid, "AllowedScopesValid": valid, "AllowedRedirectURIsValid": valid,
-			},
-			wantPhase: "Error", wantTotal: 2,
+			want: []metav1.Condition{grantTypesOK, scopesOK, secrets(metav1.ConditionFalse, "InvalidClientSecretFound",
+				"2 stored client secrets found, but some were invalid, so none will be used: hashed client secret at index 0: bcrypt cost 4 is below the required minimum of 12; "+
+					"hashed client secret at index 1: crypto/bcrypt: hashedSecret too short to be a bcrypted password")},
+			wantPhase: "Error",
 		},
 		{
 			name:    "grant types and scopes that need each other",
 			client:  client(okRedirects, []configv1alpha1.GrantType{refresh, exchange}, []configv1alpha1.Scope{offline, audience}),
 			storage: storage(t, cheap), minCost: bcrypt.MinCost,
-			want: map[string]cond{
-				"ClientSecretExists": valid,
-				"AllowedGrantTypesValid": {metav1.ConditionFalse, "MissingRequiredValue",
-					`allowedGrantTypes must include "authorization_code"`},
-				"AllowedScopesValid": {metav1.ConditionFalse, "MissingRequiredValue",
-					`allowedScopes must include "openid"; allowedScopes must include "username" because allowedScopes has "pinniped:request-audience"; allowedScopes must include "groups"`},
-				"AllowedRedirectURIsValid": valid,
+			want: []metav1.Condition{
+				grantTypes(`"authorization_code" must always be included in "allowedGrantTypes"`),
+				scopes(`"openid" must always be included in "allowedScopes"; "username" and "groups" must be included in "allowedScopes" when "pinniped:request-audience" is included in "allowedScopes"`),
+				oneSecret,
+			},
+			wantPhase: "Error", wantTotal: 1,
+		},
+		{
+			name:    "request-audience with groups but not username",
+			client:  client(okRedirects, []configv1alpha1.GrantType{authcode, exchange}, []configv1alpha1.Scope{openid, groups, audience}),
+			storage: storage(t, cheap), minCost: bcrypt.MinCost,
+			want: []metav1.Condition{
+				grantTypesOK,
+				scopes(`"username" and "groups" must be included in "allowedScopes" when "pinniped:request-audience" is included in "allowedScopes"`),
+				oneSecret,
 			},
 			wantPhase: "Error", wantTotal: 1,
 		},
@@ -146,11 +165,10 @@ func TestValidate(t *testing.T) {
 			name:    "offline_access without refresh_token, request-audience without token exchange",
 			client:  client(okRedirects, []configv1alpha1.GrantType{authcode}, []configv1alpha1.Scope{openid, offline, username, groups, audience}),
 			storage: storage(t, cheap), minCost: bcrypt.MinCost,
-			want: map[string]cond{
-				"ClientSecretExists": valid,
-				"AllowedGrantTypesValid": {metav1.ConditionFalse, "MissingRequiredValue",
-					`"refresh_token" because allowedScopes has "offline_access"; allowedGrantTypes must include "urn:ietf:params:oauth:grant-type:token-exchange" because allowedScopes has "pinniped:request-audience"`},
-				"AllowedScopesValid": valid, "AllowedRedirectURIsValid": valid,
+			want: []metav1.Condition{
+				grantTypes(`"refresh_token" must be included in "allowedGrantTypes" when "offline_access" is included in "allowedScopes"; ` +
+					`"urn:ietf:params:oauth:grant-type:token-exchange" must be included in "allowedGrantTypes" when "pinniped:request-audience" is included in "allowedScopes"`),
+				scopesOK, oneSecret,
 			},
 			wantPhase: "Error", wantTotal: 1,
 		},
@@ -158,11 +176,11 @@ func TestValidate(t *testing.T) {
 			name:    "refresh_token without offline_access, token exchange without request-audience",
 			client:  client(okRedirects, []configv1alpha1.GrantType{authcode, refresh, exchange}, []configv1alpha1.Scope{openid}),
 			storage: storage(t, cheap), minCost: bcrypt.MinCost,
-			want: map[string]cond{
-				"ClientSecretExists": valid, "AllowedGrantTypesValid": valid,
-				"AllowedScopesValid": {metav1.ConditionFalse, "MissingRequiredValue",
-					`"offline_access" because allowedGrantTypes has "refresh_token"; allowedScopes must include "pinniped:request-audience" because`},
-				"AllowedRedirectURIsValid": valid,
+			want: []metav1.Condition{
+				grantTypesOK,
+				scopes(`"offline_access" must be included in "allowedScopes" when "refresh_token" is included in "allowedGrantTypes"; ` +
+					`"pinniped:request-audience" must be included in "allowedScopes" when "urn:ietf:params:oauth:grant-type:token-exchange" is included in "allowedGrantTypes"`),
+				oneSecret,
 			},
 			wantPhase: "Error", wantTotal: 1,
 		},
@@ -171,19 +189,21 @@ func TestValidate(t *testing.T) {
 			client: client([]configv1alpha1.RedirectURI{"http://app.example.com/cb", "https:///nohost", "https://app.example.com/cb#frag", "ftp://x/", "http://127.0.0.1.example.com/"},
 				[]configv1alpha1.GrantType{authcode}, []configv1alpha1.Scope{openid}),
 			storage: storage(t, cheap), minCost: bcrypt.MinCost,
-			want: map[string]cond{
-				"ClientSecretExists": valid, "AllowedGrantTypesValid": valid, "AllowedScopesValid": valid,
-				"AllowedRedirectURIsValid": {metav1.ConditionFalse, "InvalidRedirectURI",
-					`"http://app.example.com/cb": http is only allowed on 127.0.0.1 or [::1]; "https:///nohost": has no host; "https://app.example.com/cb#frag": must not have a fragment; "ftp://x/": must be https, or http on a loopback address; "http://127.0.0.1.example.com/": http is only`},
+			want: []metav1.Condition{
+				grantTypesOK,
+				wantCond("AllowedRedirectURIsValid", metav1.ConditionFalse, "InvalidRedirectURI",
+					`allowedRedirectURIs: "http://app.example.com/cb": http is only allowed on 127.0.0.1 or [::1]; "https:///nohost": has no host; "https://app.example.com/cb#frag": must not have a fragment; "ftp://x/": must be https, or http on a loopback address; "http://127.0.0.1.example.com/": http is only allowed on 127.0.0.1 or [::1]`),
+				scopesOK, oneSecret,
 			},
 			wantPhase: "Error", wantTotal: 1,
 		},
 		{
 			name:   "no redirect URI",
 			client: client(nil, []configv1alpha1.GrantType{authcode}, []configv1alpha1.Scope{openid}), storage: storage(t, cheap), minCost: bcrypt.MinCost,
-			want: map[string]cond{
-				"ClientSecretExists": valid, "AllowedGrantTypesValid": valid, "AllowedScopesValid": valid,
-				"AllowedRedirectURIsValid": {metav1.ConditionFalse, "InvalidRedirectURI", "at least one is required"},
+			want: []metav1.Condition{
+				grantTypesOK,
+				wantCond("AllowedRedirectURIsValid", metav1.ConditionFalse, "InvalidRedirectURI", "allowedRedirectURIs: at least one is required"),
+				scopesOK, oneSecret,
 			},
 			wantPhase: "Error", wantTotal: 1,
 		},
@@ -194,18 +214,7 @@ func TestValidate(t *testing.T) {
 			if r.Phase != tt.wantPhase || r.TotalClientSecrets != tt.wantTotal || !cmp.Equal(r.Hashes, tt.wantHashes) {
 				t.Errorf("phase %s, total %d, hashes %v; want %s, %d, %v", r.Phase, r.TotalClientSecrets, r.Hashes, tt.wantPhase, tt.wantTotal, tt.wantHashes)
 			}
-			got := map[string]cond{}
-			for _, c := range r.Conditions {
-				if c.ObservedGeneration != 3 || c.Message == "" {
-					t.Errorf("condition %s: observedGeneration %d, message %q", c.Type, c.ObservedGeneration, c.Message)
-				}
-				want := tt.want[c.Type]
-				if !strings.Contains(c.Message, want.message) {
-					t.Errorf("condition %s: message %q does not contain %q", c.Type, c.Message, want.message)
-				}
-				got[c.Type] = cond{c.Status, c.Reason, want.message}
-			}
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(cond{})); diff != "" {
+			if diff := cmp.Diff(tt.want, r.Conditions); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
 		})

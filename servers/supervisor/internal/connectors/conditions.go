@@ -19,22 +19,18 @@ var (
 	PasswordFlows = []issuer.Flow{issuer.FlowCLIPassword, issuer.FlowBrowserAuthcode}
 )
 
-// PhaseOf is Error when a condition is False, Ready when all are True, else Pending.
+// PhaseOf is Ready when every condition is True, and Error otherwise (Unknown counts), as
+// upstream Pinniped's; Pending without conditions.
 func PhaseOf(conds []metav1.Condition) idpv1alpha1.Phase {
-	phase := idpv1alpha1.PhaseReady
-	for _, c := range conds {
-		switch c.Status {
-		case metav1.ConditionFalse:
-			return idpv1alpha1.PhaseError
-		case metav1.ConditionTrue:
-		default:
-			phase = idpv1alpha1.PhasePending
-		}
-	}
 	if len(conds) == 0 {
 		return idpv1alpha1.PhasePending
 	}
-	return phase
+	for _, c := range conds {
+		if c.Status != metav1.ConditionTrue {
+			return idpv1alpha1.PhaseError
+		}
+	}
+	return idpv1alpha1.PhaseReady
 }
 
 // TLSCondition is TLSConfigurationValid after resolving the TLS spec at field to caBundle or err.

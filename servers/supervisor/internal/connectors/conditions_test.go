@@ -18,7 +18,7 @@ func TestPhaseOf(t *testing.T) {
 	}{
 		{nil, idpv1alpha1.PhasePending},
 		{[]metav1.Condition{trueCond, trueCond}, idpv1alpha1.PhaseReady},
-		{[]metav1.Condition{trueCond, unknown}, idpv1alpha1.PhasePending},
+		{[]metav1.Condition{trueCond, unknown}, idpv1alpha1.PhaseError}, // as upstream: Unknown counts
 		{[]metav1.Condition{unknown, failed, trueCond}, idpv1alpha1.PhaseError},
 	} {
 		if got := PhaseOf(tt.conds); got != tt.want {

@@ -2,72 +2,70 @@ package idtransform
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 )
 
-// CheckExamples runs every example through p and returns one error per example whose result
-// differs from what it expects, each named by its path below transforms ("examples[2]").
+// ExampleFailure is one way in which an example's result differs from what it expects, in upstream
+// Pinniped's words (the FederationDomain's TransformsExamplesPassed condition shows them).
+type ExampleFailure struct {
+	// Index is the example's position in the examples.
+	Index            int
+	Expected, Actual string
+}
+
+// CheckExamples runs every example through p and returns how the results differ from what the
+// examples expect, in the order of the examples. An example whose username and groups both differ
+// fails twice.
 //
 // An example expecting a rejection with no message expects DefaultRejectionMessage. Groups are
 // compared as sets: their order and repeats do not matter.
-func (p *Pipeline) CheckExamples(ctx context.Context, examples []configv1alpha1.FederationDomainTransformsExample) error {
-	var errs []error
+func (p *Pipeline) CheckExamples(ctx context.Context, examples []configv1alpha1.FederationDomainTransformsExample) []ExampleFailure {
+	var failures []ExampleFailure
 	for i, ex := range examples {
-		if err := p.checkExample(ctx, ex); err != nil {
-			errs = append(errs, fmt.Errorf("examples[%d]: %w", i, err))
+		fail := func(expected, actual string) {
+			failures = append(failures, ExampleFailure{Index: i, Expected: expected, Actual: actual})
 		}
-	}
-	return errors.Join(errs...)
-}
-
-func (p *Pipeline) checkExample(ctx context.Context, ex configv1alpha1.FederationDomainTransformsExample) error {
-	got, err := p.Evaluate(ctx, Identity{Username: ex.Username, Groups: ex.Groups})
-	if err != nil {
-		return fmt.Errorf("the transforms failed on username %q: %w", ex.Username, err)
-	}
-	want := ex.Expects
-	switch {
-	case want.Rejected && !got.Rejected:
-		return fmt.Errorf("expected username %q to be rejected, but it was accepted as username %q with groups %q",
-			ex.Username, got.Username, got.Groups)
-	case want.Rejected:
+		got, err := p.Evaluate(ctx, Identity{Username: ex.Username, Groups: ex.Groups})
+		want := ex.Expects
 		wantMessage := want.Message
 		if wantMessage == "" {
 			wantMessage = DefaultRejectionMessage
 		}
-		if got.Message != wantMessage {
-			return fmt.Errorf("expected the rejection message %q, got %q", wantMessage, got.Message)
+		switch {
+		case err != nil:
+			fail("no transformation errors", fmt.Sprintf("transformations resulted in an unexpected error %q", err.Error()))
+		case want.Rejected && !got.Rejected:
+			fail("authentication to be rejected", "authentication was not rejected")
+		case !want.Rejected && got.Rejected:
+			fail("authentication not to be rejected", fmt.Sprintf("authentication was rejected with message %q", got.Message))
+		case want.Rejected && got.Message != wantMessage:
+			fail(fmt.Sprintf("authentication rejection message %q", wantMessage), fmt.Sprintf("authentication rejection message %q", got.Message))
+		case !want.Rejected:
+			if got.Username != want.Username {
+				fail(fmt.Sprintf("username %q", want.Username), fmt.Sprintf("username %q", got.Username))
+			}
+			if !sameSet(got.Groups, want.Groups) {
+				fail("groups ["+sortedQuoted(want.Groups)+"]", "groups ["+sortedQuoted(got.Groups)+"]")
+			}
 		}
-	case got.Rejected:
-		return fmt.Errorf("expected username %q to be accepted, but a policy rejected it: %s", ex.Username, got.Message)
-	default:
-		var problems []error
-		if got.Username != want.Username {
-			problems = append(problems, fmt.Errorf("expected username %q, got %q", want.Username, got.Username))
-		}
-		if !sameSet(got.Groups, want.Groups) {
-			problems = append(problems, fmt.Errorf("expected groups %q, got %q", sorted(want.Groups), sorted(got.Groups)))
-		}
-		return errors.Join(problems...)
 	}
-	return nil
+	return failures
 }
 
 func sameSet(a, b []string) bool {
-	return slices.Equal(sorted(a), sorted(b))
+	return slices.Equal(slices.Compact(slices.Sorted(slices.Values(a))), slices.Compact(slices.Sorted(slices.Values(b))))
 }
 
-// sorted returns a sorted copy of s without repeats, never nil.
-func sorted(s []string) []string {
-	out := slices.Clone(s)
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if out == nil {
-		out = []string{}
+// sortedQuoted lists s quoted, sorted, repeats included, separated by commas.
+func sortedQuoted(s []string) string {
+	quoted := make([]string, 0, len(s))
+	for _, v := range s {
+		quoted = append(quoted, fmt.Sprintf("%q", v))
 	}
-	return out
+	slices.Sort(quoted)
+	return strings.Join(quoted, ", ")
 }

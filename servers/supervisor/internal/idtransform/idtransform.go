@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -25,7 +26,8 @@ import (
 )
 
 // DefaultRejectionMessage is what a user rejected by a policy without a message of its own is told.
-const DefaultRejectionMessage = "authentication was rejected by a configured policy"
+// Upstream Pinniped's text, which examples expecting a rejection without a message must match.
+const DefaultRejectionMessage = "Authentication was rejected by a configured policy"
 
 // EvaluationTimeout caps the run time of each expression, so that a costly one cannot hold a
 // login (or a controller checking examples) for long.
@@ -94,8 +96,20 @@ func newEnv() (*cel.Env, error) {
 	)
 }
 
-// Compile checks and compiles transforms. The error lists every invalid constant and expression,
-// each named by its path below transforms (for example "expressions[1]").
+// FieldError is one invalid constant or expression of the transforms.
+type FieldError struct {
+	// Field is "constants" or "expressions", and Index the position in it.
+	Field string
+	Index int
+	Err   error
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s[%d]: %v", e.Field, e.Index, e.Err) }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Compile checks and compiles transforms. The error joins one *FieldError per invalid constant
+// and expression.
 func Compile(transforms configv1alpha1.FederationDomainTransforms) (*Pipeline, error) {
 	env, err := newEnv()
 	if err != nil {
@@ -108,19 +122,19 @@ func Compile(transforms configv1alpha1.FederationDomainTransforms) (*Pipeline, e
 		_, dupList := p.strListConst[c.Name]
 		switch {
 		case dupString || dupList:
-			errs = append(errs, fmt.Errorf("constants[%d]: duplicate constant name %q", i, c.Name))
+			errs = append(errs, &FieldError{Field: "constants", Index: i, Err: fmt.Errorf("duplicate constant name %q", c.Name)})
 		case c.Type == configv1alpha1.TransformsConstantTypeString:
 			p.strConst[c.Name] = c.StringValue
 		case c.Type == configv1alpha1.TransformsConstantTypeStringList:
 			p.strListConst[c.Name] = slices.Clone(c.StringListValue)
 		default:
-			errs = append(errs, fmt.Errorf("constants[%d]: unknown type %q", i, c.Type))
+			errs = append(errs, &FieldError{Field: "constants", Index: i, Err: fmt.Errorf("unknown type %q", c.Type)})
 		}
 	}
 	for i, e := range transforms.Expressions {
 		s, err := compileStep(env, e)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("expressions[%d]: %w", i, err))
+			errs = append(errs, &FieldError{Field: "expressions", Index: i, Err: err})
 			continue
 		}
 		p.steps = append(p.steps, s)
@@ -131,28 +145,34 @@ func Compile(transforms configv1alpha1.FederationDomainTransforms) (*Pipeline, e
 	return p, nil
 }
 
+// compileStep compiles one expression. Its errors are upstream Pinniped's texts, which the
+// FederationDomain's TransformsExpressionsValid condition shows.
 func compileStep(env *cel.Env, e configv1alpha1.FederationDomainTransformsExpression) (step, error) {
 	want, ok := resultTypes[e.Type]
 	if !ok {
 		return step{}, fmt.Errorf("unknown type %q", e.Type)
 	}
+	if strings.TrimSpace(e.Expression) == "" {
+		return step{}, errors.New("cannot compile empty CEL expression")
+	}
 	ast, issues := env.Compile(e.Expression)
 	if issues.Err() != nil {
-		return step{}, fmt.Errorf("%s expression does not compile: %w", e.Type, issues.Err())
+		return step{}, fmt.Errorf("CEL expression compile error: %s", issues)
 	}
 	if got := ast.OutputType(); !got.IsExactType(want) {
-		return step{}, fmt.Errorf("%s expression must return %s, but returns %s", e.Type, want, got)
+		return step{}, fmt.Errorf("CEL expression should return type %q but returns type %q", want, got)
 	}
 	program, err := env.Program(ast, cel.InterruptCheckFrequency(100),
 		cel.CostTracking(&library.CostEstimator{}), cel.CostLimit(CostLimit))
 	if err != nil {
-		return step{}, fmt.Errorf("%s expression cannot be planned: %w", e.Type, err)
+		return step{}, fmt.Errorf("CEL expression program construction error: %w", err)
 	}
 	return step{kind: e.Type, program: program, message: e.Message}, nil
 }
 
 // Evaluate runs every expression in order on in. A policy returning false stops the run with a
-// rejection; an expression failing at run time, or a username that ends up empty, is an error.
+// rejection; an expression failing at run time, or a username that ends up empty or blank, is an
+// error (in upstream Pinniped's words, which failing examples show).
 func (p *Pipeline) Evaluate(ctx context.Context, in Identity) (Result, error) {
 	current := Identity{Username: in.Username, Groups: slices.Clone(in.Groups)}
 	if current.Groups == nil {
@@ -169,13 +189,13 @@ func (p *Pipeline) Evaluate(ctx context.Context, in Identity) (Result, error) {
 	for i, s := range p.steps {
 		out, err := p.run(ctx, s, current)
 		if err != nil {
-			return Result{}, fmt.Errorf("expressions[%d] (%s): %w", i, s.kind, err)
+			return Result{}, fmt.Errorf("identity transformation at index %d: %w", i, err)
 		}
 		switch s.kind {
 		case configv1alpha1.TransformsExpressionTypeUsername:
 			current.Username = out.(string)
-			if current.Username == "" {
-				return Result{}, fmt.Errorf("expressions[%d] (%s): returned an empty username", i, s.kind)
+			if strings.TrimSpace(current.Username) == "" {
+				return Result{}, errors.New("identity transformation returned an empty username, which is not allowed")
 			}
 		case configv1alpha1.TransformsExpressionTypeGroups:
 			current.Groups = out.([]string)

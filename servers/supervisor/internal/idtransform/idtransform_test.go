@@ -2,6 +2,7 @@ package idtransform
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -81,13 +82,19 @@ func TestEvaluate(t *testing.T) {
 			name:        "run-time error",
 			expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(username, `groups[3]`)},
 			in:          Identity{Username: "pinny", Groups: []string{"seals"}},
-			wantErr:     "expressions[0] (username/v1)",
+			wantErr:     "identity transformation at index 0: ",
 		},
 		{
 			name:        "empty username",
 			expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(username, `""`)},
 			in:          Identity{Username: "pinny"},
-			wantErr:     "empty username",
+			wantErr:     "identity transformation returned an empty username, which is not allowed",
+		},
+		{
+			name:        "blank username",
+			expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(username, `" "`)},
+			in:          Identity{Username: "pinny"},
+			wantErr:     "identity transformation returned an empty username, which is not allowed",
 		},
 	}
 	for _, tt := range tests {
@@ -122,39 +129,46 @@ func TestNilPipelinePassesThrough(t *testing.T) {
 }
 
 func TestCompileErrors(t *testing.T) {
+	exprs := func(e ...configv1alpha1.FederationDomainTransformsExpression) configv1alpha1.FederationDomainTransforms {
+		return configv1alpha1.FederationDomainTransforms{Expressions: e}
+	}
 	tests := []struct {
 		name       string
 		transforms configv1alpha1.FederationDomainTransforms
-		want       []string
+		want       []string // each FieldError, in order
 	}{
 		{
 			name:       "syntax error",
-			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(username, `username +`)}},
-			want:       []string{"expressions[0]: username/v1 expression does not compile"},
+			transforms: exprs(expr(username, `username +`)),
+			want: []string{"expressions[0]: CEL expression compile error: ERROR: <input>:1:11: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n" +
+				" | username +\n" +
+				" | ..........^"},
 		},
 		{
 			name:       "wrong result type",
-			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(policy, `username`)}},
-			want:       []string{"expressions[0]: policy/v1 expression must return bool, but returns string"},
+			transforms: exprs(expr(policy, `username`)),
+			want:       []string{`expressions[0]: CEL expression should return type "bool" but returns type "string"`},
 		},
 		{
 			name:       "groups must be a list of strings",
-			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(groups, `[1, 2]`)}},
-			want:       []string{"expressions[0]: groups/v1 expression must return list(string)"},
+			transforms: exprs(expr(groups, `[1, 2]`)),
+			want:       []string{`expressions[0]: CEL expression should return type "list(string)" but returns type "list(int)"`},
 		},
 		{
 			name:       "unknown variable",
-			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(username, `email`)}},
-			want:       []string{"undeclared reference to 'email'"},
+			transforms: exprs(expr(username, `email`)),
+			want: []string{"expressions[0]: CEL expression compile error: ERROR: <input>:1:1: undeclared reference to 'email' (in container '')\n" +
+				" | email\n" +
+				" | ^"},
 		},
 		{
-			name:       "mixed-type list literal",
-			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr(groups, `["a", 1]`)}},
-			want:       []string{"expressions[0]"},
+			name:       "empty expression",
+			transforms: exprs(expr(username, ` `)),
+			want:       []string{"expressions[0]: cannot compile empty CEL expression"},
 		},
 		{
 			name:       "unknown expression type",
-			transforms: configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{expr("email/v1", `username`)}},
+			transforms: exprs(expr("email/v1", `username`)),
 			want:       []string{`expressions[0]: unknown type "email/v1"`},
 		},
 		{
@@ -166,22 +180,33 @@ func TestCompileErrors(t *testing.T) {
 					{Name: "b", Type: "number"},
 				},
 				Expressions: []configv1alpha1.FederationDomainTransformsExpression{
-					expr(username, `username`), expr(username, `1`), expr(policy, `)`),
+					expr(username, `username`), expr(username, `1`), expr(policy, `""`),
 				},
 			},
-			want: []string{`constants[1]: duplicate constant name "a"`, `constants[2]: unknown type "number"`, "expressions[1]:", "expressions[2]:"},
+			want: []string{
+				`constants[1]: duplicate constant name "a"`, `constants[2]: unknown type "number"`,
+				`expressions[1]: CEL expression should return type "string" but returns type "int"`,
+				`expressions[2]: CEL expression should return type "bool" but returns type "string"`,
+			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Compile(tt.transforms)
-			if err == nil {
-				t.Fatal("Compile succeeded")
+			joined, ok := err.(interface{ Unwrap() []error })
+			if !ok {
+				t.Fatalf("Compile returned %v, not a joined error", err)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
+			var got []string
+			for _, e := range joined.Unwrap() {
+				var fe *FieldError
+				if !errors.As(e, &fe) {
+					t.Errorf("%v is not a *FieldError", e)
 				}
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -221,7 +246,7 @@ func TestCheckExamples(t *testing.T) {
 	tests := []struct {
 		name    string
 		example configv1alpha1.FederationDomainTransformsExample
-		wantErr string
+		want    []ExampleFailure
 	}{
 		{name: "accepted and transformed, groups in any order with repeats",
 			example: example("pinny", configv1alpha1.FederationDomainTransformsExampleExpects{Username: "corp:pinny", Groups: []string{"everyone", "seals", "seals"}}, "seals")},
@@ -229,30 +254,30 @@ func TestCheckExamples(t *testing.T) {
 			example: example("mallory", configv1alpha1.FederationDomainTransformsExampleExpects{Rejected: true, Message: "not you"})},
 		{name: "rejected with the default message",
 			example: example("trudy", configv1alpha1.FederationDomainTransformsExampleExpects{Rejected: true})},
-		{name: "wrong username",
-			example: example("pinny", configv1alpha1.FederationDomainTransformsExampleExpects{Username: "pinny", Groups: []string{"everyone"}}),
-			wantErr: `examples[0]: expected username "pinny", got "corp:pinny"`},
-		{name: "wrong groups",
+		{name: "wrong username and groups fail separately",
+			example: example("pinny", configv1alpha1.FederationDomainTransformsExampleExpects{Username: "pinny", Groups: []string{"b", "a", "a"}}, "x"),
+			want: []ExampleFailure{
+				{Expected: `username "pinny"`, Actual: `username "corp:pinny"`},
+				{Expected: `groups ["a", "a", "b"]`, Actual: `groups ["everyone", "x"]`},
+			}},
+		{name: "no groups expected",
 			example: example("pinny", configv1alpha1.FederationDomainTransformsExampleExpects{Username: "corp:pinny"}),
-			wantErr: `expected groups [], got ["everyone"]`},
+			want:    []ExampleFailure{{Expected: `groups []`, Actual: `groups ["everyone"]`}}},
 		{name: "expected a rejection",
 			example: example("pinny", configv1alpha1.FederationDomainTransformsExampleExpects{Rejected: true}),
-			wantErr: `expected username "pinny" to be rejected`},
+			want:    []ExampleFailure{{Expected: "authentication to be rejected", Actual: "authentication was not rejected"}}},
 		{name: "unexpected rejection",
 			example: example("eve", configv1alpha1.FederationDomainTransformsExampleExpects{Username: "corp:eve"}),
-			wantErr: "a policy rejected it: not you"},
+			want:    []ExampleFailure{{Expected: "authentication not to be rejected", Actual: `authentication was rejected with message "not you"`}}},
 		{name: "wrong message",
 			example: example("eve", configv1alpha1.FederationDomainTransformsExampleExpects{Rejected: true}),
-			wantErr: `expected the rejection message "` + DefaultRejectionMessage + `", got "not you"`},
+			want:    []ExampleFailure{{Expected: `authentication rejection message "Authentication was rejected by a configured policy"`, Actual: `authentication rejection message "not you"`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := p.CheckExamples(context.Background(), []configv1alpha1.FederationDomainTransformsExample{tt.example})
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Errorf("unexpected failure: %v", err)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Errorf("got %v, want an error containing %q", err, tt.wantErr)
+			got := p.CheckExamples(context.Background(), []configv1alpha1.FederationDomainTransformsExample{tt.example})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("failures (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -272,5 +297,25 @@ func TestEvaluationStopsAtCostLimit(t *testing.T) {
 	defer cancel()
 	if _, err := p.Evaluate(ctx, Identity{Username: "pinny"}); err == nil || !strings.Contains(err.Error(), "cost limit exceeded") {
 		t.Fatalf("Evaluate = %v; want the cost limit exceeded", err)
+	}
+}
+
+func TestCheckExamplesRunTimeError(t *testing.T) {
+	p, err := Compile(configv1alpha1.FederationDomainTransforms{Expressions: []configv1alpha1.FederationDomainTransformsExpression{
+		expr(policy, `true`), expr(username, `groups[3]`),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.CheckExamples(context.Background(), []configv1alpha1.FederationDomainTransformsExample{
+		{Username: "ok", Expects: configv1alpha1.FederationDomainTransformsExampleExpects{Rejected: true}},
+		{Username: "pinny", Groups: []string{"a"}, Expects: configv1alpha1.FederationDomainTransformsExampleExpects{Username: "a"}},
+	})
+	want := []ExampleFailure{
+		{Index: 0, Expected: "no transformation errors", Actual: `transformations resulted in an unexpected error "identity transformation at index 1: index out of bounds: 3"`},
+		{Index: 1, Expected: "no transformation errors", Actual: `transformations resulted in an unexpected error "identity transformation at index 1: index out of bounds: 3"`},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("failures (-want +got):\n%s", diff)
 	}
 }

@@ -98,11 +98,11 @@ func ResolveSearchBases(ctx context.Context, cfg ldapclient.Config) (ldapclient.
 	}
 	root, err := ldapclient.RootDSE(ctx, cfg, attrDefaultNamingCtx)
 	if err != nil {
-		return cfg, fmt.Errorf("finding the default search base: %w", err)
+		return cfg, fmt.Errorf("reading the defaultNamingContext: %w", err)
 	}
 	base := root.GetAttributeValue(attrDefaultNamingCtx)
 	if base == "" {
-		return cfg, fmt.Errorf("finding the default search base: the RootDSE of %q has no %s", cfg.Host, attrDefaultNamingCtx)
+		return cfg, fmt.Errorf("the RootDSE of %q has no %s", cfg.Host, attrDefaultNamingCtx)
 	}
 	if cfg.UserSearch.Base == "" {
 		cfg.UserSearch.Base = base

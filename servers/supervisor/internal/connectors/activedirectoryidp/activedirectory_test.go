@@ -89,7 +89,7 @@ func TestSpecOverridesDefaults(t *testing.T) {
 
 func TestResolveSearchBasesReportsConfigErrors(t *testing.T) {
 	_, err := ResolveSearchBases(context.Background(), ConfigFromSpec(minimalSpec(), []byte("not PEM"), "svc", ""))
-	for _, want := range []string{"finding the default search base", "CA bundle holds no PEM certificate", "bind username and password are required"} {
+	for _, want := range []string{"reading the defaultNamingContext", "CA bundle holds no PEM certificate", "bind username and password are required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error = %v, want it to contain %q", err, want)
 		}

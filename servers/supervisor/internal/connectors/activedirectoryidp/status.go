@@ -2,7 +2,6 @@ package activedirectoryidp
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,17 +36,17 @@ func Prepare(spec idpv1alpha1.ActiveDirectoryIdentityProviderSpec, generation in
 
 // Connect resolves the search bases of a configuration from Prepare and probes the domain
 // controller with the resulting Provider, which it returns when the probe succeeded; otherwise
-// the error says why it failed. bindSecret is the Secret the configuration's credentials came
+// the error says why it failed. SearchBaseFound is worded as upstream words it. bindSecret is the Secret the configuration's credentials came
 // from, named in LDAPConnectionValid.
 func Connect(ctx context.Context, cfg ldapclient.Config, bindSecret *corev1.Secret, generation int64) (*ldapclient.Provider, []metav1.Condition, error) {
 	base := metav1.Condition{Type: idpv1alpha1.ConditionSearchBaseFound, Status: metav1.ConditionTrue, ObservedGeneration: generation}
 	conn := metav1.Condition{Type: idpv1alpha1.ConditionLDAPConnectionValid, ObservedGeneration: generation}
 	if !NeedsSearchBase(cfg) {
-		base.Reason, base.Message = idpv1alpha1.ReasonUsingConfigurationFromSpec, "userSearch.base and groupSearch.base are set in the spec"
+		base.Reason, base.Message = idpv1alpha1.ReasonUsingConfigurationFromSpec, "Using search base from ActiveDirectoryIdentityProvider config."
 	} else {
 		resolved, err := ResolveSearchBases(ctx, cfg)
 		if err != nil {
-			base.Status, base.Reason, base.Message = metav1.ConditionFalse, idpv1alpha1.ReasonErrorFetchingSearchBase, err.Error()
+			base.Status, base.Reason, base.Message = metav1.ConditionFalse, idpv1alpha1.ReasonErrorFetchingSearchBase, "Error finding search base: "+err.Error()
 			conn.Status, conn.Reason, conn.Message = metav1.ConditionUnknown, idpv1alpha1.ReasonUnableToValidate, "not probed: the search base is unknown"
 			if connectors.Unreachable(err) {
 				// The search failed for want of a connection: that is the connection's condition.
@@ -56,8 +55,7 @@ func Connect(ctx context.Context, cfg ldapclient.Config, bindSecret *corev1.Secr
 			return nil, []metav1.Condition{base, conn}, err
 		}
 		base.Reason = idpv1alpha1.ReasonSuccess
-		base.Message = fmt.Sprintf("using the domain's defaultNamingContext for the search bases the spec leaves empty: userSearch.base %q, groupSearch.base %q",
-			resolved.UserSearch.Base, resolved.GroupSearch.Base)
+		base.Message = "Successfully fetched defaultNamingContext to use as default search base from RootDSE."
 		cfg = resolved
 	}
 	p, err := New(cfg)

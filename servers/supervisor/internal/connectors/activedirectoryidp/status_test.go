@@ -95,8 +95,8 @@ func TestPrepare(t *testing.T) {
 			}
 		})
 	}
-	if got := connectors.PhaseOf([]metav1.Condition{{Status: metav1.ConditionTrue}, {Status: metav1.ConditionUnknown}}); got != idpv1alpha1.PhasePending {
-		t.Errorf("phase = %q, want Pending", got)
+	if got := connectors.PhaseOf([]metav1.Condition{{Status: metav1.ConditionTrue}, {Status: metav1.ConditionUnknown}}); got != idpv1alpha1.PhaseError {
+		t.Errorf("phase = %q, want Error (Unknown counts, as upstream)", got)
 	}
 }
 
@@ -122,12 +122,16 @@ func TestConnectFailures(t *testing.T) {
 		cfg     ldapclient.Config
 		want    []condSummary
 		wantMsg string
+		// wantBase is SearchBaseFound's message, upstream's.
+		wantBase string
 	}{
 		{
 			name:    "search base not found: server down",
 			cfg:     base,
 			want:    []condSummary{{baseCond, metav1.ConditionFalse, "ErrorFetchingSearchBase"}, {connCond, metav1.ConditionFalse, "LDAPConnectionError"}},
-			wantMsg: "finding the default search base: connecting to LDAP server",
+			wantMsg: "connecting to LDAP server",
+			wantBase: `Error finding search base: reading the defaultNamingContext: connecting to LDAP server "` + closed + `": ` +
+				"LDAPS: dial tcp " + closed + ": connect: connection refused\nStartTLS: dial tcp " + closed + ": connect: connection refused",
 		},
 		{
 			name: "bases from the spec, unusable filter",
@@ -136,14 +140,16 @@ func TestConnectFailures(t *testing.T) {
 				c.UserSearch.Filter = "(cn={}"
 				return c
 			}(),
-			want:    []condSummary{{baseCond, metav1.ConditionTrue, "UsingConfigurationFromSpec"}, {connCond, metav1.ConditionFalse, "Invalid"}},
-			wantMsg: "userSearch.filter",
+			want:     []condSummary{{baseCond, metav1.ConditionTrue, "UsingConfigurationFromSpec"}, {connCond, metav1.ConditionFalse, "Invalid"}},
+			wantMsg:  "userSearch.filter",
+			wantBase: "Using search base from ActiveDirectoryIdentityProvider config.",
 		},
 		{
-			name:    "bases from the spec, server down",
-			cfg:     withBases(base),
-			want:    []condSummary{{baseCond, metav1.ConditionTrue, "UsingConfigurationFromSpec"}, {connCond, metav1.ConditionFalse, "LDAPConnectionError"}},
-			wantMsg: "connection refused",
+			name:     "bases from the spec, server down",
+			cfg:      withBases(base),
+			want:     []condSummary{{baseCond, metav1.ConditionTrue, "UsingConfigurationFromSpec"}, {connCond, metav1.ConditionFalse, "LDAPConnectionError"}},
+			wantMsg:  "connection refused",
+			wantBase: "Using search base from ActiveDirectoryIdentityProvider config.",
 		},
 	}
 	for _, tt := range tests {
@@ -160,6 +166,9 @@ func TestConnectFailures(t *testing.T) {
 			var msgs []string
 			for _, c := range conds {
 				msgs = append(msgs, c.Message)
+			}
+			if conds[0].Type != baseCond || conds[0].Message != tt.wantBase {
+				t.Errorf("%s message %q, want %q", conds[0].Type, conds[0].Message, tt.wantBase)
 			}
 			if all := strings.Join(msgs, "\n"); !strings.Contains(all, tt.wantMsg) {
 				t.Errorf("messages %q lack %q", all, tt.wantMsg)

@@ -38,7 +38,7 @@ func open(ctx context.Context, idp *idpv1alpha1.GitHubIdentityProvider, in conne
 	// The dial depends on the host (in the spec) and the CA bundle only.
 	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, nil, caBundle), func(_ dialed, found bool) (dialed, bool) {
 		err := dial(ctx, address, caBundle)
-		return dialed{ConnectionCondition(address, idp.Generation, err), err != nil && found && connectors.Unreachable(err)}, err == nil
+		return dialed{ConnectionCondition(address, ConfigFromSpec(idp.Spec).Host, idp.Generation, err), err != nil && found && connectors.Unreachable(err)}, err == nil
 	})
 	conds = append(conds, r.cond)
 	// Prepare returns a Provider only when all its conditions are true.

@@ -315,7 +315,7 @@ func TestSupervisorPrepare(t *testing.T) {
 	if p == nil || address != s.Host || len(conds) != 5 {
 		t.Fatalf("Prepare: provider %v, address %q, conditions %+v", p, address, conds)
 	}
-	if c := githubidp.ConnectionCondition(address, 1, githubidp.CheckConnection(t.Context(), address, s.CABundle)); c.Status != metav1.ConditionTrue {
+	if c := githubidp.ConnectionCondition(address, s.Host, 1, githubidp.CheckConnection(t.Context(), address, s.CABundle)); c.Status != metav1.ConditionTrue {
 		t.Fatalf("GitHubConnectionValid: %+v", c)
 	}
 	id, err := p.GetUser(t.Context(), token(t, p, s.HTTPClient(), alice), "gh")

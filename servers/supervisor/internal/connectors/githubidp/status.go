@@ -71,16 +71,17 @@ func Prepare(namespace string, spec idpv1alpha1.GitHubIdentityProviderSpec, gene
 	return newProvider(cfg), address, connectors.WithGeneration(conds, generation)
 }
 
-// ConnectionCondition is GitHubConnectionValid after a TLS dial of address returned err.
-func ConnectionCondition(address string, generation int64, err error) metav1.Condition {
+// ConnectionCondition is GitHubConnectionValid after a TLS dial of address, the API address of
+// spec.githubAPI.host host, returned err; worded as upstream words it.
+func ConnectionCondition(address, host string, generation int64, err error) metav1.Condition {
 	c := metav1.Condition{Type: idpv1alpha1.ConditionGitHubConnectionValid, ObservedGeneration: generation}
 	if err != nil {
 		c.Status, c.Reason = metav1.ConditionFalse, idpv1alpha1.ReasonUnableToDialServer
-		c.Message = fmt.Sprintf("cannot dial server spec.githubAPI.host (%q): %v", address, err)
+		c.Message = fmt.Sprintf("cannot dial %q for spec.githubAPI.host (%q): %v", address, host, err)
 		return c
 	}
 	c.Status, c.Reason = metav1.ConditionTrue, idpv1alpha1.ReasonSuccess
-	c.Message = fmt.Sprintf("spec.githubAPI.host (%q) is reachable and TLS verification succeeds", address)
+	c.Message = fmt.Sprintf("dialed %q for spec.githubAPI.host (%q): host is reachable and TLS verification succeeds", address, host)
 	return c
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -172,18 +171,22 @@ func TestConnectionCondition(t *testing.T) {
 	if err := CheckConnection(t.Context(), address, certPEM); err != nil {
 		t.Fatalf("dial with the right CA: %v", err)
 	}
-	c := ConnectionCondition(address, 2, nil)
-	if c.Status != metav1.ConditionTrue || c.Reason != "Success" || c.ObservedGeneration != 2 || !strings.Contains(c.Message, address) {
-		t.Errorf("condition after a good dial: %+v", c)
+	c := ConnectionCondition(address, "GHE.example.com", 2, nil)
+	want := metav1.Condition{Type: "GitHubConnectionValid", Status: metav1.ConditionTrue, Reason: "Success", ObservedGeneration: 2,
+		Message: `dialed "` + address + `" for spec.githubAPI.host ("GHE.example.com"): host is reachable and TLS verification succeeds`}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("condition after a good dial (-want +got):\n%s", diff)
 	}
 
 	err := CheckConnection(t.Context(), address, nil)
 	if err == nil {
 		t.Fatal("dial trusting the system roots must fail")
 	}
-	c = ConnectionCondition(address, 2, err)
-	if c.Status != metav1.ConditionFalse || c.Reason != "UnableToDialServer" || !strings.Contains(c.Message, "certificate") {
-		t.Errorf("condition after a bad dial: %+v", c)
+	c = ConnectionCondition(address, "GHE.example.com", 2, err)
+	want = metav1.Condition{Type: "GitHubConnectionValid", Status: metav1.ConditionFalse, Reason: "UnableToDialServer", ObservedGeneration: 2,
+		Message: `cannot dial "` + address + `" for spec.githubAPI.host ("GHE.example.com"): ` + err.Error()}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("condition after a bad dial (-want +got):\n%s", diff)
 	}
 	if err := CheckConnection(t.Context(), address, []byte("junk")); err == nil {
 		t.Error("a CA bundle without certificates must fail")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -190,5 +191,102 @@ func TestOpenWhileUnreachable(t *testing.T) {
 	before := o.discovs
 	if c, conds := o.open(idp); c == nil || connectors.PhaseOf(conds) != idpv1alpha1.PhaseReady || o.discovs != before+1 {
 		t.Errorf("after the issuer came back: connector %v, conditions %+v, %d discoveries; want Ready after one", c, conds, o.discovs-before)
+	}
+}
+
+// TestConditions: the conditions of an OIDCIdentityProvider, in upstream Pinniped's words, sorted
+// by type as it stores them.
+func TestConditions(t *testing.T) {
+	iss := oidcissuer.New(t)
+	cond := func(typ string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: 1}
+	}
+	paramsOK := cond("AdditionalAuthorizeParametersValid", "True", "Success", "additionalAuthorizeParameters parameter names are allowed")
+	credsOK := cond("ClientCredentialsSecretValid", "True", "Success", "loaded client credentials")
+	discovery := func(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+		return cond("OIDCDiscoverySucceeded", status, reason, message)
+	}
+	tlsOK := cond("TLSConfigurationValid", "True", "Success", "spec.tls is valid: using configured CA bundle")
+	long := strings.Repeat("x", 400)
+	tests := []struct {
+		name   string
+		change func(*idpv1alpha1.OIDCIdentityProvider)
+		fail   error
+		want   []metav1.Condition
+	}{
+		{
+			name: "valid",
+			want: []metav1.Condition{paramsOK, credsOK, discovery("True", "Success", "discovered issuer configuration"), tlsOK},
+		},
+		{
+			name: "disallowed parameters, each time they appear",
+			change: func(idp *idpv1alpha1.OIDCIdentityProvider) {
+				idp.Spec.AuthorizationConfig.AdditionalAuthorizeParameters = []idpv1alpha1.Parameter{{Name: "scope"}, {Name: "acr_values"}, {Name: "hd"}, {Name: "scope"}}
+			},
+			want: []metav1.Condition{
+				cond("AdditionalAuthorizeParametersValid", "False", "DisallowedParameterName", "the following additionalAuthorizeParameters are not allowed: scope,hd,scope"),
+				credsOK, discovery("True", "Success", "discovered issuer configuration"), tlsOK,
+			},
+		},
+		{
+			name:   "http issuer",
+			change: func(idp *idpv1alpha1.OIDCIdentityProvider) { idp.Spec.Issuer = "http://127.0.0.1:1/x" },
+			want:   []metav1.Condition{paramsOK, credsOK, discovery("False", "Unreachable", `issuer URL 'http://127.0.0.1:1/x' must have "https" scheme, not "http"`), tlsOK},
+		},
+		{
+			name:   "issuer with a query",
+			change: func(idp *idpv1alpha1.OIDCIdentityProvider) { idp.Spec.Issuer = "https://127.0.0.1:1/x?a=b" },
+			want:   []metav1.Condition{paramsOK, credsOK, discovery("False", "Unreachable", `issuer URL 'https://127.0.0.1:1/x?a=b' cannot contain query or fragment component`), tlsOK},
+		},
+		{
+			name: "discovery fails",
+			fail: errors.New("oidc: issuer did not match"),
+			want: []metav1.Condition{paramsOK, credsOK, discovery("False", "Unreachable", `failed to perform OIDC discovery against "`+iss.Issuer+`":`+"\noidc: issuer did not match"), tlsOK},
+		},
+		{
+			name: "a long error is truncated",
+			fail: errors.New(long),
+			want: []metav1.Condition{paramsOK, credsOK, discovery("False", "Unreachable",
+				`failed to perform OIDC discovery against "`+iss.Issuer+`":`+"\n"+long[:300]+" [truncated 100 chars]"), tlsOK},
+		},
+		{
+			name:   "invalid TLS spec",
+			change: func(idp *idpv1alpha1.OIDCIdentityProvider) { idp.Spec.TLS.CertificateAuthorityData = "!" },
+			want: []metav1.Condition{paramsOK, credsOK,
+				discovery("False", "InvalidTLSConfig", "illegal base64 data at input byte 0"),
+				cond("TLSConfigurationValid", "False", "InvalidTLSConfig", "illegal base64 data at input byte 0")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			idp := oidcIDP(iss)
+			if tt.change != nil {
+				tt.change(idp)
+			}
+			o := newOpener(t)
+			o.fail = tt.fail
+			_, conds := o.open(idp)
+			slices.SortFunc(conds, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
+			if diff := cmp.Diff(tt.want, conds); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHTTPSURLCondition: the endpoints of a discovery document are checked as upstream checks
+// them, in its words.
+func TestHTTPSURLCondition(t *testing.T) {
+	for _, tt := range []struct{ raw, what, want string }{
+		{"https://idp.example.com/authorize", "authorization endpoint", ""},
+		{"", "authorization endpoint", `authorization endpoint URL '' must have "https" scheme, not ""`},
+		{"http://idp.example.com/token", "token endpoint", `token endpoint URL 'http://idp.example.com/token' must have "https" scheme, not "http"`},
+		{"https://idp.example.com/revoke#x", "revocation endpoint", `revocation endpoint URL 'https://idp.example.com/revoke#x' cannot contain query or fragment component`},
+		{"https://idp.example.com/%zz", "token endpoint", `failed to parse token endpoint URL: parse "https://idp.example.com/%zz": invalid URL escape "%zz"`},
+	} {
+		c, ok := httpsURLCondition(tt.raw, tt.what, idpv1alpha1.ReasonInvalidResponse)
+		if ok != (tt.want == "") || c.Message != tt.want || (!ok && (c.Reason != idpv1alpha1.ReasonInvalidResponse || c.Status != metav1.ConditionFalse)) {
+			t.Errorf("%q: got %+v, %v; want message %q", tt.raw, c, ok, tt.want)
+		}
 	}
 }

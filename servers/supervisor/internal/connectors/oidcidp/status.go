@@ -69,8 +69,8 @@ func open(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvider, in connect
 	var d discovered
 	if tlsCond.Status != metav1.ConditionTrue {
 		d.cond = metav1.Condition{
-			Type: idpv1alpha1.ConditionOIDCDiscoverySucceeded, Status: metav1.ConditionUnknown,
-			Reason: idpv1alpha1.ReasonUnableToValidate, Message: "not attempted: spec.tls is invalid",
+			Type: idpv1alpha1.ConditionOIDCDiscoverySucceeded, Status: metav1.ConditionFalse,
+			Reason: idpv1alpha1.ReasonInvalidTLSConfig, Message: tlsCond.Message,
 		}
 	} else {
 		d = discoveryCondition(ctx, idp, caBundle, in.Probes, discover)
@@ -119,12 +119,10 @@ func discoveryCondition(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvid
 	discover func(ctx context.Context, issuer string, client *http.Client) (*oidc.Provider, error),
 ) discovered {
 	iss := idp.Spec.Issuer
-	cond := metav1.Condition{Type: idpv1alpha1.ConditionOIDCDiscoverySucceeded}
-	if u, err := url.Parse(iss); err != nil || u.Scheme != "https" || u.Host == "" {
-		cond.Status, cond.Reason = metav1.ConditionFalse, idpv1alpha1.ReasonInvalid
-		cond.Message = fmt.Sprintf("spec.issuer (%q) is not an https URL", iss)
-		return discovered{cond: cond}
+	if c, ok := httpsURLCondition(iss, "issuer", idpv1alpha1.ReasonUnreachable); !ok {
+		return discovered{cond: c}
 	}
+	cond := metav1.Condition{Type: idpv1alpha1.ConditionOIDCDiscoverySucceeded}
 	fp := iss + " " + connectors.Fingerprint(0, nil, caBundle)
 	return connectors.Probe(probes, fp, func(prev discovered, found bool) (discovered, bool) {
 		client, disc := prev.client, prev.disc
@@ -138,37 +136,78 @@ func discoveryCondition(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvid
 		}
 		p, err := discover(ctx, iss, client)
 		if err != nil {
-			var urlErr *url.Error
-			cond.Status, cond.Reason = metav1.ConditionFalse, idpv1alpha1.ReasonInvalidResponse
-			if errors.As(err, &urlErr) {
-				cond.Reason = idpv1alpha1.ReasonUnreachable
-			}
-			cond.Message = fmt.Sprintf("discovering %s: %v", iss, err)
+			cond.Status, cond.Reason = metav1.ConditionFalse, idpv1alpha1.ReasonUnreachable
+			cond.Message = fmt.Sprintf("failed to perform OIDC discovery against %q:\n%s", iss, truncated(err))
 			if found && connectors.Unreachable(err) {
 				return discovered{cond: cond, client: client, disc: disc, unreachable: true}, false
 			}
 			return discovered{cond: cond}, false
 		}
+		if c, ok := endpointsCondition(iss, p); !ok {
+			return discovered{cond: c}, false
+		}
 		disc.mu.Lock()
 		disc.provider = p
 		disc.mu.Unlock()
-		cond.Status, cond.Reason = metav1.ConditionTrue, idpv1alpha1.ReasonSuccess
-		cond.Message = fmt.Sprintf("read the discovery document of %s", iss)
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, idpv1alpha1.ReasonSuccess, "discovered issuer configuration"
 		return discovered{cond: cond, client: client, disc: disc}, true
 	})
 }
 
-// discover reads the issuer's discovery document (checking that it names the issuer) and checks
-// that it has the endpoints a login needs. Network failures are *url.Error.
+// endpointsCondition checks the endpoints of the discovery document of iss that the Supervisor
+// calls, as upstream Pinniped does: each must be an https URL without a query or fragment.
+func endpointsCondition(iss string, p *oidc.Provider) (metav1.Condition, bool) {
+	var claims struct {
+		RevocationEndpoint string `json:"revocation_endpoint"`
+	}
+	if err := p.Claims(&claims); err != nil {
+		return metav1.Condition{Type: idpv1alpha1.ConditionOIDCDiscoverySucceeded, Status: metav1.ConditionFalse, Reason: idpv1alpha1.ReasonInvalidResponse,
+			Message: fmt.Sprintf("failed to unmarshal OIDC discovery response from %q:\n%s", iss, truncated(err))}, false
+	}
+	if claims.RevocationEndpoint != "" {
+		if c, ok := httpsURLCondition(claims.RevocationEndpoint, "revocation endpoint", idpv1alpha1.ReasonInvalidResponse); !ok {
+			return c, false
+		}
+	}
+	if c, ok := httpsURLCondition(p.Endpoint().AuthURL, "authorization endpoint", idpv1alpha1.ReasonInvalidResponse); !ok {
+		return c, false
+	}
+	return httpsURLCondition(p.Endpoint().TokenURL, "token endpoint", idpv1alpha1.ReasonInvalidResponse)
+}
+
+// httpsURLCondition is a false OIDCDiscoverySucceeded, in upstream's words, when raw (the URL of
+// what) is not an https URL without a query or fragment.
+func httpsURLCondition(raw, what, reason string) (metav1.Condition, bool) {
+	c := metav1.Condition{Type: idpv1alpha1.ConditionOIDCDiscoverySucceeded, Status: metav1.ConditionFalse, Reason: reason}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		c.Message = fmt.Sprintf("failed to parse %s URL: %s", what, truncated(err))
+	case u.Scheme != "https":
+		c.Message = fmt.Sprintf(`%s URL '%s' must have "https" scheme, not %q`, what, raw, u.Scheme)
+	case len(u.Query()) != 0 || u.Fragment != "":
+		c.Message = fmt.Sprintf("%s URL '%s' cannot contain query or fragment component", what, raw)
+	default:
+		return metav1.Condition{}, true
+	}
+	return c, false
+}
+
+// truncated is err's message cut after 300 bytes, as upstream cuts it, unless it is one of
+// go-oidc or of certificate verification, which are kept whole.
+func truncated(err error) string {
+	const limit = 300
+	msg := err.Error()
+	if len(msg) <= limit || strings.Contains(msg, "oidc:") || strings.Contains(msg, "x509:") {
+		return msg
+	}
+	return msg[:limit] + fmt.Sprintf(" [truncated %d chars]", len(msg)-limit)
+}
+
+// discover reads the issuer's discovery document, checking that it names the issuer. Network
+// failures are *url.Error.
 func discover(ctx context.Context, issuer string, client *http.Client) (*oidc.Provider, error) {
-	p, err := oidc.NewProvider(oidc.ClientContext(ctx, client), issuer)
-	if err != nil {
-		return nil, err
-	}
-	if e := p.Endpoint(); e.AuthURL == "" || e.TokenURL == "" {
-		return nil, errors.New("the discovery document lacks authorization_endpoint or token_endpoint")
-	}
-	return p, nil
+	return oidc.NewProvider(oidc.ClientContext(ctx, client), issuer)
 }
 
 // newHTTPClient returns a client that verifies servers with caBundle, or the system roots when
@@ -210,11 +249,11 @@ func clientSecretCondition(name string, s *corev1.Secret) (clientID, clientSecre
 }
 
 // authorizeParametersCondition is AdditionalAuthorizeParametersValid: no parameter may replace
-// one the Supervisor sets.
+// one the Supervisor sets. Its texts are upstream's, which lists every offending name.
 func authorizeParametersCondition(params []idpv1alpha1.Parameter) metav1.Condition {
 	var bad []string
 	for _, p := range params {
-		if slices.Contains(disallowedAuthorizeParameters, p.Name) && !slices.Contains(bad, p.Name) {
+		if slices.Contains(disallowedAuthorizeParameters, p.Name) {
 			bad = append(bad, p.Name)
 		}
 	}
@@ -222,12 +261,12 @@ func authorizeParametersCondition(params []idpv1alpha1.Parameter) metav1.Conditi
 		return metav1.Condition{
 			Type: idpv1alpha1.ConditionAdditionalAuthorizeParametersValid, Status: metav1.ConditionFalse,
 			Reason:  idpv1alpha1.ReasonDisallowedParameterName,
-			Message: fmt.Sprintf("spec.authorizationConfig.additionalAuthorizeParameters may not set %s, which the Supervisor sets", strings.Join(bad, ", ")),
+			Message: "the following additionalAuthorizeParameters are not allowed: " + strings.Join(bad, ","),
 		}
 	}
 	return metav1.Condition{
 		Type: idpv1alpha1.ConditionAdditionalAuthorizeParametersValid, Status: metav1.ConditionTrue,
-		Reason: idpv1alpha1.ReasonSuccess, Message: "no additional authorize parameter replaces one the Supervisor sets",
+		Reason: idpv1alpha1.ReasonSuccess, Message: "additionalAuthorizeParameters parameter names are allowed",
 	}
 }
 

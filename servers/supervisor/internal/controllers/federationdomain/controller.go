@@ -28,6 +28,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -205,22 +206,21 @@ func (c *Controller) sync(ctx context.Context) error {
 }
 
 // writeStatus updates the status when the conditions, phase or Secrets differ from those stored.
+// Conditions of types no longer reported are kept, and all are sorted by type, as upstream
+// Pinniped does.
 func (c *Controller) writeStatus(ctx context.Context, r *result, secrets configv1alpha1.FederationDomainSecrets) error {
 	fd := r.fd
 	updated := fd.DeepCopy()
-	changed := false
 	for _, cond := range r.conditions {
 		cond.ObservedGeneration = fd.Generation
-		if meta.SetStatusCondition(&updated.Status.Conditions, cond) {
-			changed = true
-		}
+		meta.SetStatusCondition(&updated.Status.Conditions, cond)
 	}
-	phase := r.conditions.phase()
-	if !changed && fd.Status.Phase == phase && fd.Status.Secrets == secrets {
+	sortConditions(updated.Status.Conditions)
+	updated.Status.Phase = r.conditions.phase()
+	updated.Status.Secrets = secrets
+	if equality.Semantic.DeepEqual(fd.Status, updated.Status) {
 		return nil
 	}
-	updated.Status.Phase = phase
-	updated.Status.Secrets = secrets
 	_, err := c.supervisor.ConfigV1alpha1().FederationDomains(fd.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
 		// Our cache is behind (another replica, or our own last write): the update event that

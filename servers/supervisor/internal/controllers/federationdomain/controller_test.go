@@ -494,3 +494,43 @@ func TestNewRejectsAnInvalidSuffix(t *testing.T) {
 		t.Error("accepted")
 	}
 }
+
+// TestStoredConditions: the status holds every condition sorted by type, with the current
+// generation; a condition of a type no longer reported stays, and an unchanged one keeps its
+// transition time, as upstream Pinniped merges them.
+func TestStoredConditions(t *testing.T) {
+	earlier := metav1.NewTime(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC))
+	f := fd("fd", "https://issuer.example.com")
+	f.Generation = 7
+	f.Status.Conditions = []metav1.Condition{
+		{Type: "ZOld", Status: metav1.ConditionFalse, Reason: "Gone", Message: "from an older version", LastTransitionTime: earlier, ObservedGeneration: 1},
+		{Type: issuerURLValid, Status: metav1.ConditionTrue, Reason: "Success", Message: "spec.issuer is a valid URL", LastTransitionTime: earlier, ObservedGeneration: 6},
+		{Type: "AOld", Status: metav1.ConditionTrue, Reason: "Success", Message: "from an older version", LastTransitionTime: earlier, ObservedGeneration: 1},
+	}
+	e := newEnv(t, nil, f)
+	e.sync()
+	got := e.federationDomain("fd").Status
+	var types []string
+	for _, c := range got.Conditions {
+		types = append(types, c.Type)
+		if c.Type == "AOld" || c.Type == "ZOld" {
+			if c.ObservedGeneration != 1 {
+				t.Errorf("%s: observedGeneration %d", c.Type, c.ObservedGeneration)
+			}
+			continue
+		}
+		if c.ObservedGeneration != 7 {
+			t.Errorf("%s: observedGeneration %d", c.Type, c.ObservedGeneration)
+		}
+		if c.Type == issuerURLValid && !c.LastTransitionTime.Equal(&earlier) {
+			t.Errorf("%s: lastTransitionTime %v", c.Type, c.LastTransitionTime)
+		}
+	}
+	want := []string{"AOld", displayNames, idpsFound, apiGroupValid, kindValid, issuerIsUnique, issuerURLValid, oneTLSSecret, ready, examplesPassed, expressionsValid, "ZOld"}
+	if diff := cmp.Diff(want, types); diff != "" {
+		t.Errorf("condition types (-want +got):\n%s", diff)
+	}
+	if got.Phase != configv1alpha1.PhaseError {
+		t.Errorf("phase %s", got.Phase)
+	}
+}

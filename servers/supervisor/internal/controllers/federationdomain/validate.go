@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"path"
 	"slices"
 	"strings"
 
@@ -17,25 +15,13 @@ import (
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
 
-// conditionTypes are every condition a FederationDomain reports, in the order they are checked,
-// Ready last.
-var conditionTypes = []string{
-	configv1alpha1.ConditionIssuerIsUnique,
-	configv1alpha1.ConditionOneTLSSecretPerIssuerHostname,
-	configv1alpha1.ConditionIssuerURLValid,
-	configv1alpha1.ConditionIdentityProvidersFound,
-	configv1alpha1.ConditionIdentityProvidersDisplayNamesUnique,
-	configv1alpha1.ConditionIdentityProvidersObjectRefAPIGroupSuffixValid,
-	configv1alpha1.ConditionIdentityProvidersObjectRefKindValid,
-	configv1alpha1.ConditionTransformsExpressionsValid,
-	configv1alpha1.ConditionTransformsExamplesPassed,
-	configv1alpha1.ConditionReady,
-}
-
 // result is the outcome of validating one FederationDomain.
 type result struct {
 	fd         *configv1alpha1.FederationDomain
 	conditions conditions
+	// parsed is spec.issuer as url.Parse reads it, nil when it cannot; the checks across
+	// FederationDomains use it even when it is not a valid issuer.
+	parsed *url.URL
 	// issuerURL is the parsed spec.issuer; nil when it is invalid.
 	issuerURL *url.URL
 	// servable: the issuer URL is valid and unique and its hostname has one TLS Secret, so its
@@ -59,12 +45,14 @@ type validator struct {
 	inventory inventory
 }
 
-// validate checks every FederationDomain of a namespace.
+// validate checks every FederationDomain of a namespace. The conditions and their texts are
+// upstream Pinniped's, sorted by type as it stores them.
 func (v validator) validate(ctx context.Context, fds []*configv1alpha1.FederationDomain) []*result {
 	results := make([]*result, 0, len(fds))
 	for _, fd := range fds {
 		r := &result{fd: fd}
-		r.issuerURL = r.checkIssuerURL()
+		r.parsed, _ = url.Parse(fd.Spec.Issuer)
+		r.checkIssuerURL()
 		results = append(results, r)
 	}
 	checkUniqueIssuers(results)
@@ -72,72 +60,69 @@ func (v validator) validate(ctx context.Context, fds []*configv1alpha1.Federatio
 	for _, r := range results {
 		r.servable = r.issuerURL != nil && r.conditions.ok(configv1alpha1.ConditionIssuerIsUnique) && r.tlsAgreed
 		v.checkIdentityProviders(ctx, r)
-		r.conditions.setReady()
-		slices.SortStableFunc(r.conditions, func(a, b metav1.Condition) int {
-			return slices.Index(conditionTypes, a.Type) - slices.Index(conditionTypes, b.Type)
-		})
+		r.conditions.setReady(r.fd.Spec.Issuer)
+		sortConditions(r.conditions)
 	}
 	return results
 }
 
-func (r *result) checkIssuerURL() *url.URL {
-	u, problem := parseIssuer(r.fd.Spec.Issuer)
-	if problem != "" {
-		r.conditions.fail(configv1alpha1.ConditionIssuerURLValid, configv1alpha1.ReasonInvalidIssuerURL, problem)
-		return nil
+func (r *result) checkIssuerURL() {
+	if err := validIssuer(r.fd.Spec.Issuer); err != nil {
+		r.conditions.fail(configv1alpha1.ConditionIssuerURLValid, configv1alpha1.ReasonInvalidIssuerURL, err.Error())
+		return
 	}
+	r.issuerURL = r.parsed
 	r.conditions.pass(configv1alpha1.ConditionIssuerURLValid, "spec.issuer is a valid URL")
-	return u
 }
 
-// parseIssuer parses an issuer URL, or explains why it cannot be one.
-func parseIssuer(raw string) (*url.URL, string) {
+// validIssuer checks an issuer URL as upstream Pinniped does, the first problem found in its
+// words.
+func validIssuer(raw string) error {
+	if raw == "" {
+		return errors.New("federation domain must have an issuer")
+	}
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return nil, fmt.Sprintf("spec.issuer %q is not a URL: %v", raw, err)
+		return fmt.Errorf("could not parse issuer as URL: %w", err)
 	case u.Scheme != "https":
-		return nil, fmt.Sprintf("spec.issuer %q must use the https scheme", raw)
+		return errors.New(`issuer must have "https" scheme`)
 	case u.Hostname() == "":
-		return nil, fmt.Sprintf("spec.issuer %q has no hostname", raw)
+		return errors.New("issuer must have a hostname")
 	case u.User != nil:
-		return nil, fmt.Sprintf("spec.issuer %q must not have a username or password", raw)
-	case u.RawQuery != "" || u.ForceQuery:
-		return nil, fmt.Sprintf("spec.issuer %q must not have query parameters", raw)
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return nil, fmt.Sprintf("spec.issuer %q must not have a fragment", raw)
-	case u.Path != "" && u.Path != "/" && path.Clean(u.Path) != strings.TrimSuffix(u.Path, "/"):
-		return nil, fmt.Sprintf("spec.issuer %q has a path with empty, '.' or '..' segments", raw)
-	case strings.Contains(u.Path, "/.well-known/"):
-		return nil, fmt.Sprintf("spec.issuer %q must not contain /.well-known/: discovery is served below the issuer", raw)
+		return errors.New("issuer must not have username or password")
+	case strings.HasSuffix(u.Path, "/"):
+		return errors.New("issuer must not have trailing slash in path")
+	case u.RawQuery != "":
+		return errors.New("issuer must not have query")
+	case u.Fragment != "":
+		return errors.New("issuer must not have fragment")
 	}
-	if _, port, err := net.SplitHostPort(u.Host); err == nil && port == "" {
-		return nil, fmt.Sprintf("spec.issuer %q has an empty port", raw)
-	}
-	return u, ""
+	return nil
 }
 
-// issuerKey identifies where an issuer is served: issuers differing only in the case of the host,
-// the default port or a trailing slash collide.
+// issuerKey identifies an issuer among FederationDomains: issuers differing only in the case of
+// the host collide.
 func issuerKey(u *url.URL) string {
-	host := strings.TrimSuffix(strings.ToLower(u.Host), ":443")
-	return host + strings.TrimSuffix(u.Path, "/")
+	return u.Scheme + "://" + strings.ToLower(u.Host) + u.Path
 }
 
+// checkUniqueIssuers compares every issuer that parses as a URL, valid or not.
 func checkUniqueIssuers(results []*result) {
 	count := map[string]int{}
 	for _, r := range results {
-		if r.issuerURL != nil {
-			count[issuerKey(r.issuerURL)]++
+		if r.parsed != nil {
+			count[issuerKey(r.parsed)]++
 		}
 	}
 	for _, r := range results {
 		switch {
-		case r.issuerURL == nil:
-			r.conditions.skip(configv1alpha1.ConditionIssuerIsUnique)
-		case count[issuerKey(r.issuerURL)] > 1:
+		case r.parsed == nil:
+			r.conditions.unknown(configv1alpha1.ConditionIssuerIsUnique,
+				"unable to check if spec.issuer is unique among all FederationDomains because URL cannot be parsed")
+		case count[issuerKey(r.parsed)] > 1:
 			r.conditions.fail(configv1alpha1.ConditionIssuerIsUnique, configv1alpha1.ReasonDuplicateIssuer,
-				fmt.Sprintf("several FederationDomains have the issuer %q (or one differing only by case, default port or trailing slash); none of them is served", r.fd.Spec.Issuer))
+				"multiple FederationDomains have the same spec.issuer URL: these URLs must be unique (can use different hosts or paths)")
 		default:
 			r.conditions.pass(configv1alpha1.ConditionIssuerIsUnique, "spec.issuer is unique among all FederationDomains")
 		}
@@ -151,43 +136,38 @@ func tlsSecretName(fd *configv1alpha1.FederationDomain) string {
 	return fd.Spec.TLS.SecretName
 }
 
-// checkTLSSecretsPerHostname: the certificate is chosen by hostname alone, so every
-// FederationDomain of a hostname must name the same Secret (or all none).
+// checkTLSSecretsPerHostname: the certificate is chosen by hostname alone, so the
+// FederationDomains of a hostname that name a TLS Secret must name the same one. Those naming
+// none are served with it too.
 func checkTLSSecretsPerHostname(results []*result) {
 	secrets := map[string]map[string]bool{}
 	for _, r := range results {
-		if r.issuerURL == nil {
+		if r.parsed == nil {
 			continue
 		}
-		host := strings.ToLower(r.issuerURL.Hostname())
+		host := strings.ToLower(r.parsed.Hostname())
 		if secrets[host] == nil {
 			secrets[host] = map[string]bool{}
 		}
-		secrets[host][tlsSecretName(r.fd)] = true
+		if r.fd.Spec.TLS != nil {
+			secrets[host][r.fd.Spec.TLS.SecretName] = true
+		}
 	}
 	for _, r := range results {
-		if r.issuerURL == nil {
-			r.conditions.skip(configv1alpha1.ConditionOneTLSSecretPerIssuerHostname)
+		if r.parsed == nil {
+			r.conditions.unknown(configv1alpha1.ConditionOneTLSSecretPerIssuerHostname,
+				"unable to check if all FederationDomains are using the same TLS secret when using the same hostname in the spec.issuer URL because URL cannot be parsed")
 			continue
 		}
-		host := strings.ToLower(r.issuerURL.Hostname())
-		if len(secrets[host]) > 1 {
+		if len(secrets[strings.ToLower(r.parsed.Hostname())]) > 1 {
 			r.conditions.fail(configv1alpha1.ConditionOneTLSSecretPerIssuerHostname, configv1alpha1.ReasonDifferentSecretRefsFound,
-				fmt.Sprintf("the FederationDomains with issuer hostname %q name different TLS Secrets in spec.tls.secretName (%s); they must all name the same one", host, quotedKeys(secrets[host])))
+				"when different FederationDomains are using the same hostname in the spec.issuer URL then they must also use the same TLS secretRef: different secretRefs found")
 			continue
 		}
 		r.tlsAgreed = true
-		r.conditions.pass(configv1alpha1.ConditionOneTLSSecretPerIssuerHostname, "every FederationDomain with this issuer hostname names the same TLS Secret")
+		r.conditions.pass(configv1alpha1.ConditionOneTLSSecretPerIssuerHostname,
+			"all FederationDomains are using the same TLS secret when using the same hostname in the spec.issuer URL")
 	}
-}
-
-func quotedKeys(m map[string]bool) string {
-	var keys []string
-	for k := range m {
-		keys = append(keys, fmt.Sprintf("%q", k))
-	}
-	slices.Sort(keys)
-	return strings.Join(keys, ", ")
 }
 
 // checkIdentityProviders resolves the identity providers and their transforms.
@@ -196,7 +176,6 @@ func (v validator) checkIdentityProviders(ctx context.Context, r *result) {
 		v.checkLegacyIdentityProvider(r)
 		return
 	}
-	var notFound, badGroup, badKind []string
 	names := map[string]int{}
 	for _, entry := range r.fd.Spec.IdentityProviders {
 		names[entry.DisplayName]++
@@ -204,14 +183,12 @@ func (v validator) checkIdentityProviders(ctx context.Context, r *result) {
 	var duplicates []string
 	for name, n := range names {
 		if n > 1 {
-			duplicates = append(duplicates, fmt.Sprintf("%q", name))
+			duplicates = append(duplicates, name)
 		}
 	}
-	slices.Sort(duplicates)
 
-	var invalidExpressions, failedExamples []error
+	var notFound, badGroups, badKinds, invalidExpressions, failedExamples []string
 	for i, entry := range r.fd.Spec.IdentityProviders {
-		field := fmt.Sprintf("spec.identityProviders[%d]", i)
 		ref := entry.ObjectRef
 		group := ""
 		if ref.APIGroup != nil {
@@ -219,24 +196,26 @@ func (v validator) checkIdentityProviders(ctx context.Context, r *result) {
 		}
 		groupOK, kindOK := group == v.idpGroup, slices.Contains(v.kinds, ref.Kind)
 		if !groupOK {
-			badGroup = append(badGroup, fmt.Sprintf("%s.objectRef.apiGroup %q", field, group))
+			badGroups = append(badGroups, group)
 		}
 		if !kindOK {
-			badKind = append(badKind, fmt.Sprintf("%s.objectRef.kind %q", field, ref.Kind))
+			badKinds = append(badKinds, ref.Kind)
 		}
 		obj, found := v.inventory.get(ref.Kind, ref.Name)
 		found = found && groupOK && kindOK
 		if !found {
-			notFound = append(notFound, fmt.Sprintf("%s.objectRef (%s %q)", field, ref.Kind, ref.Name))
+			notFound = append(notFound, fmt.Sprintf("cannot find resource specified by .spec.identityProviders[%d].objectRef (with name %q)", i, ref.Name))
 		}
 
 		pipeline, err := idtransform.Compile(entry.Transforms)
 		if err != nil {
-			invalidExpressions = append(invalidExpressions, prefixed(field+".transforms.", err))
+			invalidExpressions = append(invalidExpressions, compileMessages(i, err))
+			failedExamples = append(failedExamples, fmt.Sprintf(
+				"unable to check if the examples specified by .spec.identityProviders[%d].transforms.examples[] had errors because an expression was invalid", i))
 			continue
 		}
-		if err := pipeline.CheckExamples(ctx, entry.Transforms.Examples); err != nil {
-			failedExamples = append(failedExamples, prefixed(field+".transforms.", err))
+		if failures := pipeline.CheckExamples(ctx, entry.Transforms.Examples); len(failures) > 0 {
+			failedExamples = append(failedExamples, exampleMessages(i, failures))
 			continue
 		}
 		if found && names[entry.DisplayName] == 1 {
@@ -250,43 +229,88 @@ func (v validator) checkIdentityProviders(ctx context.Context, r *result) {
 
 	c := &r.conditions
 	if len(notFound) > 0 {
-		c.fail(configv1alpha1.ConditionIdentityProvidersFound, configv1alpha1.ReasonIdentityProvidersObjectRefsNotFound,
-			"cannot find the identity providers of "+strings.Join(notFound, ", "))
+		c.fail(configv1alpha1.ConditionIdentityProvidersFound, configv1alpha1.ReasonIdentityProvidersObjectRefsNotFound, strings.Join(notFound, "\n\n"))
 	} else {
-		c.pass(configv1alpha1.ConditionIdentityProvidersFound, "every identity provider in spec.identityProviders was found")
+		c.pass(configv1alpha1.ConditionIdentityProvidersFound, "the resources specified by .spec.identityProviders[].objectRef were found")
 	}
+	v.checkListedIdentityProviders(c, duplicates, badGroups, badKinds, invalidExpressions, failedExamples)
+}
+
+// checkListedIdentityProviders adds the conditions about spec.identityProviders other than
+// IdentityProvidersFound, given the problems found (none with no spec.identityProviders).
+func (v validator) checkListedIdentityProviders(c *conditions, duplicates, badGroups, badKinds, invalidExpressions, failedExamples []string) {
 	if len(duplicates) > 0 {
 		c.fail(configv1alpha1.ConditionIdentityProvidersDisplayNamesUnique, configv1alpha1.ReasonDuplicateDisplayNames,
-			"spec.identityProviders[].displayName must be unique; repeated: "+strings.Join(duplicates, ", "))
+			"the names specified by .spec.identityProviders[].displayName contain duplicates: "+sortedQuoted(duplicates))
 	} else {
-		c.pass(configv1alpha1.ConditionIdentityProvidersDisplayNamesUnique, "every spec.identityProviders[].displayName is unique")
+		c.pass(configv1alpha1.ConditionIdentityProvidersDisplayNamesUnique, "the names specified by .spec.identityProviders[].displayName are unique")
 	}
-	if len(badGroup) > 0 {
+	if len(badGroups) > 0 {
 		c.fail(configv1alpha1.ConditionIdentityProvidersObjectRefAPIGroupSuffixValid, configv1alpha1.ReasonAPIGroupUnrecognized,
-			fmt.Sprintf("the API group of every objectRef must be %q; not %s", v.idpGroupShown, strings.Join(badGroup, ", ")))
+			fmt.Sprintf("some API groups specified by .spec.identityProviders[].objectRef.apiGroup are not recognized (should be %q): %s", v.idpGroupShown, sortedQuoted(badGroups)))
 	} else {
-		c.pass(configv1alpha1.ConditionIdentityProvidersObjectRefAPIGroupSuffixValid, fmt.Sprintf("every objectRef names the API group %q", v.idpGroupShown))
+		c.pass(configv1alpha1.ConditionIdentityProvidersObjectRefAPIGroupSuffixValid, "the API groups specified by .spec.identityProviders[].objectRef.apiGroup are recognized")
 	}
-	if len(badKind) > 0 {
+	if len(badKinds) > 0 {
 		c.fail(configv1alpha1.ConditionIdentityProvidersObjectRefKindValid, configv1alpha1.ReasonKindUnrecognized,
-			fmt.Sprintf("the kind of every objectRef must be one of %s; not %s", strings.Join(v.kinds, ", "), strings.Join(badKind, ", ")))
+			fmt.Sprintf("some kinds specified by .spec.identityProviders[].objectRef.kind are not recognized (should be one of %s): %s", sortedQuoted(v.kinds), sortedQuoted(badKinds)))
 	} else {
-		c.pass(configv1alpha1.ConditionIdentityProvidersObjectRefKindValid, "every objectRef names a supported kind")
+		c.pass(configv1alpha1.ConditionIdentityProvidersObjectRefKindValid, "the kinds specified by .spec.identityProviders[].objectRef.kind are recognized")
 	}
 	if len(invalidExpressions) > 0 {
-		c.fail(configv1alpha1.ConditionTransformsExpressionsValid, configv1alpha1.ReasonInvalidTransformsExpressions, errors.Join(invalidExpressions...).Error())
+		c.fail(configv1alpha1.ConditionTransformsExpressionsValid, configv1alpha1.ReasonInvalidTransformsExpressions, strings.Join(invalidExpressions, "\n\n"))
 	} else {
-		c.pass(configv1alpha1.ConditionTransformsExpressionsValid, "every transform expression compiles")
+		c.pass(configv1alpha1.ConditionTransformsExpressionsValid, "the expressions specified by .spec.identityProviders[].transforms.expressions[] are valid")
 	}
-	switch {
-	case len(failedExamples) > 0:
-		c.fail(configv1alpha1.ConditionTransformsExamplesPassed, configv1alpha1.ReasonTransformsExamplesFailed,
-			errors.Join(failedExamples...).Error()+"\nthe identity providers whose examples fail are not offered")
-	case len(invalidExpressions) > 0:
-		c.skip(configv1alpha1.ConditionTransformsExamplesPassed)
-	default:
-		c.pass(configv1alpha1.ConditionTransformsExamplesPassed, "every transform example gives the expected result")
+	if len(failedExamples) > 0 {
+		c.fail(configv1alpha1.ConditionTransformsExamplesPassed, configv1alpha1.ReasonTransformsExamplesFailed, strings.Join(failedExamples, "\n\n"))
+	} else {
+		c.pass(configv1alpha1.ConditionTransformsExamplesPassed, "the examples specified by .spec.identityProviders[].transforms.examples[] had no errors")
 	}
+}
+
+// compileMessages describes the invalid constants and expressions of the transforms of
+// spec.identityProviders[idp], one paragraph each.
+func compileMessages(idp int, err error) string {
+	list := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		list = joined.Unwrap()
+	}
+	paragraphs := make([]string, 0, len(list))
+	for _, e := range list {
+		var fe *idtransform.FieldError
+		if !errors.As(e, &fe) {
+			paragraphs = append(paragraphs, fmt.Sprintf("spec.identityProvider[%d].transforms was invalid:\n%v", idp, e))
+			continue
+		}
+		suffix := ""
+		if fe.Field == "expressions" {
+			suffix = ".expression"
+		}
+		paragraphs = append(paragraphs, fmt.Sprintf("spec.identityProvider[%d].transforms.%s[%d]%s was invalid:\n%v", idp, fe.Field, fe.Index, suffix, fe.Err))
+	}
+	return strings.Join(paragraphs, "\n\n")
+}
+
+// exampleMessages describes the failures of the examples of spec.identityProviders[idp], one
+// paragraph each.
+func exampleMessages(idp int, failures []idtransform.ExampleFailure) string {
+	paragraphs := make([]string, 0, len(failures))
+	for _, f := range failures {
+		paragraphs = append(paragraphs, fmt.Sprintf(".spec.identityProviders[%d].transforms.examples[%d] example failed:\nexpected: %s\nactual:   %s",
+			idp, f.Index, f.Expected, f.Actual))
+	}
+	return strings.Join(paragraphs, "\n\n")
+}
+
+// sortedQuoted lists s quoted, sorted, repeats included, separated by commas.
+func sortedQuoted(s []string) string {
+	quoted := make([]string, 0, len(s))
+	for _, v := range s {
+		quoted = append(quoted, fmt.Sprintf("%q", v))
+	}
+	slices.Sort(quoted)
+	return strings.Join(quoted, ", ")
 }
 
 // checkLegacyIdentityProvider: without spec.identityProviders, the namespace's only identity
@@ -297,40 +321,23 @@ func (v validator) checkLegacyIdentityProvider(r *result) {
 	switch len(all) {
 	case 0:
 		c.fail(configv1alpha1.ConditionIdentityProvidersFound, configv1alpha1.ReasonLegacyConfigurationIdentityProviderNotFound,
-			"spec.identityProviders is empty and the namespace has no identity provider: create one, or list identity providers in spec.identityProviders")
+			"no resources were specified by .spec.identityProviders[].objectRef and no identity provider resources have been found: please create an identity provider resource")
 	case 1:
 		o := all[0]
 		c.passWithReason(configv1alpha1.ConditionIdentityProvidersFound, configv1alpha1.ReasonLegacyConfigurationSuccess,
-			fmt.Sprintf("spec.identityProviders is empty, so the namespace's only identity provider, %s %q, is used", o.kind, o.name))
+			fmt.Sprintf("no resources were specified by .spec.identityProviders[].objectRef but exactly one identity provider resource has been found: "+
+				"using %q as identity provider: please explicitly list identity providers in .spec.identityProviders "+
+				"(this legacy configuration mode may be removed in a future version of Pinniped)", o.name))
 		r.idps = []issuer.IdentityProvider{{DisplayName: o.name, Type: o.typ, Flows: o.flows, Kind: o.kind, Name: o.name, UID: o.uid}}
 	default:
 		c.fail(configv1alpha1.ConditionIdentityProvidersFound, configv1alpha1.ReasonIdentityProviderNotSpecified,
-			fmt.Sprintf("spec.identityProviders is empty but the namespace has %d identity providers: list the ones to use in spec.identityProviders", len(all)))
+			fmt.Sprintf("no resources were specified by .spec.identityProviders[].objectRef and %d identity provider resources have been found: "+
+				"please update .spec.identityProviders to specify which identity providers this federation domain should use", len(all)))
 	}
-	const nothing = "spec.identityProviders is empty"
-	c.pass(configv1alpha1.ConditionIdentityProvidersDisplayNamesUnique, nothing)
-	c.pass(configv1alpha1.ConditionIdentityProvidersObjectRefAPIGroupSuffixValid, nothing)
-	c.pass(configv1alpha1.ConditionIdentityProvidersObjectRefKindValid, nothing)
-	c.pass(configv1alpha1.ConditionTransformsExpressionsValid, nothing)
-	c.pass(configv1alpha1.ConditionTransformsExamplesPassed, nothing)
+	v.checkListedIdentityProviders(c, nil, nil, nil, nil, nil)
 }
 
-// prefixed prefixes every error joined in err with prefix, one per line.
-func prefixed(prefix string, err error) error {
-	var list []error
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		list = joined.Unwrap()
-	} else {
-		list = []error{err}
-	}
-	out := make([]error, 0, len(list))
-	for _, e := range list {
-		out = append(out, fmt.Errorf("%s%w", prefix, e))
-	}
-	return errors.Join(out...)
-}
-
-// conditions collects a FederationDomain's conditions in the order they are set.
+// conditions collects a FederationDomain's conditions.
 type conditions []metav1.Condition
 
 func (c *conditions) pass(typ, message string) {
@@ -345,10 +352,9 @@ func (c *conditions) fail(typ, reason, message string) {
 	*c = append(*c, metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: message})
 }
 
-// skip records a condition that could not be checked because an earlier one failed.
-func (c *conditions) skip(typ string) {
-	*c = append(*c, metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: configv1alpha1.ReasonUnableToValidate,
-		Message: "unable to check; see the other conditions"})
+// unknown records a condition that could not be checked because of another problem.
+func (c *conditions) unknown(typ, message string) {
+	*c = append(*c, metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: configv1alpha1.ReasonUnableToValidate, Message: message})
 }
 
 func (c conditions) ok(typ string) bool {
@@ -361,14 +367,19 @@ func (c conditions) ok(typ string) bool {
 }
 
 // setReady adds Ready: true when every other condition is.
-func (c *conditions) setReady() {
+func (c *conditions) setReady(issuerURL string) {
 	for _, cond := range *c {
 		if cond.Status != metav1.ConditionTrue {
-			c.fail(configv1alpha1.ConditionReady, configv1alpha1.ReasonNotReady, "the FederationDomain is not ready: see the other conditions")
+			c.fail(configv1alpha1.ConditionReady, configv1alpha1.ReasonNotReady, "the FederationDomain is not ready: see other conditions for details")
 			return
 		}
 	}
-	c.pass(configv1alpha1.ConditionReady, "the FederationDomain is ready")
+	c.pass(configv1alpha1.ConditionReady, "the FederationDomain is ready and its endpoints are available: the discovery endpoint is "+issuerURL+"/.well-known/openid-configuration")
+}
+
+// sortConditions orders conditions by type, as upstream Pinniped stores them.
+func sortConditions(c []metav1.Condition) {
+	slices.SortStableFunc(c, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
 }
 
 // phase summarizes the conditions.

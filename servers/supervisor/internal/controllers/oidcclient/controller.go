@@ -8,8 +8,11 @@ package oidcclient
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,19 +91,18 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	return c.writeStatus(ctx, client, clientcheck.Validate(client, storage, c.minBcryptCost))
 }
 
-// writeStatus updates client's status when res differs from it.
+// writeStatus updates client's status when res differs from it. Conditions of types no longer
+// reported are kept, except our own AllowedRedirectURIsValid, which is only there while false; all
+// are sorted by type, as upstream Pinniped does.
 func (c *Controller) writeStatus(ctx context.Context, client *configv1alpha1.OIDCClient, res clientcheck.Result) error {
 	status := *client.Status.DeepCopy()
-	changed := false
+	meta.RemoveStatusCondition(&status.Conditions, clientcheck.ConditionAllowedRedirectURIsValid)
 	for _, cond := range res.Conditions {
-		if meta.SetStatusCondition(&status.Conditions, cond) {
-			changed = true
-		}
+		meta.SetStatusCondition(&status.Conditions, cond)
 	}
-	if status.Phase != res.Phase || status.TotalClientSecrets != res.TotalClientSecrets {
-		status.Phase, status.TotalClientSecrets, changed = res.Phase, res.TotalClientSecrets, true
-	}
-	if !changed {
+	slices.SortStableFunc(status.Conditions, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
+	status.Phase, status.TotalClientSecrets = res.Phase, res.TotalClientSecrets
+	if equality.Semantic.DeepEqual(client.Status, status) {
 		return nil
 	}
 	updated := client.DeepCopy()

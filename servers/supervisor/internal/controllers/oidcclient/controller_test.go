@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/bcrypt"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,10 @@ func TestStatus(t *testing.T) {
 			AllowedGrantTypes:   []configv1alpha1.GrantType{configv1alpha1.GrantTypeAuthorizationCode},
 			AllowedScopes:       []configv1alpha1.Scope{configv1alpha1.ScopeOpenID, configv1alpha1.ScopeOfflineAccess},
 		},
+		Status: configv1alpha1.OIDCClientStatus{Conditions: []metav1.Condition{
+			{Type: "ZOld", Status: metav1.ConditionTrue, Reason: "Success", Message: "of an older version", ObservedGeneration: 1, LastTransitionTime: metav1.Now()},
+			{Type: clientcheck.ConditionAllowedRedirectURIsValid, Status: metav1.ConditionTrue, Reason: "Success", Message: "allowedRedirectURIs is valid", ObservedGeneration: 1, LastTransitionTime: metav1.Now()},
+		}},
 	}
 	kube := kubefake.NewClientset()
 	supervisor := supervisorfake.NewSimpleClientset(client)
@@ -82,12 +87,18 @@ func TestStatus(t *testing.T) {
 		configv1alpha1.ConditionClientSecretExists:     metav1.ConditionFalse,
 		configv1alpha1.ConditionAllowedGrantTypesValid: metav1.ConditionFalse,
 		configv1alpha1.ConditionAllowedScopesValid:     metav1.ConditionTrue,
-		clientcheck.ConditionAllowedRedirectURIsValid:  metav1.ConditionTrue,
 	})
+	// Sorted by type, our own AllowedRedirectURIsValid gone while true, a type of an older
+	// version kept.
+	var types []string
 	for _, cond := range got.Status.Conditions {
-		if cond.ObservedGeneration != 3 || cond.LastTransitionTime.IsZero() {
+		types = append(types, cond.Type)
+		if cond.Type != "ZOld" && (cond.ObservedGeneration != 3 || cond.LastTransitionTime.IsZero()) {
 			t.Errorf("condition %+v: want observedGeneration 3 and a transition time", cond)
 		}
+	}
+	if diff := cmp.Diff([]string{"AllowedGrantTypesValid", "AllowedScopesValid", "ClientSecretExists", "ZOld"}, types); diff != "" {
+		t.Errorf("condition types (-want +got):\n%s", diff)
 	}
 
 	// A secret and a fixed spec make the client Ready.

@@ -26,11 +26,13 @@ package upstreamidp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -232,19 +234,17 @@ func (k *kindController) caBundle(field string, spec *idpv1alpha1.TLSSpec) ([]by
 }
 
 // writeStatus updates the object's status when conds or their phase differ from those stored.
+// Conditions of types no longer reported are kept, and all are sorted by type, as upstream
+// Pinniped does.
 func (k *kindController) writeStatus(ctx context.Context, obj connectors.Object, conds []metav1.Condition) error {
 	old := k.kind.Status(obj)
 	status := *old.DeepCopy()
-	changed := false
 	for _, cond := range conds {
-		if meta.SetStatusCondition(&status.Conditions, cond) {
-			changed = true
-		}
+		meta.SetStatusCondition(&status.Conditions, cond)
 	}
-	if phase := connectors.PhaseOf(conds); phase != status.Phase {
-		status.Phase, changed = phase, true
-	}
-	if !changed {
+	slices.SortStableFunc(status.Conditions, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
+	status.Phase = connectors.PhaseOf(conds)
+	if equality.Semantic.DeepEqual(old, status) {
 		return nil
 	}
 	err := k.kind.UpdateStatus(ctx, k.client, obj, status)
