@@ -167,17 +167,6 @@ spec:
 			wantErr: `metadata.name: Invalid value: "webapp": metadata.name in body should match '^client\.oauth\.pinniped\.dev-'`,
 		},
 		{
-			name: "OIDCClient named only the prefix",
-			file: "config.supervisor.pinniped.dev_oidcclients.yaml",
-			object: `
-metadata: {name: client.oauth.pinniped.dev-, namespace: supervisor}
-spec:
-  allowedRedirectURIs: ["https://webapp.example.com/callback"]
-  allowedGrantTypes: [authorization_code]
-  allowedScopes: [openid]`,
-			wantErr: "metadata.name",
-		},
-		{
 			name: "OIDCClient plain http redirect",
 			file: "config.supervisor.pinniped.dev_oidcclients.yaml",
 			object: `

@@ -4,7 +4,7 @@
 // overlay, and the API server's messages then name the pattern (`metadata.name in body should
 // match '...'`), which clients and scripts compare.
 //
-// Usage: crdname -pattern REGEXP [-not NAME] FILE
+// Usage: crdname -pattern REGEXP FILE
 package main
 
 import (
@@ -19,13 +19,12 @@ import (
 
 func main() {
 	pattern := flag.String("pattern", "", "the regular expression every name must match")
-	notName := flag.String("not", "", "a name refused even though it matches the pattern")
 	flag.Parse()
 	if *pattern == "" || flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: crdname -pattern REGEXP [-not NAME] FILE")
+		fmt.Fprintln(os.Stderr, "usage: crdname -pattern REGEXP FILE")
 		os.Exit(2)
 	}
-	if err := rewrite(flag.Arg(0), *pattern, *notName); err != nil {
+	if err := rewrite(flag.Arg(0), *pattern); err != nil {
 		fmt.Fprintf(os.Stderr, "crdname: %v\n", err)
 		os.Exit(1)
 	}
@@ -34,7 +33,7 @@ func main() {
 // documentStart is how controller-gen starts every manifest it writes.
 const documentStart = "---\n"
 
-func rewrite(file, pattern, notName string) error {
+func rewrite(file, pattern string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -43,7 +42,7 @@ func rewrite(file, pattern, notName string) error {
 	if err := yaml.Unmarshal(bytes.TrimPrefix(data, []byte(documentStart)), &crd); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	if err := addNameSchema(crd, pattern, notName); err != nil {
+	if err := addNameSchema(crd, pattern); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	out, err := yaml.Marshal(crd)
@@ -54,16 +53,13 @@ func rewrite(file, pattern, notName string) error {
 }
 
 // addNameSchema sets the metadata schema of every version of crd to one that validates the name.
-func addNameSchema(crd map[string]any, pattern, notName string) error {
+func addNameSchema(crd map[string]any, pattern string) error {
 	spec, _ := crd["spec"].(map[string]any)
 	versions, _ := spec["versions"].([]any)
 	if len(versions) == 0 {
 		return errors.New("no spec.versions")
 	}
 	name := map[string]any{"type": "string", "pattern": pattern}
-	if notName != "" {
-		name["not"] = map[string]any{"enum": []any{notName}}
-	}
 	for i, v := range versions {
 		version, _ := v.(map[string]any)
 		schema, _ := version["schema"].(map[string]any)

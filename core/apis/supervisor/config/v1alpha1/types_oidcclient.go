@@ -106,10 +106,12 @@ type OIDCClientStatus struct {
 	TotalClientSecrets int32 `json:"totalClientSecrets"`
 }
 
+// The CRD checks OIDCClient names with a schema on metadata.name that tools/codegen/update.sh adds,
+// as no marker can.
+
 // OIDCClient registers a confidential OAuth client of the Supervisor. Its name is the client ID
-// and must start with "client.oauth.pinniped.dev-" (and be more than that); its secrets are
-// created with OIDCClientSecretRequests. The CRD checks the name with a schema on metadata.name
-// that tools/codegen/update.sh adds, as no marker can.
+// and must start with "client.oauth.pinniped.dev-"; its secrets are created with
+// OIDCClientSecretRequests.
 //
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
