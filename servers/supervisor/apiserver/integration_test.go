@@ -179,6 +179,13 @@ func checkKubectlCreate(ctx context.Context, t *testing.T, cp *controlplane.Cont
 	_, stderr, err = create(t, manifest(namespace, clientName, true, false), "--dry-run=server")
 	invalid(t, stderr, err, `The OIDCClientSecretRequest "`+clientName+`" is invalid: dryRun: Unsupported value: ["All"]`)
 
+	// kubectl checks a manifest against the OpenAPI schema first, and names upstream's model.
+	_, stderr, err = create(t, manifest(namespace, clientName, true, false)+"  generateNewSecrets: true\n")
+	if want := `error validating data: ValidationError(OIDCClientSecretRequest.spec): unknown field "generateNewSecrets" in ` +
+		`dev.pinniped.apis.supervisor.clientsecret.v1alpha1.OIDCClientSecretRequestSpec`; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("kubectl: %v\n%s\nwant an error containing %q", err, stderr, want)
+	}
+
 	// Three secrets so far; two more make the most a client may have.
 	for range 2 {
 		if _, stderr, err := create(t, manifest(namespace, clientName, true, false)); err != nil {
