@@ -84,7 +84,7 @@ func TestCRDs(t *testing.T) {
 			kind:       "LDAPIdentityProvider",
 			scope:      apiextensionsv1.NamespaceScoped,
 			categories: idpCategories,
-			columns:    []string{"Host", "Bind Secret", "Status", "Age"},
+			columns:    []string{"Host", "Status", "Age"},
 		},
 		{
 			file:       "idp.supervisor.pinniped.dev_activedirectoryidentityproviders.yaml",
@@ -92,7 +92,7 @@ func TestCRDs(t *testing.T) {
 			kind:       "ActiveDirectoryIdentityProvider",
 			scope:      apiextensionsv1.NamespaceScoped,
 			categories: idpCategories,
-			columns:    []string{"Host", "Bind Secret", "Status", "Age"},
+			columns:    []string{"Host", "Status", "Age"},
 		},
 		{
 			file:       "idp.supervisor.pinniped.dev_githubidentityproviders.yaml",

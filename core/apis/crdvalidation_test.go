@@ -50,7 +50,7 @@ spec: {issuer: "http://issuer.example.com", audience: cluster-a}`,
 			wantErr: "spec.issuer",
 		},
 		{
-			name: "JWTAuthenticator two CA sources",
+			name: "JWTAuthenticator two CA sources (the controller refuses them, not the API)",
 			file: "authentication.concierge.pinniped.dev_jwtauthenticators.yaml",
 			object: `
 metadata: {name: jwt}
@@ -60,7 +60,6 @@ spec:
   tls:
     certificateAuthorityData: Zm9v
     certificateAuthorityDataSource: {kind: Secret, name: ca, key: ca.crt}`,
-			wantErr: "only one of certificateAuthorityData or certificateAuthorityDataSource",
 		},
 		{
 			name: "JWTAuthenticator extra without valueExpression",
@@ -165,7 +164,7 @@ spec:
   allowedRedirectURIs: ["https://webapp.example.com/callback"]
   allowedGrantTypes: [authorization_code]
   allowedScopes: [openid]`,
-			wantErr: "metadata.name must start with client.oauth.pinniped.dev-",
+			wantErr: `metadata.name: Invalid value: "webapp": metadata.name in body should match '^client\.oauth\.pinniped\.dev-'`,
 		},
 		{
 			name: "OIDCClient plain http redirect",
@@ -203,12 +202,19 @@ spec:
 			wantErr: "spec.authorizationConfig.additionalAuthorizeParameters[1]",
 		},
 		{
-			name: "LDAPIdentityProvider without bind secret",
+			name: "LDAPIdentityProvider without bind secret (the controller reports it)",
 			file: "idp.supervisor.pinniped.dev_ldapidentityproviders.yaml",
 			object: `
 metadata: {name: ldap, namespace: supervisor}
 spec: {host: "ldap.example.com:636"}`,
-			wantErr: "spec.bind",
+		},
+		{
+			name: "LDAPIdentityProvider empty user search base",
+			file: "idp.supervisor.pinniped.dev_ldapidentityproviders.yaml",
+			object: `
+metadata: {name: ldap, namespace: supervisor}
+spec: {host: "ldap.example.com:636", userSearch: {base: ""}}`,
+			wantErr: "spec.userSearch.base: Invalid value: \"\": spec.userSearch.base in body should be at least 1 chars long",
 		},
 		{
 			name: "ActiveDirectoryIdentityProvider valid with only host and bind",
@@ -250,7 +256,7 @@ metadata: {name: github, namespace: supervisor}
 spec:
   allowAuthentication: {organizations: {}}
   client: {secretName: github-client}`,
-			wantErr: "policy must be 'AllGitHubUsers' when allowed is empty",
+			wantErr: "spec.allowAuthentication.organizations.policy must be 'AllGitHubUsers' when spec.allowAuthentication.organizations.allowed is empty",
 		},
 		{
 			name: "GitHubIdentityProvider organizations with all users",
@@ -260,7 +266,7 @@ metadata: {name: github, namespace: supervisor}
 spec:
   allowAuthentication: {organizations: {policy: AllGitHubUsers, allowed: [my-org]}}
   client: {secretName: github-client}`,
-			wantErr: "policy must be 'OnlyUsersFromAllowedOrganizations' when allowed lists organizations",
+			wantErr: "spec.allowAuthentication.organizations.policy must be 'OnlyUsersFromAllowedOrganizations' when spec.allowAuthentication.organizations.allowed has organizations listed",
 		},
 	}
 	for _, tt := range tests {

@@ -71,6 +71,10 @@ for pkg in "${crd_packages[@]}"; do
 	paths+=("paths=${pkg}")
 done
 "${GOBIN}/controller-gen" crd:crdVersions=v1 "${paths[@]}" output:crd:dir="${generated}/crds"
+# OIDCClient names are client IDs: upstream's CRD accepts only those with its prefix (a name that is
+# only the prefix ends in "-", which no object name may).
+(cd "${tools}" && go run ./codegen/crdname -pattern '^client\.oauth\.pinniped\.dev-' \
+	"${generated}/crds/config.supervisor.pinniped.dev_oidcclients.yaml")
 
 # The Concierge's install manifests and Helm chart ship copies of its CRDs.
 echo "Copying the Concierge CRDs into its install manifests"

@@ -16912,13 +16912,13 @@ func schema_apis_supervisor_clientsecret_v1alpha1_OIDCClientSecretRequest(ref co
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Status is the outcome.",
+							Description: "Status is the outcome. Optional in the OpenAPI schema, as upstream's is: kubectl checks a manifest against it before `kubectl create -f`, and a request has no status.",
 							Default:     map[string]interface{}{},
 							Ref:         ref("sealion.dev/core/apis/supervisor/clientsecret/v1alpha1.OIDCClientSecretRequestStatus"),
 						},
 					},
 				},
-				Required: []string{"spec", "status"},
+				Required: []string{"spec"},
 			},
 		},
 		Dependencies: []string{
@@ -17000,7 +17000,6 @@ func schema_apis_supervisor_clientsecret_v1alpha1_OIDCClientSecretRequestSpec(re
 						},
 					},
 				},
-				Required: []string{"generateNewSecret", "revokeOldSecrets"},
 			},
 		},
 	}

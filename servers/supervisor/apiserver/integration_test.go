@@ -1,11 +1,17 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	clientsecretv1alpha1 "sealion.dev/core/apis/supervisor/clientsecret/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
@@ -96,6 +103,100 @@ func TestOIDCClientSecretRequestThroughTheAggregator(t *testing.T) {
 	}, metav1.CreateOptions{})
 	if !apierrors.IsInvalid(err) {
 		t.Errorf("a request for a missing OIDCClient: %v, want Invalid", err)
+	}
+
+	t.Run("kubectl create -f", func(t *testing.T) { checkKubectlCreate(ctx, t, cp) })
+}
+
+// checkKubectlCreate uses the resource as upstream's documentation does, with `kubectl create -f`
+// on a file, and expects upstream's answers: the created object with its secret, and the errors'
+// exact messages. The OIDCClient has one secret when it starts.
+func checkKubectlCreate(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane) {
+	dir := t.TempDir()
+	create := func(t *testing.T, manifest string, args ...string) (string, string, error) {
+		t.Helper()
+		file := filepath.Join(dir, "request.yaml")
+		if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, cp.KubectlPath, append([]string{"--kubeconfig", cp.KubeconfigPath, "create", "-f", file}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), strings.TrimSpace(stderr.String()), err
+	}
+	manifest := func(namespace, name string, generate, revoke bool) string {
+		m := "apiVersion: clientsecret.supervisor.pinniped.dev/v1alpha1\nkind: OIDCClientSecretRequest\nmetadata:\n  name: " + name + "\n"
+		if namespace != "" {
+			m += "  namespace: " + namespace + "\n"
+		}
+		return m + fmt.Sprintf("spec:\n  generateNewSecret: %t\n  revokeOldSecrets: %t\n", generate, revoke)
+	}
+	// kubectl prints a refusal as `Error from server (<reason>): error when creating "<file>": <message>`,
+	// and an Invalid one as `The <kind> "<name>" is invalid: <causes>`.
+	refused := func(t *testing.T, stderr string, err error, reason, message string) {
+		t.Helper()
+		if err == nil || !strings.HasPrefix(stderr, "Error from server ("+reason+"): ") || !strings.HasSuffix(stderr, `request.yaml": `+message) {
+			t.Errorf("kubectl: %v\n%s\nwant the %s error %q", err, stderr, reason, message)
+		}
+	}
+	invalid := func(t *testing.T, stderr string, err error, want string) {
+		t.Helper()
+		if err == nil || stderr != want {
+			t.Errorf("kubectl: %v\n%s\nwant\n%s", err, stderr, want)
+		}
+	}
+
+	out, stderr, err := create(t, manifest(namespace, clientName, true, false), "-o", "yaml")
+	if err != nil {
+		t.Fatalf("kubectl create -o yaml: %v\n%s", err, stderr)
+	}
+	var created map[string]any
+	if err := yaml.Unmarshal([]byte(out), &created); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	metadata, _ := created["metadata"].(map[string]any)
+	status, _ := created["status"].(map[string]any)
+	secret, _ := status["generatedSecret"].(string)
+	if created["apiVersion"] != "clientsecret.supervisor.pinniped.dev/v1alpha1" || created["kind"] != "OIDCClientSecretRequest" ||
+		metadata["name"] != clientName || metadata["namespace"] != namespace || metadata["creationTimestamp"] == nil || len(metadata) != 3 ||
+		!reflect.DeepEqual(created["spec"], map[string]any{"generateNewSecret": true, "revokeOldSecrets": false}) ||
+		!regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(secret) || status["totalClientSecrets"] != float64(2) || len(status) != 2 {
+		t.Errorf("kubectl create -o yaml printed:\n%s", out)
+	}
+
+	out, stderr, err = create(t, manifest(namespace, clientName, true, false))
+	if want := "oidcclientsecretrequest.clientsecret.supervisor.pinniped.dev/" + clientName + " created\n"; err != nil || out != want {
+		t.Errorf("kubectl create: %v %q %s, want %q", err, out, stderr, want)
+	}
+
+	_, stderr, err = create(t, manifest("", clientName, true, false))
+	refused(t, stderr, err, "BadRequest", "namespace must be "+namespace+" on OIDCClientSecretRequest, was default")
+	_, stderr, err = create(t, manifest(namespace, "webapp", true, false))
+	invalid(t, stderr, err, `The OIDCClientSecretRequest "webapp" is invalid: metadata.name: Invalid value: "webapp": must start with 'client.oauth.pinniped.dev-'`)
+	_, stderr, err = create(t, manifest(namespace, "client.oauth.pinniped.dev-missing", true, false))
+	invalid(t, stderr, err, `The OIDCClientSecretRequest "client.oauth.pinniped.dev-missing" is invalid: metadata.name: Not found: "client.oauth.pinniped.dev-missing"`)
+	_, stderr, err = create(t, manifest(namespace, clientName, true, false), "--dry-run=server")
+	invalid(t, stderr, err, `The OIDCClientSecretRequest "`+clientName+`" is invalid: dryRun: Unsupported value: ["All"]`)
+
+	// kubectl checks a manifest against the OpenAPI schema first, and names upstream's model.
+	_, stderr, err = create(t, manifest(namespace, clientName, true, false)+"  generateNewSecrets: true\n")
+	if want := `error validating data: ValidationError(OIDCClientSecretRequest.spec): unknown field "generateNewSecrets" in ` +
+		`dev.pinniped.apis.supervisor.clientsecret.v1alpha1.OIDCClientSecretRequestSpec`; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("kubectl: %v\n%s\nwant an error containing %q", err, stderr, want)
+	}
+
+	// Three secrets so far; two more make the most a client may have.
+	for range 2 {
+		if _, stderr, err := create(t, manifest(namespace, clientName, true, false)); err != nil {
+			t.Fatalf("kubectl create: %v\n%s", err, stderr)
+		}
+	}
+	_, stderr, err = create(t, manifest(namespace, clientName, true, false))
+	refused(t, stderr, err, "BadRequest", "OIDCClient "+clientName+" has too many secrets, spec.revokeOldSecrets must be true")
+	out, stderr, err = create(t, manifest(namespace, clientName, false, true), "-o", "jsonpath={.status.totalClientSecrets}")
+	if err != nil || out != "1" {
+		t.Errorf("revoking with kubectl: %v %q %s, want 1 secret left", err, out, stderr)
 	}
 }
 

@@ -9,13 +9,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
 	"sealion.dev/servers/concierge/internal/authncache"
 	"sealion.dev/servers/concierge/internal/credential"
-	"sealion.dev/servers/concierge/internal/requestcheck"
+	"sealion.dev/servers/internal/requestcheck"
 )
 
 // Exchanger turns a token into a client certificate; credential.Exchanger is one.
@@ -50,7 +51,7 @@ func TokenCredentialRequestHandler(loginGroup string, exchanger Exchanger) http.
 		// The token is checked before dryRun, as the aggregated API does.
 		err := credential.RequireToken(loginGroup, in.Name, in.Spec.Token)
 		if err == nil {
-			err = requestcheck.DryRun(loginGroup, in.Name, r.URL.Query()["dryRun"])
+			err = requestcheck.DryRun(schema.GroupKind{Group: loginGroup}, in.Name, r.URL.Query()["dryRun"])
 		}
 		if err != nil {
 			status := err.(apierrors.APIStatus).Status()

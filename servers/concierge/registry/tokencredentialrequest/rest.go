@@ -18,7 +18,7 @@ import (
 	"sealion.dev/core/apis/concierge/login"
 	"sealion.dev/servers/concierge/internal/authncache"
 	"sealion.dev/servers/concierge/internal/credential"
-	"sealion.dev/servers/concierge/internal/requestcheck"
+	"sealion.dev/servers/internal/requestcheck"
 )
 
 // Exchanger issues a credential for a token; see credential.Exchanger.
@@ -119,7 +119,7 @@ func (r *REST) validate(ctx context.Context, req *login.TokenCredentialRequest, 
 		return err
 	}
 	if options != nil {
-		if err := requestcheck.DryRun(r.groupResource.Group, req.Name, options.DryRun); err != nil {
+		if err := requestcheck.DryRun(schema.GroupKind{Group: r.groupResource.Group}, req.Name, options.DryRun); err != nil {
 			return err
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"sealion.dev/core/apis/concierge/identity"
-	"sealion.dev/servers/concierge/internal/requestcheck"
+	"sealion.dev/servers/internal/requestcheck"
 )
 
 // REST is the storage of whoamirequests.
@@ -71,7 +71,7 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 	}
 	// In upstream's order: dryRun, then the namespace.
 	if options != nil {
-		if err := requestcheck.DryRun(r.groupResource.Group, req.Name, options.DryRun); err != nil {
+		if err := requestcheck.DryRun(schema.GroupKind{Group: r.groupResource.Group}, req.Name, options.DryRun); err != nil {
 			return nil, err
 		}
 	}

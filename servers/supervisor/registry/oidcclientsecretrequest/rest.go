@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"sealion.dev/core/apis/supervisor/clientsecret"
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	"sealion.dev/servers/internal/audit"
+	"sealion.dev/servers/internal/requestcheck"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
 )
 
@@ -128,41 +130,41 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 		return nil, r.invalid(req.Name, field.NotFound(field.NewPath("metadata", "name"), req.Name))
 	}
 	if err != nil {
-		return nil, r.internal("reading OIDCClient "+req.Name, err)
+		return nil, r.internal(fmt.Sprintf("getting client %q", req.Name), err)
 	}
 	rec, err := r.cfg.Store.Load(ctx, client.UID)
 	if err != nil {
-		return nil, r.internal("reading the client secrets of OIDCClient "+req.Name, err)
+		return nil, r.internal(fmt.Sprintf("getting secret for client %q", req.Name), err)
 	}
 
 	hashes := rec.Hashes
 	var secret string
 	if req.Spec.GenerateNewSecret {
 		if secret, err = clientsecrets.Generate(r.cfg.Rand); err != nil {
-			return nil, r.internal("generating a client secret", err)
+			return nil, r.internal("client secret generation", err)
 		}
 		hash, err := bcrypt.GenerateFromPassword([]byte(secret), r.cfg.Cost)
 		if err != nil {
-			return nil, r.internal("hashing the client secret", err)
+			return nil, r.internal("hash generation", err)
 		}
 		hashes = append([]string{string(hash)}, hashes...)
 	}
-	// Revoking keeps the newest secret: the one just generated, if any.
-	revoke := req.Spec.RevokeOldSecrets && len(hashes) > 1
+	// Revoking keeps the newest secret: the one just generated, if any. Revoking when there is only
+	// that one still counts as a change (stored and audited), as upstream's does.
+	revoke := req.Spec.RevokeOldSecrets && len(hashes) > 0
 	if revoke {
 		hashes = hashes[:1]
 	}
 	if req.Spec.GenerateNewSecret || revoke {
 		if len(hashes) > clientsecrets.MaxSecrets {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("OIDCClient %s already has %d client secrets, the most allowed: set spec.revokeOldSecrets to replace them",
-				req.Name, len(rec.Hashes)))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("OIDCClient %s has too many secrets, spec.revokeOldSecrets must be true", client.Name))
 		}
 		owner := clientsecrets.Owner{APIVersion: r.cfg.OIDCClientAPIVersion, Name: client.Name, UID: client.UID}
 		if err := r.cfg.Store.Save(ctx, owner, rec, hashes); err != nil {
 			if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
-				return nil, apierrors.NewConflict(r.groupResource, req.Name, errors.New("the client's secrets were changed by a concurrent request; retry"))
+				return nil, apierrors.NewConflict(r.groupResource, req.Name, errors.New("multiple concurrent secret generation requests for same client"))
 			}
-			return nil, r.internal("storing the client secrets of OIDCClient "+req.Name, err)
+			return nil, r.internal("setting client secret", err)
 		}
 		r.cfg.Audit.Event(ctx, "OIDCClientSecretRequest Updated Secrets", audit.Fields{},
 			"clientID", req.Name, "generatedSecret", req.Spec.GenerateNewSecret, "revokedSecrets", revoke, "totalSecrets", len(hashes))
@@ -175,42 +177,56 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 	}, nil
 }
 
-// validate checks the request's namespace, name and options.
+// validate checks the request's namespace, metadata and options, in upstream's order and with its
+// messages: the namespace must be the Supervisor's, the name an OIDCClient's (never generated),
+// the rest of the metadata as valid as any object's, and dryRun is refused.
 func (r *REST) validate(ctx context.Context, req *clientsecret.OIDCClientSecretRequest, options *metav1.CreateOptions) error {
-	ns, _ := genericapirequest.NamespaceFrom(ctx)
+	ns, ok := genericapirequest.NamespaceFrom(ctx)
+	if !ok {
+		return apierrors.NewInternalError(errors.New("no namespace information found in request context"))
+	}
 	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(ns, req); err != nil {
 		return err
 	}
 	if ns != r.cfg.Namespace {
-		return apierrors.NewBadRequest(fmt.Sprintf("OIDCClientSecretRequests are only served in namespace %s, not %q", r.cfg.Namespace, ns))
+		return apierrors.NewBadRequest(fmt.Sprintf("namespace must be %s on OIDCClientSecretRequest, was %s", r.cfg.Namespace, ns))
 	}
-	if options != nil && len(options.DryRun) > 0 {
-		return apierrors.NewBadRequest("dryRun is not supported")
-	}
-	name := field.NewPath("metadata", "name")
-	var errs field.ErrorList
-	switch {
-	case req.GenerateName != "":
-		errs = append(errs, field.Forbidden(field.NewPath("metadata", "generateName"), "not supported: name the OIDCClient"))
-	case req.Name == "":
-		errs = append(errs, field.Required(name, "the name of the OIDCClient"))
-	case !strings.HasPrefix(req.Name, configv1alpha1.OIDCClientNamePrefix) || req.Name == configv1alpha1.OIDCClientNamePrefix:
-		errs = append(errs, field.Invalid(name, req.Name, fmt.Sprintf("must start with %q followed by more characters, as OIDCClient names do", configv1alpha1.OIDCClientNamePrefix)))
-	}
-	for _, msg := range path.IsValidPathSegmentName(req.Name) {
-		errs = append(errs, field.Invalid(name, req.Name, msg))
-	}
-	if len(errs) > 0 {
+	if errs := apivalidation.ValidateObjectMetaAccessor(req, true, validateName, field.NewPath("metadata")); len(errs) > 0 {
 		return r.invalid(req.Name, errs...)
+	}
+	if options != nil {
+		return requestcheck.DryRun(r.kind(), req.Name, options.DryRun)
 	}
 	return nil
 }
 
-func (r *REST) invalid(name string, errs ...*field.Error) error {
-	return apierrors.NewInvalid(schema.GroupKind{Group: r.groupResource.Group, Kind: "OIDCClientSecretRequest"}, name, errs)
+// validateName accepts the names of OIDCClients that can be used in a URL path, and no generated
+// name: the request names the client whose secrets it changes.
+func validateName(name string, prefix bool) []string {
+	if prefix {
+		return []string{"generateName is not supported"}
+	}
+	var errs []string
+	if name == configv1alpha1.OIDCClientNamePrefix {
+		errs = append(errs, fmt.Sprintf("must not equal '%s'", configv1alpha1.OIDCClientNamePrefix))
+	}
+	if !strings.HasPrefix(name, configv1alpha1.OIDCClientNamePrefix) {
+		errs = append(errs, fmt.Sprintf("must start with '%s'", configv1alpha1.OIDCClientNamePrefix))
+	}
+	return append(errs, path.IsValidPathSegmentName(name)...)
 }
 
-// internal logs err and answers with what failed only: details of the cluster stay out of responses.
+func (r *REST) invalid(name string, errs ...*field.Error) error {
+	return apierrors.NewInvalid(r.kind(), name, errs)
+}
+
+// kind names the resource in errors under the group the request came in, suffix included.
+func (r *REST) kind() schema.GroupKind {
+	return schema.GroupKind{Group: r.groupResource.Group, Kind: "OIDCClientSecretRequest"}
+}
+
+// internal logs err and answers with what failed only (upstream's words): details of the cluster
+// stay out of responses.
 func (r *REST) internal(what string, err error) error {
 	klog.ErrorS(err, "OIDCClientSecretRequest failed", "step", what)
 	return apierrors.NewInternalError(errors.New(what + " failed"))

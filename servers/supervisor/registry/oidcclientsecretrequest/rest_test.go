@@ -168,8 +168,8 @@ func TestAtMostFiveSecrets(t *testing.T) {
 		f.create(t, true, false)
 	}
 	_, err := f.rest.Create(nsContext(ns), request(clientName, true, false), nil, nil)
-	if !apierrors.IsBadRequest(err) {
-		t.Fatalf("a sixth secret: %v, want BadRequest", err)
+	if want := "OIDCClient " + clientName + " has too many secrets, spec.revokeOldSecrets must be true"; !apierrors.IsBadRequest(err) || err.Error() != want {
+		t.Fatalf("a sixth secret: %v, want BadRequest %q", err, want)
 	}
 	if len(f.stored(t)) != clientsecrets.MaxSecrets {
 		t.Error("the refused request changed the stored secrets")
@@ -198,18 +198,33 @@ func TestRejectedRequests(t *testing.T) {
 		validation func(context.Context, runtime.Object) error
 		wantCode   int32
 		wantField  string
+		// wantErr is the whole message, upstream's, when set.
+		wantErr string
 	}{
-		{name: "unknown OIDCClient", obj: withName("client.oauth.pinniped.dev-other"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name"},
-		{name: "name without the prefix", obj: withName("my-client"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name"},
-		{name: "name that is only the prefix", obj: withName("client.oauth.pinniped.dev-"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name"},
-		{name: "name not usable in a path", obj: withName("client.oauth.pinniped.dev-a%b"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name"},
-		{name: "no name", obj: withName(""), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name"},
+		{name: "unknown OIDCClient", obj: withName("client.oauth.pinniped.dev-other"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name",
+			wantErr: `OIDCClientSecretRequest.clientsecret.supervisor.tuna.io "client.oauth.pinniped.dev-other" is invalid: metadata.name: Not found: "client.oauth.pinniped.dev-other"`},
+		{name: "name without the prefix", obj: withName("my-client"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name",
+			wantErr: `OIDCClientSecretRequest.clientsecret.supervisor.tuna.io "my-client" is invalid: metadata.name: Invalid value: "my-client": must start with 'client.oauth.pinniped.dev-'`},
+		{name: "name that is only the prefix", obj: withName("client.oauth.pinniped.dev-"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name",
+			wantErr: `OIDCClientSecretRequest.clientsecret.supervisor.tuna.io "client.oauth.pinniped.dev-" is invalid: metadata.name: Invalid value: "client.oauth.pinniped.dev-": must not equal 'client.oauth.pinniped.dev-'`},
+		{name: "name not usable in a path", obj: withName("client.oauth.pinniped.dev-a%b"), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name",
+			wantErr: `OIDCClientSecretRequest.clientsecret.supervisor.tuna.io "client.oauth.pinniped.dev-a%b" is invalid: metadata.name: Invalid value: "client.oauth.pinniped.dev-a%b": may not contain '%'`},
+		{name: "no name", obj: withName(""), wantCode: http.StatusUnprocessableEntity, wantField: "metadata.name",
+			wantErr: `OIDCClientSecretRequest.clientsecret.supervisor.tuna.io "" is invalid: metadata.name: Required value: name or generateName is required`},
 		{name: "generateName", obj: &clientsecret.OIDCClientSecretRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "client.oauth.pinniped.dev-"}},
-			wantCode: http.StatusUnprocessableEntity, wantField: "metadata.generateName"},
-		{name: "another namespace", ctx: nsContext("default"), obj: withName(clientName), wantCode: http.StatusBadRequest},
+			wantCode: http.StatusUnprocessableEntity, wantField: "metadata.generateName",
+			wantErr: `OIDCClientSecretRequest.clientsecret.supervisor.tuna.io "" is invalid: [metadata.generateName: Invalid value: "client.oauth.pinniped.dev-": generateName is not supported, metadata.name: Required value: name or generateName is required]`},
+		{name: "invalid label", obj: &clientsecret.OIDCClientSecretRequest{ObjectMeta: metav1.ObjectMeta{Name: clientName, Labels: map[string]string{"a b": "c"}}},
+			wantCode: http.StatusUnprocessableEntity, wantField: "metadata.labels",
+			wantErr: `OIDCClientSecretRequest.clientsecret.supervisor.tuna.io "client.oauth.pinniped.dev-app" is invalid: metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`},
+		{name: "another namespace", ctx: nsContext("default"), obj: withName(clientName), wantCode: http.StatusBadRequest,
+			wantErr: "namespace must be pinniped-supervisor on OIDCClientSecretRequest, was default"},
+		{name: "no namespace", ctx: context.Background(), obj: withName(clientName), wantCode: http.StatusInternalServerError,
+			wantErr: "Internal error occurred: no namespace information found in request context"},
 		{name: "object namespace differs from the request's", obj: &clientsecret.OIDCClientSecretRequest{ObjectMeta: metav1.ObjectMeta{Name: clientName, Namespace: "default"}},
-			wantCode: http.StatusBadRequest},
-		{name: "dry run", obj: withName(clientName), opts: &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, wantCode: http.StatusBadRequest},
+			wantCode: http.StatusBadRequest, wantErr: "the namespace of the provided object does not match the namespace sent on the request"},
+		{name: "dry run", obj: withName(clientName), opts: &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, wantCode: http.StatusUnprocessableEntity, wantField: "dryRun",
+			wantErr: `OIDCClientSecretRequest.clientsecret.supervisor.tuna.io "client.oauth.pinniped.dev-app" is invalid: dryRun: Unsupported value: ["All"]`},
 		{name: "another kind", obj: &corev1.Secret{}, wantCode: http.StatusBadRequest},
 		{name: "refused by admission", obj: withName(clientName), wantCode: http.StatusForbidden,
 			validation: func(context.Context, runtime.Object) error {
@@ -227,6 +242,9 @@ func TestRejectedRequests(t *testing.T) {
 			var status apierrors.APIStatus
 			if !errors.As(err, &status) || status.Status().Code != tt.wantCode {
 				t.Fatalf("error %v, want a Status with code %d", err, tt.wantCode)
+			}
+			if tt.wantErr != "" && err.Error() != tt.wantErr {
+				t.Errorf("error\n%s\nwant\n%s", err, tt.wantErr)
 			}
 			if tt.wantField != "" {
 				details := status.Status().Details
@@ -252,8 +270,10 @@ func TestConcurrentChangeIsAConflict(t *testing.T) {
 		return true, nil, apierrors.NewAlreadyExists(corev1.Resource("secrets"), "x")
 	})
 	_, err := f.rest.Create(nsContext(ns), request(clientName, true, false), nil, nil)
-	if !apierrors.IsConflict(err) {
-		t.Fatalf("error %v, want Conflict", err)
+	want := `Operation cannot be fulfilled on oidcclientsecretrequests.clientsecret.supervisor.tuna.io "` + clientName +
+		`": multiple concurrent secret generation requests for same client`
+	if !apierrors.IsConflict(err) || err.Error() != want {
+		t.Fatalf("error %v, want Conflict %q", err, want)
 	}
 }
 
@@ -267,8 +287,8 @@ func TestUnreadableStorageIsAnInternalError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.rest.Create(nsContext(ns), request(clientName, true, false), nil, nil)
-	if !apierrors.IsInternalError(err) || regexp.MustCompile(`Opaque|type`).MatchString(err.Error()) {
-		t.Fatalf("error %v, want an internal error without the storage details", err)
+	if want := `Internal error occurred: getting secret for client "` + clientName + `" failed`; !apierrors.IsInternalError(err) || err.Error() != want {
+		t.Fatalf("error %v, want %q, without the storage details", err, want)
 	}
 }
 
@@ -276,8 +296,8 @@ func TestBrokenRandomSourceIsAnInternalError(t *testing.T) {
 	f := newFixture(t, bcrypt.MinCost)
 	f.rest.cfg.Rand = iotest.ErrReader(errors.New("no entropy"))
 	_, err := f.rest.Create(nsContext(ns), request(clientName, true, false), nil, nil)
-	if !apierrors.IsInternalError(err) {
-		t.Fatalf("error %v, want an internal error", err)
+	if want := "Internal error occurred: client secret generation failed"; !apierrors.IsInternalError(err) || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
 	}
 }
 

@@ -16,8 +16,11 @@ type ActiveDirectoryIdentityProviderSpec struct {
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
 
-	// Bind names the Secret with the account the Supervisor binds as to search.
-	Bind ActiveDirectoryIdentityProviderBind `json:"bind"`
+	// Bind names the Secret with the account the Supervisor binds as to search. Optional in the
+	// API, as upstream's is; without it the BindSecretValid condition reports the missing Secret.
+	//
+	// +optional
+	Bind ActiveDirectoryIdentityProviderBind `json:"bind,omitempty"`
 
 	// UserSearch configures how users are found.
 	//
@@ -122,7 +125,6 @@ type ActiveDirectoryIdentityProviderGroupSearchAttributes struct {
 // +kubebuilder:resource:categories=pinniped;pinniped-idp;pinniped-idps
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`
-// +kubebuilder:printcolumn:name="Bind Secret",type=string,JSONPath=`.spec.bind.secretName`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ActiveDirectoryIdentityProvider struct {

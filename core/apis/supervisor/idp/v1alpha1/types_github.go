@@ -102,8 +102,11 @@ type GitHubAllowAuthenticationSpec struct {
 
 // GitHubOrganizationsSpec restricts login, and the teams turned into groups, by organization.
 //
-// +kubebuilder:validation:XValidation:rule="!(has(self.allowed) && size(self.allowed) > 0 && has(self.policy) && self.policy == 'AllGitHubUsers')",message="policy must be 'OnlyUsersFromAllowedOrganizations' when allowed lists organizations"
-// +kubebuilder:validation:XValidation:rule="!((!has(self.allowed) || size(self.allowed) == 0) && (!has(self.policy) || self.policy == 'OnlyUsersFromAllowedOrganizations'))",message="policy must be 'AllGitHubUsers' when allowed is empty"
+// The rules and their messages are upstream's, which operators' scripts compare; policy always has
+// a value when they run, as defaulting comes first.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.allowed) && size(self.allowed) > 0 && self.policy == 'AllGitHubUsers')",message="spec.allowAuthentication.organizations.policy must be 'OnlyUsersFromAllowedOrganizations' when spec.allowAuthentication.organizations.allowed has organizations listed"
+// +kubebuilder:validation:XValidation:rule="!((!has(self.allowed) || size(self.allowed) == 0) && self.policy == 'OnlyUsersFromAllowedOrganizations')",message="spec.allowAuthentication.organizations.policy must be 'AllGitHubUsers' when spec.allowAuthentication.organizations.allowed is empty"
 type GitHubOrganizationsSpec struct {
 	// Policy says whether only members of the allowed organizations may log in.
 	//

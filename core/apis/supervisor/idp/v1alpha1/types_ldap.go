@@ -15,8 +15,11 @@ type LDAPIdentityProviderSpec struct {
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
 
-	// Bind names the Secret with the account the Supervisor binds as to search.
-	Bind LDAPIdentityProviderBind `json:"bind"`
+	// Bind names the Secret with the account the Supervisor binds as to search. Optional in the
+	// API, as upstream's is; without it the BindSecretValid condition reports the missing Secret.
+	//
+	// +optional
+	Bind LDAPIdentityProviderBind `json:"bind,omitempty"`
 
 	// UserSearch configures how users are found.
 	//
@@ -42,6 +45,7 @@ type LDAPIdentityProviderBind struct {
 type LDAPIdentityProviderUserSearch struct {
 	// Base is the DN below which users are searched.
 	//
+	// +kubebuilder:validation:MinLength=1
 	// +optional
 	Base string `json:"base,omitempty"`
 
@@ -61,12 +65,14 @@ type LDAPIdentityProviderUserSearch struct {
 type LDAPIdentityProviderUserSearchAttributes struct {
 	// Username is the attribute whose value becomes the username; "dn" uses the entry's DN.
 	//
+	// +kubebuilder:validation:MinLength=1
 	// +optional
 	Username string `json:"username,omitempty"`
 
 	// UID is the attribute whose value uniquely and permanently identifies the user; "dn" uses
 	// the entry's DN.
 	//
+	// +kubebuilder:validation:MinLength=1
 	// +optional
 	UID string `json:"uid,omitempty"`
 }
@@ -116,7 +122,6 @@ type LDAPIdentityProviderGroupSearchAttributes struct {
 // +kubebuilder:resource:categories=pinniped;pinniped-idp;pinniped-idps
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`
-// +kubebuilder:printcolumn:name="Bind Secret",type=string,JSONPath=`.spec.bind.secretName`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type LDAPIdentityProvider struct {

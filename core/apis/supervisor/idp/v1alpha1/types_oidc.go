@@ -51,7 +51,6 @@ type OIDCAuthorizationConfig struct {
 	// resource owner password credentials grant (RFC 6749 section 4.3).
 	//
 	// +optional
-	// +kubebuilder:default=false
 	AllowPasswordGrant bool `json:"allowPasswordGrant,omitempty"`
 }
 
@@ -91,9 +90,8 @@ type OIDCClaims struct {
 // OIDCClientCredentials names the Secret holding OAuth client credentials.
 type OIDCClientCredentials struct {
 	// SecretName is a Secret of type secrets.pinniped.dev/oidc-client in the Supervisor's
-	// namespace with the keys clientID and clientSecret.
-	//
-	// +kubebuilder:validation:MinLength=1
+	// namespace with the keys clientID and clientSecret. Upstream's schema puts no length limit on
+	// it; an empty name shows in the ClientCredentialsSecretValid condition.
 	SecretName string `json:"secretName"`
 }
 

@@ -13,9 +13,9 @@ const (
 	CertificateAuthorityDataSourceKindConfigMap CertificateAuthorityDataSourceKind = "ConfigMap"
 )
 
-// TLSSpec configures how to verify the serving certificate of a remote server.
-//
-// +kubebuilder:validation:XValidation:rule="!(has(self.certificateAuthorityData) && has(self.certificateAuthorityDataSource))",message="only one of certificateAuthorityData or certificateAuthorityDataSource may be set"
+// TLSSpec configures how to verify the serving certificate of a remote server. Setting both
+// fields is accepted by the API, as upstream's is, and refused by the controller in the
+// TLSConfigurationValid condition instead (see core/cabundle).
 type TLSSpec struct {
 	// CertificateAuthorityData is a base64-encoded PEM bundle of trusted CA certificates. When
 	// neither this nor CertificateAuthorityDataSource is set, the system trust store is used.

@@ -6,13 +6,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestDryRun(t *testing.T) {
-	if err := DryRun("login.concierge.pinniped.dev", "x", nil); err != nil {
+	if err := DryRun(schema.GroupKind{Group: "login.concierge.pinniped.dev"}, "x", nil); err != nil {
 		t.Fatalf("no dryRun refused: %v", err)
 	}
-	err := DryRun("login.concierge.pinniped.dev", "x", []string{metav1.DryRunAll})
+	err := DryRun(schema.GroupKind{Group: "login.concierge.pinniped.dev"}, "x", []string{metav1.DryRunAll})
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		t.Fatalf("got %v, want an API status", err)

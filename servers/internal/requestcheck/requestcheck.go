@@ -1,6 +1,7 @@
 // Package requestcheck refuses, with upstream Pinniped's exact errors, the request options that the
-// Concierge's virtual resources (TokenCredentialRequest, WhoAmIRequest: nothing is stored) cannot
-// honour. Clients and checks written for Pinniped compare these texts, so they are kept verbatim.
+// servers' virtual resources (the Concierge's TokenCredentialRequest and WhoAmIRequest, the
+// Supervisor's OIDCClientSecretRequest: nothing is stored) cannot honour. Clients and checks written
+// for Pinniped compare these texts, so they are kept verbatim.
 package requestcheck
 
 import (
@@ -12,13 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// DryRun refuses a dryRun request for the object name of group as a 422 Invalid on the field dryRun.
-// As upstream, the Kind is left out of the error (the message starts ".<group>").
-func DryRun(group, name string, dryRun []string) error {
+// DryRun refuses a dryRun request for the object name of kind as a 422 Invalid on the field dryRun.
+// Upstream leaves the Kind out for the Concierge's resources (the message starts ".<group>") and
+// names it for OIDCClientSecretRequest.
+func DryRun(kind schema.GroupKind, name string, dryRun []string) error {
 	if len(dryRun) == 0 {
 		return nil
 	}
-	return apierrors.NewInvalid(schema.GroupKind{Group: group}, name,
+	return apierrors.NewInvalid(kind, name,
 		field.ErrorList{field.NotSupported[string](field.NewPath("dryRun"), jsonList(dryRun), nil)})
 }
 
