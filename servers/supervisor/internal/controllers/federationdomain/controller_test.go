@@ -204,7 +204,7 @@ func leafDNSNames(t *testing.T, c *tls.Certificate) []string {
 // owns it without controlling it, with upstream's type, data key and the configured labels.
 func TestSyncGeneratesTheCSRFKey(t *testing.T) {
 	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "pinniped-supervisor", Namespace: namespace, UID: "deployment-uid"}}
-	e := newEnv(t, []runtime.Object{deployment, tlsSecret(t, defaultSecret, "default.example.com")}, fd("fd", "https://issuer.example.com/a"))
+	e := newEnv(t, []runtime.Object{deployment, tlsSecret(t, defaultSecret, "default.example.com")}, fd("fd", "https://issuer.example.com/a"), ldapIDP())
 	e.sync()
 	s := e.secret("pinniped-supervisor-key")
 	wantRef := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "pinniped-supervisor", UID: "deployment-uid", Controller: ptr.To(false)}
@@ -340,7 +340,7 @@ func TestSyncGeneratesKeysAndPublishes(t *testing.T) {
 
 func TestDeletedOrBrokenKeysAreReplaced(t *testing.T) {
 	f := fd("fd", "https://issuer.example.com")
-	e := newEnv(t, nil, f)
+	e := newEnv(t, nil, f, ldapIDP())
 	e.sync()
 	first := e.issuers()["fd"].JWKS.Public.Keys[0]
 	e.waitForSecret("fd-jwks", func(*corev1.Secret) bool { return true })
@@ -470,13 +470,13 @@ func TestRunSyncsOnEvents(t *testing.T) {
 		cancel()
 		<-done
 	})
-	// Each informer's event leads to a sync of the whole set: a new FederationDomain is served,
-	// and so is its identity provider, added after it.
+	// Each informer's event leads to a sync of the whole set: a new FederationDomain shows its
+	// missing identity provider in its status, and is served with it once it is added.
 	if _, err := e.supervisor.ConfigV1alpha1().FederationDomains(namespace).Create(e.ctx, fd("fd", "https://issuer.example.com"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(e.ctx, func() bool { return e.issuers()["fd"] != nil }) {
-		t.Fatal("the new FederationDomain was never served")
+	if !waitFor(e.ctx, func() bool { return e.federationDomain("fd").Status.Phase == configv1alpha1.PhaseError }) {
+		t.Fatal("the new FederationDomain never got a status")
 	}
 	if _, err := e.supervisor.IdpV1alpha1().LDAPIdentityProviders(namespace).Create(e.ctx, ldapIDP(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -532,5 +532,29 @@ func TestStoredConditions(t *testing.T) {
 	}
 	if got.Phase != configv1alpha1.PhaseError {
 		t.Errorf("phase %s", got.Phase)
+	}
+}
+
+// As Pinniped, a FederationDomain with any false condition is not served at all: one whose
+// identity provider does not exist yet answers 404 until the identity provider appears.
+func TestOnlyReadyFederationDomainsAreServed(t *testing.T) {
+	e := newEnv(t, []runtime.Object{tlsSecret(t, defaultSecret, "default.example.com")}, fd("fd", "https://issuer.example.com/a"))
+	e.sync()
+	if got := e.federationDomain("fd").Status; got.Phase != configv1alpha1.PhaseError || conds(got.Conditions)["IdentityProvidersFound"] != "False/LegacyConfigurationIdentityProviderNotFound" {
+		t.Fatalf("phase %s, conditions %v", got.Phase, conds(got.Conditions))
+	}
+	if issuers := e.issuers(); len(issuers) != 0 {
+		t.Errorf("published %v, want nothing while an identity provider is missing", issuers)
+	}
+
+	if _, err := e.supervisor.IdpV1alpha1().LDAPIdentityProviders(namespace).Create(e.ctx, ldapIDP(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(e.ctx, func() bool { inv, err := list(e.c.idps); return err == nil && len(inv["LDAPIdentityProvider"]) == 1 }) {
+		t.Fatal("the cache never showed the identity provider")
+	}
+	e.sync()
+	if e.issuers()["fd"] == nil || e.federationDomain("fd").Status.Phase != configv1alpha1.PhaseReady {
+		t.Errorf("published %v with phase %s, want the FederationDomain served once Ready", e.issuers(), e.federationDomain("fd").Status.Phase)
 	}
 }

@@ -24,8 +24,9 @@ type result struct {
 	parsed *url.URL
 	// issuerURL is the parsed spec.issuer; nil when it is invalid.
 	issuerURL *url.URL
-	// servable: the issuer URL is valid and unique and its hostname has one TLS Secret, so its
-	// endpoints can be served even if some identity providers are unusable.
+	// servable: every condition is true, so its endpoints are served. As Pinniped, a
+	// FederationDomain with any problem (an identity provider not found, a failing transform
+	// example) is not served at all, rather than served with part of its identity providers.
 	servable bool
 	// tlsAgreed: the FederationDomains of this hostname agree on the TLS Secret.
 	tlsAgreed bool
@@ -58,9 +59,9 @@ func (v validator) validate(ctx context.Context, fds []*configv1alpha1.Federatio
 	checkUniqueIssuers(results)
 	checkTLSSecretsPerHostname(results)
 	for _, r := range results {
-		r.servable = r.issuerURL != nil && r.conditions.ok(configv1alpha1.ConditionIssuerIsUnique) && r.tlsAgreed
 		v.checkIdentityProviders(ctx, r)
 		r.conditions.setReady(r.fd.Spec.Issuer)
+		r.servable = r.issuerURL != nil && r.tlsAgreed && r.conditions.ok(configv1alpha1.ConditionReady)
 		sortConditions(r.conditions)
 	}
 	return results

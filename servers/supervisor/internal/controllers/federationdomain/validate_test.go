@@ -273,9 +273,9 @@ func TestValidateLegacyIdentityProvider(t *testing.T) {
 			if diff := cmp.Diff(tt.idps, displayNamesOf(r.idps)); diff != "" {
 				t.Errorf("identity providers (-want +got):\n%s", diff)
 			}
-			// The endpoints are served even without an identity provider.
-			if !r.servable {
-				t.Error("not servable")
+			// As Pinniped, the endpoints are served only when every condition is true.
+			if want := tt.want.status == "True"; r.servable != want {
+				t.Errorf("servable = %v, want %v", r.servable, want)
 			}
 		})
 	}
@@ -408,8 +408,10 @@ func TestValidateIdentityProviders(t *testing.T) {
 			if diff := cmp.Diff(tt.idps, displayNamesOf(r.idps)); diff != "" {
 				t.Errorf("identity providers (-want +got):\n%s", diff)
 			}
-			if !r.servable {
-				t.Error("identity provider problems must not stop the endpoints from being served")
+			// As Pinniped, any problem with the identity providers stops the endpoints from being
+			// served.
+			if want := r.conditions.ok(configv1alpha1.ConditionReady); r.servable != want {
+				t.Errorf("servable = %v, want %v (Ready)", r.servable, want)
 			}
 		})
 	}
