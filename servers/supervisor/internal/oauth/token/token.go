@@ -7,6 +7,7 @@ package token
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/token/jwt"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
@@ -71,10 +73,12 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 		// Refresh tokens expire with the session, not sessions.SessionLifetime after each rotation.
 		s.SetExpiresAt(fosite.RefreshToken, s.Custom.LoginTime.Add(sessions.SessionLifetime))
 		if ar.GetGrantTypes().ExactOne(provider.GrantRefreshToken) {
-			if err := p.refreshUpstream(ctx, s, ar); err != nil {
+			warnings, err := p.refreshUpstream(ctx, s, ar)
+			if err != nil {
 				p.OAuth.WriteAccessError(ctx, w, ar, err)
 				return
 			}
+			addWarnings(w.Header(), warnings)
 		}
 	}
 	resp, err := p.OAuth.NewAccessResponse(ctx, ar)
@@ -128,41 +132,70 @@ func refusedRefresh(format string, args ...any) *fosite.RFC6749Error {
 }
 
 // refreshUpstream re-checks the session's user at the upstream identity provider, re-runs the
-// identity transformations and updates the session's identity for the refresh request ar.
-func (p endpoint) refreshUpstream(ctx context.Context, s *sessions.Session, ar fosite.Requester) error {
+// identity transformations and updates the session's identity for the refresh request ar. It
+// returns the warnings for the client (groupChangeWarnings).
+func (p endpoint) refreshUpstream(ctx context.Context, s *sessions.Session, ar fosite.Requester) ([]string, error) {
 	res, err := p.SessionIdentityProvider(s.Custom.ProviderName, s.Custom.ProviderResource, s.Custom.ProviderUID)
 	if err != nil {
-		return refusedRefresh("%v", err)
+		return nil, refusedRefresh("%v", err)
 	}
 	if string(res.IDP.UID) != s.Custom.ProviderUID || string(res.IDP.Type) != s.Custom.ProviderType {
-		return refusedRefresh("identity provider %q was replaced since the login", res.IDP.DisplayName)
+		return nil, refusedRefresh("identity provider %q was replaced since the login", res.IDP.DisplayName)
 	}
 	conn, ok := res.Conn.(connectors.RefreshConnector)
 	if !ok {
-		return refusedRefresh("identity provider %q cannot re-check its users", res.IDP.DisplayName)
+		return nil, refusedRefresh("identity provider %q cannot re-check its users", res.IDP.DisplayName)
 	}
 	up, err := conn.Refresh(ctx, p.ConnectorLogin(res), connectors.Identity{
 		Subject: s.Subject, Username: s.Custom.UpstreamUsername, Groups: s.Custom.UpstreamGroups, Session: s.Custom.Session,
 	})
 	if err != nil {
-		return p.refreshError(ctx, res, err)
+		return nil, p.refreshError(ctx, res, err)
 	}
 	p.Audit.Event(ctx, "Identity Refreshed From Upstream IDP", audit.Fields{PersonalInfo: []any{"upstreamUsername", up.Username, "upstreamGroups", up.Groups}})
 	if up.Username != s.Custom.UpstreamUsername {
-		return refusedRefresh("the upstream identity changed since the login")
+		return nil, refusedRefresh("the upstream identity changed since the login")
 	}
 	down, err := p.Transform(ctx, res.IDP, idtransform.Identity{Username: s.Custom.UpstreamUsername, Groups: up.Groups})
 	if err != nil {
-		return refusedRefresh("%v", err)
+		return nil, refusedRefresh("%v", err)
 	}
 	if down.Username != s.Custom.Username {
-		return refusedRefresh("the username changed since the login")
+		return nil, refusedRefresh("the username changed since the login")
 	}
+	warnings := groupChangeWarnings(ar.GetClient().GetID(), down.Username, s.Custom.Groups, down.Groups)
 	s.Custom.UpstreamGroups = up.Groups
 	s.Custom.Session = up.Session
 	provider.SetIdentity(s, down, ar)
 	p.Audit.Event(ctx, "Session Refreshed", audit.Fields{SessionID: ar.GetID(), PersonalInfo: []any{"username", s.Custom.Username, "groups", s.Custom.Groups, "subject", s.Subject}})
-	return nil
+	return warnings, nil
+}
+
+// groupChangeWarnings are the warnings Pinniped's Supervisor gives its CLI when a refresh changed
+// the user's groups, which kubectl prints. Only pinniped-cli gets them: another client would not
+// look for them, and one without the username scope would learn the username from them.
+func groupChangeWarnings(clientID, username string, before, after []string) []string {
+	if clientID != provider.PinnipedCLIClientID {
+		return nil
+	}
+	var warnings []string
+	if added := sets.List(sets.New(after...).Difference(sets.New(before...))); len(added) > 0 {
+		warnings = append(warnings, fmt.Sprintf("User %q has been added to the following groups: %q", username, added))
+	}
+	if removed := sets.List(sets.New(before...).Difference(sets.New(after...))); len(removed) > 0 {
+		warnings = append(warnings, fmt.Sprintf("User %q has been removed from the following groups: %q", username, removed))
+	}
+	return warnings
+}
+
+// addWarnings adds warnings to a response as Kubernetes-style Warning headers (299, agent "-"),
+// the form the pinniped CLI and kubectl print.
+func addWarnings(h http.Header, warnings []string) {
+	for _, text := range warnings {
+		if v, err := utilnet.NewWarningHeader(299, "-", text); err == nil {
+			h.Add("Warning", v)
+		}
+	}
 }
 
 // refreshError answers a refresh that the connector failed: invalid_grant with the connector's
