@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -112,6 +111,7 @@ func TestOIDCClientLogin(t *testing.T) {
 
 	roots := x509.NewCertPool()
 	roots.AddCert(env.ca.Certificate())
+	roots.AppendCertsFromPEM(upstream.CABundle)
 	browser := browserFor(t, host, roots)
 	app := &oauth2.Config{
 		ClientID: clientName, ClientSecret: clientSecret, RedirectURL: redirectURI,
@@ -218,16 +218,15 @@ func browserFor(t *testing.T, host string, roots *x509.CertPool) *http.Client {
 }
 
 // startLoginUpstream runs an upstream OIDC provider that logs every user in as
-// pinny@example.com at once: its discovery and keys are an oidcissuer's, its authorize and token
-// endpoints are served here, over plain HTTP on loopback.
+// pinny@example.com at once: an oidcissuer, with the authorize and token endpoints served here
+// (over HTTPS, as the Supervisor requires of every endpoint it is given).
 func startLoginUpstream(t *testing.T, clientID string) *oidcissuer.Issuer {
 	var (
 		mu     sync.Mutex
 		nonces = map[string]string{} // code -> nonce
 	)
 	var issuer *oidcissuer.Issuer
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
+	authorize := func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		back, err := url.Parse(q.Get("redirect_uri"))
 		if err != nil || q.Get("client_id") != clientID {
@@ -240,8 +239,8 @@ func startLoginUpstream(t *testing.T, clientID string) *oidcissuer.Issuer {
 		mu.Unlock()
 		back.RawQuery = url.Values{"code": {code}, "state": {q.Get("state")}}.Encode()
 		http.Redirect(w, r, back.String(), http.StatusFound)
-	})
-	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+	}
+	token := func(w http.ResponseWriter, r *http.Request) {
 		resp := map[string]any{"access_token": rand.Text(), "token_type": "Bearer", "expires_in": 3600, "refresh_token": rand.Text()}
 		if r.PostFormValue("grant_type") == "authorization_code" {
 			mu.Lock()
@@ -264,12 +263,7 @@ func startLoginUpstream(t *testing.T, clientID string) *oidcissuer.Issuer {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(resp)
-	})
-	endpoints := httptest.NewServer(mux)
-	t.Cleanup(endpoints.Close)
-	issuer = oidcissuer.New(t, oidcissuer.WithDiscoveryOverrides(map[string]any{
-		"authorization_endpoint": endpoints.URL + "/authorize",
-		"token_endpoint":         endpoints.URL + "/token",
-	}))
+	}
+	issuer = oidcissuer.New(t, oidcissuer.WithEndpoint("GET /authorize", authorize), oidcissuer.WithEndpoint("POST /token", token))
 	return issuer
 }
