@@ -21,7 +21,6 @@ import (
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
-	"sealion.dev/servers/supervisor/internal/signingkeys"
 	"sealion.dev/servers/supervisor/internal/tokenseal"
 )
 
@@ -177,17 +176,7 @@ func TestAuditIDOnEveryResponse(t *testing.T) {
 	registry := &connectors.Registry{}
 	mux := issuer.NewMux(discovery.Endpoints{}, oauth.New(sessions.NewStorage(secrets, registry, tokenseal.NewRing()), registry))
 	base, _ := auditedServer(t, "", func(CompletedConfig) http.Handler { return mux })
-	keys, err := signingkeys.NewJWKS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwks, err := signingkeys.ParseJWKS(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := bytes.Repeat([]byte{7}, 32)
-	if err := mux.Set([]*issuer.Issuer{{URL: base + "/fd", Namespace: "supervisor", Name: "fd", UID: "fd-uid", JWKS: jwks,
-		TokenSigningKey: key, StateSigningKey: key, StateEncryptionKey: key, CSRFKey: key}}); err != nil {
+	if err := mux.Set([]*issuer.Issuer{testIssuer(t, "fd", base+"/fd")}); err != nil {
 		t.Fatal(err)
 	}
 	authorize := url.Values{"client_id": {"pinniped-cli"}, "redirect_uri": {"http://127.0.0.1:4242/callback"}, "response_type": {"code"},
