@@ -17,7 +17,7 @@ FUZZTIME ?= 10s
 
 # Packages whose tests start real processes (etcd, kube-apiserver, our servers).
 # (e2e/clilogin needs no cluster: the built CLI against Dex and Chromium.)
-INTEGRATION_PKGS := ./core/... ./servers/... ./cli/... ./fixtures/... ./e2e/clilogin
+INTEGRATION_PKGS := ./core/... ./servers/... ./cli/... ./fixtures/... ./e2e/clilogin ./matrix/kubeversions
 # The providers' own cluster tests skip unless host changes are allowed (and fail under CI=true
 # when something they need is missing). They run one package at a time: each compares the host
 # before and after its cluster, and only one cluster fits the host. kind's runs last, in Docker,

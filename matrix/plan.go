@@ -251,9 +251,25 @@ func (c Catalog) Plan(o PlanOptions) ([]Group, error) {
 	return groups, nil
 }
 
+// Selects reports whether the filter selects a cell of version v (of a distribution that runs
+// the matrix's versions).
+func (c Catalog) Selects(f Filter, v kubeversions.Version) bool {
+	for _, d := range c.Distributions {
+		for _, p := range c.Paths {
+			if !d.ClusterVersion && p.On(d.Name) && f.Match(Cell{Distribution: d.Name, Version: v.Minor, Path: p.Name}, v.Release) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (c Catalog) blocker(d Distribution, v kubeversions.Version, o PlanOptions) Outcome {
 	if !slices.Contains(o.Providers, d.Name) {
 		return Outcome{NotBuilt, fmt.Sprintf("no %q provider yet (providers/all)", d.Name)}
+	}
+	if v.Unserved != "" && !d.ClusterVersion {
+		return Outcome{CannotRun, v.Unserved}
 	}
 	if d.OnHost && !d.ClusterVersion && !o.SkipHostChecks {
 		if why := o.Host.Blocker(v.MinorNumber()); why != "" {

@@ -168,3 +168,53 @@ func TestGoTest(t *testing.T) {
 		t.Errorf("-run %s, want %s", run, want)
 	}
 }
+
+func TestPlanVersionsTheProxyCannotServe(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := planOpts("{kubeadm,existing}/*/webhook", t)
+	opts.Versions = slices.Clone(opts.Versions)
+	opts.Versions[0].Unserved = "the Go module proxy serves no patch of Kubernetes 1.31 in full (v1.31.14: ...)"
+	groups, err := c.Plan(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		unserved := g.Version.Minor == "1.31"
+		if got := g.Blocked; unserved != (got.Status == CannotRun && got.Reason == opts.Versions[0].Unserved) {
+			t.Errorf("%s: blocked %+v", g.Name(), got)
+		}
+	}
+}
+
+func TestSelects(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for filter, want := range map[string][]string{
+		"":                        {"1.31", "1.32", "1.33", "1.34", "1.35", "1.36"},
+		"kubeadm/1.33/*":          {"1.33"},
+		"*/v1.35.4/webhook":       {"1.35"},
+		"{kind,gke}/1.3[12]/ldap": {"1.31", "1.32"},
+		"existing":                nil,
+	} {
+		f, err := ParseFilter(filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, v := range sixMinors {
+			if c.Selects(f, v) {
+				got = append(got, v.Minor)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q selects %v, want %v", filter, got, want)
+		}
+	}
+}

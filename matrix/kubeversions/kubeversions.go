@@ -1,7 +1,7 @@
-// Package kubeversions finds the Kubernetes releases the matrix runs: the newest patch of each of
-// the newest minors that the Go module proxy serves for k8s.io/kubernetes (the source our binaries
-// are built from). The answer is cached for a day, and a stale cache stands in when the proxy
-// cannot be reached.
+// Package kubeversions finds the Kubernetes releases the matrix runs: for each of the newest minors
+// that the Go module proxy lists for k8s.io/kubernetes (the source our binaries are built from),
+// the newest patch whose modules the proxy serves in full. The list is cached for a day, and a
+// stale cache stands in when the proxy cannot be reached.
 package kubeversions
 
 import (
@@ -25,8 +25,26 @@ const Module = "k8s.io/kubernetes"
 type Version struct {
 	// Minor is "1.33", the label cells use.
 	Minor string `json:"minor"`
-	// Release is the newest patch release of the minor, "v1.33.13".
+	// Release is the patch the matrix runs, "v1.33.13": the newest one, or after Served the newest
+	// one the proxy serves in full.
 	Release string `json:"release"`
+	// Passed are the newer patches Served passed over, newest first, and why.
+	Passed []Refusal `json:"passed,omitempty"`
+	// Unserved says why no patch of the minor can be built here; Release is then the newest.
+	Unserved string `json:"unserved,omitempty"`
+
+	// patches are the minor's releases the proxy lists, oldest first.
+	patches []string
+}
+
+// patchesNewestFirst are the releases Served tries, Release alone when the list is unknown.
+func (v Version) patchesNewestFirst() []string {
+	if len(v.patches) == 0 {
+		return []string{v.Release}
+	}
+	out := slices.Clone(v.patches)
+	slices.Reverse(out)
+	return out
 }
 
 // MinorNumber is the minor as a number (33 for "1.33"), 0 when Minor is not "1.N".
@@ -40,20 +58,17 @@ func (v Version) MinorNumber() int {
 }
 
 // Newest picks, from module versions ("v1.33.13"), the newest release of each of the n newest
-// minors, oldest minor first. Pre-releases are ignored.
+// minors, oldest minor first, remembering the minor's other releases for Served. Pre-releases are
+// ignored.
 func Newest(versions []string, n int) []Version {
-	best := map[int]int{}
+	patches := map[int][]int{}
 	for _, v := range versions {
-		r, ok := parseRelease(v)
-		if !ok {
-			continue
-		}
-		if p, seen := best[r[0]]; !seen || r[1] > p {
-			best[r[0]] = r[1]
+		if r, ok := parseRelease(v); ok && !slices.Contains(patches[r[0]], r[1]) {
+			patches[r[0]] = append(patches[r[0]], r[1])
 		}
 	}
-	minors := make([]int, 0, len(best))
-	for m := range best {
+	minors := make([]int, 0, len(patches))
+	for m := range patches {
 		minors = append(minors, m)
 	}
 	slices.Sort(minors)
@@ -62,7 +77,13 @@ func Newest(versions []string, n int) []Version {
 	}
 	out := make([]Version, len(minors))
 	for i, m := range minors {
-		out[i] = Version{Minor: fmt.Sprintf("1.%d", m), Release: fmt.Sprintf("v1.%d.%d", m, best[m])}
+		slices.Sort(patches[m])
+		v := Version{Minor: fmt.Sprintf("1.%d", m)}
+		for _, p := range patches[m] {
+			v.patches = append(v.patches, fmt.Sprintf("v1.%d.%d", m, p))
+		}
+		v.Release = v.patches[len(v.patches)-1]
+		out[i] = v
 	}
 	return out
 }
@@ -79,14 +100,18 @@ func parseRelease(v string) ([2]int, bool) {
 }
 
 // Resolver asks the Go module proxy, through the go command (so GOPROXY, GONOSUMDB and
-// credentials apply as for any module), and caches the answer.
+// credentials apply as for any module), and caches the answers.
 type Resolver struct {
-	// CacheFile holds the last answer.
+	// CacheFile holds the last version list.
 	CacheFile string
-	// MaxAge is how long a cached answer is used without asking again.
+	// VerdictFile holds which releases the proxy serves in full (see Served).
+	VerdictFile string
+	// MaxAge is how long a cached list or refusal is used without asking again.
 	MaxAge time.Duration
 	// List returns the module's versions; nil runs `go list -m -versions`.
 	List func(ctx context.Context) ([]string, error)
+	// Check says whether a release is served in full; nil downloads its modules (goCheck).
+	Check Check
 	// Now is time.Now outside tests.
 	Now func() time.Time
 }
@@ -99,10 +124,7 @@ type cacheFile struct {
 // Newest returns the newest release of each of the n newest minors. A warning (not an error) says
 // when a stale cache stood in for an unreachable proxy.
 func (r Resolver) Newest(ctx context.Context, n int) (versions []Version, warning string, err error) {
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
+	now := r.now
 	cached, cacheErr := r.readCache()
 	if cacheErr == nil && now().Sub(cached.Fetched) < r.MaxAge {
 		return Newest(cached.Versions, n), "", nil

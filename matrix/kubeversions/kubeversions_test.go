@@ -16,17 +16,29 @@ var proxyList = []string{"v1.13.0", "v1.29.6", "v1.30.4", "v1.30.14", "v1.31.0",
 
 func TestNewest(t *testing.T) {
 	t.Parallel()
-	got := Newest(proxyList, 6)
-	want := []Version{{"1.31", "v1.31.14"}, {"1.32", "v1.32.13"}, {"1.33", "v1.33.13"}, {"1.34", "v1.34.4"}, {"1.35", "v1.35.4"}, {"1.36", "v1.36.3"}}
+	got := releases(Newest(proxyList, 6))
+	want := []string{"1.31 v1.31.14", "1.32 v1.32.13", "1.33 v1.33.13", "1.34 v1.34.4", "1.35 v1.35.4", "1.36 v1.36.3"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Newest = %v, want %v", got, want)
 	}
-	if got := Newest([]string{"v1.9.10", "v1.10.2", "v1.10.11", "junk", "v2.0.0"}, 1); !reflect.DeepEqual(got, []Version{{"1.10", "v1.10.11"}}) {
+	numeric := Newest([]string{"v1.9.10", "v1.10.2", "v1.10.11", "junk", "v2.0.0", "v1.10.2"}, 1)
+	if got := releases(numeric); !reflect.DeepEqual(got, []string{"1.10 v1.10.11"}) {
 		t.Errorf("numeric ordering: %v", got)
+	}
+	if got := numeric[0].patchesNewestFirst(); !reflect.DeepEqual(got, []string{"v1.10.11", "v1.10.2"}) {
+		t.Errorf("patches of 1.10, newest first, each once: %v", got)
 	}
 	if n := (Version{Minor: "1.35"}).MinorNumber(); n != 35 {
 		t.Errorf("MinorNumber = %d", n)
 	}
+}
+
+func releases(vs []Version) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Minor + " " + v.Release
+	}
+	return out
 }
 
 func TestResolverCaches(t *testing.T) {

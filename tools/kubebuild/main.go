@@ -80,7 +80,7 @@ func (b builder) stampFile() string { return filepath.Join(b.binDir(), ".complet
 // etcdPatches is the etcd built for each etcd minor a kubeadm may expect (`kubeadm config images
 // list` names it): the flags kubeadm passes etcd change between minors (kubeadm 1.34 passes
 // --feature-gates, which etcd 3.5 refuses), while any patch of the minor serves.
-var etcdPatches = map[string]string{"3.5": "v3.5.35", "3.6": "v3.6.5"}
+var etcdPatches = map[string]string{"3.5": "v3.5.35", "3.6": "v3.6.5", "3.7": "v3.7.3"}
 
 // stamp records what a finished build holds, so a changed etcd version is noticed.
 func (b builder) stamp() string { return b.version + " etcd " + b.etcdVersion + "\n" }

@@ -62,7 +62,7 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&o.list, "list", false, "print the selected cells and whether each would run, then exit")
 	fs.DurationVar(&o.budget, "budget", 0, "time budget: groups not started when it runs out are reported as not run (0: none)")
 	fs.StringVar(&o.out, "out", "_output/matrix", "report folder (relative to the repository root)")
-	fs.IntVar(&o.minors, "minors", 6, "how many of the newest Kubernetes minors to run")
+	fs.IntVar(&o.minors, "minors", 7, "how many of the newest Kubernetes minors to run")
 	fs.BoolVar(&o.skipHostChecks, "skip-host-checks", false, "run versions this machine's checks say cannot run here (cgroup v1, containerd)")
 	fs.BoolVar(&o.allowHostChanges, "allow-host-changes", false, "let providers that run clusters on this machine change it "+
 		"(CI=true or SEALION_ALLOW_HOST_CHANGES=true do too)")
@@ -89,14 +89,25 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 		return 2, err
 	}
 	cache := cacheDir()
-	versions, warning, err := kubeversions.Resolver{
-		CacheFile: filepath.Join(cache, "matrix", "kubernetes-versions.json"), MaxAge: 24 * time.Hour,
-	}.Newest(ctx, o.minors)
+	resolver := kubeversions.Resolver{
+		CacheFile:   filepath.Join(cache, "matrix", "kubernetes-versions.json"),
+		VerdictFile: filepath.Join(cache, "matrix", "kubernetes-served.json"),
+		MaxAge:      24 * time.Hour,
+	}
+	versions, warning, err := resolver.Newest(ctx, o.minors)
 	if err != nil {
 		return 2, err
 	}
 	if warning != "" {
 		fmt.Fprintf(stderr, "matrix: %s\n", warning)
+	}
+	// Only the minors the cells select are checked: a cold check downloads the release's modules.
+	for i, v := range versions {
+		if cat.Selects(filter, v) {
+			if versions[i], warning = resolver.Served(ctx, v); warning != "" {
+				fmt.Fprintf(stderr, "matrix: %s\n", warning)
+			}
+		}
 	}
 	host := hostcheck.Detect(ctx)
 	groups, err := cat.Plan(matrix.PlanOptions{
@@ -185,8 +196,30 @@ func list(w io.Writer, cat matrix.Catalog, groups []matrix.Group, host hostcheck
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	passedOver(w, groups)
 	fmt.Fprintf(w, "\nEvery group (distribution/version) that runs also runs %s.\n", strings.Join(cat.Suite, ", "))
 	return nil
+}
+
+// passedOver says, per minor, which newer patches were passed over because the Go module proxy
+// does not serve them in full.
+func passedOver(w io.Writer, groups []matrix.Group) {
+	seen := map[string]bool{}
+	for _, g := range groups {
+		v := g.Version
+		if len(v.Passed) == 0 || seen[v.Minor] {
+			continue
+		}
+		if len(seen) == 0 {
+			fmt.Fprintln(w, "\nNewer patches passed over (the Go module proxy does not serve all their modules):")
+		}
+		seen[v.Minor] = true
+		var passed []string
+		for _, p := range v.Passed {
+			passed = append(passed, p.Release+": "+strings.TrimPrefix(p.Reason, "the Go module proxy does not serve "))
+		}
+		fmt.Fprintf(w, "  %s runs %s, passed over %s\n", v.Minor, v.Release, strings.Join(passed, "; "))
+	}
 }
 
 // repoRoot is the closest folder up from the working directory whose go.mod is module sealion.dev.
