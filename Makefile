@@ -172,7 +172,7 @@ matrix-ci-if-allowed:
 CELLS ?=
 MATRIX_BUDGET ?= 0
 KUBE_MINOR := $(subst v,,$(basename $(KUBE_VERSION)))
-MATRIX_CI_CELLS := {kubeadm,gke,talos-like,kind}/$(KUBE_MINOR)/*
+MATRIX_CI_CELLS := {kubeadm,gke,talos-like,kind}/$(KUBE_MINOR)/* kubeadm/newest/*
 
 .PHONY: matrix
 matrix: deps ## conformance matrix, every cell or CELLS, report in _output/matrix (clusters on this machine need ALLOW_HOST_CHANGES=true)
@@ -181,7 +181,7 @@ matrix: deps ## conformance matrix, every cell or CELLS, report in _output/matri
 	$(GO) run ./matrix/cmd/matrix --cells '$(CELLS)' --budget $(MATRIX_BUDGET)
 
 .PHONY: matrix-ci
-matrix-ci: ## the matrix's CI subset: kubeadm, gke, talos-like and kind on KUBE_VERSION's minor, every identity path
+matrix-ci: ## the matrix's CI subset: kubeadm, gke, talos-like and kind on KUBE_VERSION's minor, and kubeadm on the newest minor, every identity path
 	$(MAKE) matrix CELLS='$(MATRIX_CI_CELLS)'
 
 .PHONY: generate

@@ -22,8 +22,28 @@ type Cell struct {
 func (c Cell) String() string { return c.Distribution + "/" + c.Version + "/" + c.Path }
 
 // Filter selects cells: a list of patterns distribution/version/path, each part a glob
-// (path.Match syntax plus {a,b} alternatives); missing trailing parts match anything.
+// (path.Match syntax plus {a,b} alternatives); missing trailing parts match anything. The version
+// NewestMinor stands for the newest minor of the run (see WithNewest).
 type Filter []pattern
+
+// NewestMinor is the version that names the newest minor in a filter, so that CI can always run
+// it without knowing which it is today.
+const NewestMinor = "newest"
+
+// WithNewest returns the filter with the version NewestMinor replaced by minor ("1.37").
+func (f Filter) WithNewest(minor string) Filter {
+	out := make(Filter, len(f))
+	for i, p := range f {
+		p.parts[1] = slices.Clone(p.parts[1])
+		for j, alt := range p.parts[1] {
+			if alt == NewestMinor {
+				p.parts[1][j] = minor
+			}
+		}
+		out[i] = p
+	}
+	return out
+}
 
 type pattern struct {
 	text  string

@@ -58,7 +58,7 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.cells, "cells", "", "cells to run: patterns distribution/version/path, globs per part, {a,b} alternatives, "+
-		"separated by commas or spaces (e.g. 'kind/1.33/*', '{kubeadm,gke}/1.33/webhook'); empty runs every cell")
+		"separated by commas or spaces (e.g. 'kind/1.33/*', '{kubeadm,gke}/1.33/webhook'); the version 'newest' is the newest minor; empty runs every cell")
 	fs.BoolVar(&o.list, "list", false, "print the selected cells and whether each would run, then exit")
 	fs.DurationVar(&o.budget, "budget", 0, "time budget: groups not started when it runs out are reported as not run (0: none)")
 	fs.StringVar(&o.out, "out", "_output/matrix", "report folder (relative to the repository root)")
@@ -100,6 +100,9 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if warning != "" {
 		fmt.Fprintf(stderr, "matrix: %s\n", warning)
+	}
+	if len(versions) > 0 {
+		filter = filter.WithNewest(versions[len(versions)-1].Minor)
 	}
 	// Only the minors the cells select are checked: a cold check downloads the release's modules.
 	for i, v := range versions {
