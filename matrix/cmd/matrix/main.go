@@ -44,6 +44,7 @@ func main() {
 
 type options struct {
 	cells            string
+	shard            string
 	list             bool
 	budget           time.Duration
 	out              string
@@ -59,6 +60,8 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.cells, "cells", "", "cells to run: patterns distribution/version/path, globs per part, {a,b} alternatives, "+
 		"separated by commas or spaces (e.g. 'kind/1.33/*', '{kubeadm,gke}/1.33/webhook'); empty runs every cell")
+	fs.StringVar(&o.shard, "shard", "", "run only shard i of n of the plan (e.g. 2/3): whole groups, the same slice on every machine "+
+		"for the same plan; `matrix merge` joins the shards' reports")
 	fs.BoolVar(&o.list, "list", false, "print the selected cells and whether each would run, then exit")
 	fs.DurationVar(&o.budget, "budget", 0, "time budget: groups not started when it runs out are reported as not run (0: none)")
 	fs.StringVar(&o.out, "out", "_output/matrix", "report folder (relative to the repository root)")
@@ -72,6 +75,14 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if fs.NArg() > 0 {
 		return 2, fmt.Errorf("unexpected arguments %q (cells go in --cells)", fs.Args())
+	}
+	var shard *matrix.Shard
+	if o.shard != "" {
+		s, err := matrix.ParseShard(o.shard)
+		if err != nil {
+			return 2, err
+		}
+		shard = &s
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,14 +110,21 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(stderr, "matrix: %s\n", warning)
 	}
 	host := hostcheck.Detect(ctx)
-	groups, err := cat.Plan(matrix.PlanOptions{
+	plan, err := cat.Plan(matrix.PlanOptions{
 		Versions: versions, Filter: filter, Providers: all.Names,
 		Host: host, SkipHostChecks: o.skipHostChecks, Getenv: os.Getenv,
 	})
 	if err != nil {
 		return 2, err
 	}
+	groups := plan
+	if shard != nil {
+		groups = shard.Select(cat, plan)
+	}
 	if o.list {
+		if shard != nil {
+			fmt.Fprintf(stdout, "shard %s: %d of the plan's %d groups\n", shard, len(groups), len(plan))
+		}
 		return 0, list(stdout, cat, groups, host)
 	}
 	for _, g := range groups {
@@ -142,6 +160,9 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 
 	res := r.Run(ctx, groups, stop)
 	res.Host, res.Commit = host.String(), commit(repo)
+	if shard != nil {
+		res.Shard, res.Plan = shard, matrix.CellNames(plan)
+	}
 	if err := report.WriteAll(out, res); err != nil {
 		return 1, err
 	}

@@ -26,6 +26,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--cells", "kubeadm/1.33/webhook/extra"}, "more than distribution/version/path"},
 		{[]string{"--cells", "kubeadm/{1.33"}, "unbalanced braces"},
 		{[]string{"kubeadm/1.33"}, "cells go in --cells"},
+		{[]string{"--shard", "0/3"}, `shard "0/3" is out of range`},
+		{[]string{"--shard", "4/3"}, `shard "4/3" is out of range`},
+		{[]string{"--list", "--shard", "x"}, `shard "x" is not i/n`},
 	} {
 		code, err := matrixMain(tc.args, io.Discard, io.Discard)
 		if code != 2 || err == nil || !strings.Contains(err.Error(), tc.want) {
