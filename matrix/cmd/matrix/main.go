@@ -1,9 +1,12 @@
 // Command matrix runs the conformance matrix: every distribution x the newest Kubernetes minors x
 // every identity path of matrix/catalog.yaml, one cluster per distribution and version, and writes
-// a report (Markdown, HTML with every cell's logs, JUnit XML, JSON) into --out.
+// a report (Markdown, HTML with every cell's logs, JUnit XML, JSON) into --out. Across machines,
+// each runs one shard of the plan and `matrix merge` joins their reports into one.
 //
 //	go run ./matrix/cmd/matrix --list
 //	go run ./matrix/cmd/matrix --cells 'kubeadm/1.33/*' --budget 50m --allow-host-changes
+//	go run ./matrix/cmd/matrix --shard 2/3 --out _output/matrix/shard-2 --allow-host-changes
+//	go run ./matrix/cmd/matrix merge --out _output/matrix/merged _output/matrix/shard-*
 //
 // It exits 1 when a cell failed, 2 on bad usage.
 package main
@@ -27,6 +30,7 @@ import (
 	"sealion.dev/matrix"
 	"sealion.dev/matrix/hostcheck"
 	"sealion.dev/matrix/kubeversions"
+	"sealion.dev/matrix/merge"
 	"sealion.dev/matrix/report"
 	"sealion.dev/matrix/run"
 	"sealion.dev/providers"
@@ -55,9 +59,20 @@ type options struct {
 }
 
 func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) > 0 {
+		switch args[0] {
+		case "merge":
+			return mergeMain(args[1:], stdout, stderr)
+		}
+	}
 	var o options
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: matrix [flags]                 run the matrix, or a shard of it (--shard)\n"+
+			"       matrix merge --out DIR SHARD...  join the shards' reports (matrix merge --help)\n\nflags:\n")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.cells, "cells", "", "cells to run: patterns distribution/version/path, globs per part, {a,b} alternatives, "+
 		"separated by commas or spaces (e.g. 'kind/1.33/*', '{kubeadm,gke}/1.33/webhook'); empty runs every cell")
 	fs.StringVar(&o.shard, "shard", "", "run only shard i of n of the plan (e.g. 2/3): whole groups, the same slice on every machine "+
@@ -170,6 +185,44 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 		return 1, err
 	}
 	fmt.Fprintf(stderr, "matrix: report in %s (%s, %s, %s)\n", out, report.HTMLFile, report.MarkdownFile, report.JUnitFile)
+	if res.Failed() {
+		return 1, errors.New("some cells failed")
+	}
+	return 0, nil
+}
+
+// mergeMain is `matrix merge`: it joins the reports of a plan's shards into the report of the
+// whole plan and exits as a run of it would.
+func mergeMain(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("matrix merge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "_output/matrix/merged", "folder of the merged report, which gets the shards' logs too (relative to the working directory)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: matrix merge [--out DIR] SHARD...\n\n"+
+			"Joins the reports of every shard of one plan (matrix --shard i/n) into one report: JUnit, Markdown, HTML\n"+
+			"and JSON in --out, the Markdown on stdout. A SHARD is a shard's "+report.JSONFile+" or its report folder;\n"+
+			"a shell glob gives them all (_output/matrix/shard-*). The shards must be of the same plan and commit,\n"+
+			"each cell in exactly one. Their log files are copied into --out at the same relative paths.\n"+
+			"It exits 1 when a cell failed, 2 when the shards do not merge.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2, nil
+	}
+	if fs.NArg() == 0 {
+		return 2, errors.New("merge: name the shards' " + report.JSONFile + " files or report folders (e.g. _output/matrix/shard-*)")
+	}
+	res, err := merge.Merge(*out, fs.Args(), stderr)
+	if err != nil {
+		return 2, fmt.Errorf("merge: %w", err)
+	}
+	if err := report.WriteAll(*out, res); err != nil {
+		return 1, err
+	}
+	if err := report.Markdown(stdout, res); err != nil {
+		return 1, err
+	}
+	fmt.Fprintf(stderr, "matrix merge: report in %s (%s, %s, %s)\n", *out, report.HTMLFile, report.MarkdownFile, report.JUnitFile)
 	if res.Failed() {
 		return 1, errors.New("some cells failed")
 	}

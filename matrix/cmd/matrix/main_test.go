@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"sealion.dev/matrix"
+	"sealion.dev/matrix/kubeversions"
+	"sealion.dev/matrix/report"
 	"sealion.dev/providers/all"
 )
 
@@ -37,5 +43,47 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if code, _ := matrixMain([]string{"--no-such-flag"}, io.Discard, io.Discard); code != 2 {
 		t.Errorf("unknown flag: code %d", code)
+	}
+}
+
+// matrix merge writes the merged report and exits as the whole run would: 1 when a cell failed.
+func TestMerge(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	plan := []string{"kubeadm/1.33/webhook", "gke/1.33/webhook"}
+	var shards []string
+	for i, status := range []matrix.Status{matrix.Pass, matrix.Fail} {
+		s := matrix.Shard{Index: i + 1, Count: 2}
+		res := matrix.Results{Commit: "abc1234", Shard: &s, Plan: plan, Groups: []matrix.GroupResult{{
+			Distribution: strings.Split(plan[i], "/")[0], Version: kubeversions.Version{Minor: "1.33", Release: "v1.33.1"},
+			Outcome: matrix.Outcome{Status: status}, Paths: []matrix.PathResult{{Name: "webhook", Outcome: matrix.Outcome{Status: status}}},
+		}}}
+		shard := filepath.Join(dir, fmt.Sprintf("shard-%d", i+1))
+		if err := os.MkdirAll(shard, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := report.WriteAll(shard, res); err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, shard)
+	}
+	out := filepath.Join(dir, "merged")
+	var stdout bytes.Buffer
+	code, err := matrixMain(append([]string{"merge", "--out", out}, shards...), &stdout, io.Discard)
+	md, _ := os.ReadFile(filepath.Join(out, report.MarkdownFile))
+	if code != 1 || err == nil || stdout.String() != string(md) || !strings.Contains(string(md), "| kubeadm |") || !strings.Contains(string(md), "| gke |") {
+		t.Errorf("code %d, err %v, stdout:\n%s\nreport.md:\n%s", code, err, stdout.String(), md)
+	}
+	for _, f := range []string{report.JSONFile, report.MarkdownFile, report.HTMLFile, report.JUnitFile} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if code, err := matrixMain([]string{"merge", "--out", out, shards[0]}, io.Discard, io.Discard); code != 2 || err == nil ||
+		!strings.Contains(err.Error(), "missing shards: 2/2") {
+		t.Errorf("one shard of two: code %d, err %v", code, err)
+	}
+	if code, err := matrixMain([]string{"merge"}, io.Discard, io.Discard); code != 2 || err == nil {
+		t.Errorf("no shards: code %d, err %v", code, err)
 	}
 }
