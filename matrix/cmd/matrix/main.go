@@ -22,12 +22,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"sealion.dev/matrix"
+	"sealion.dev/matrix/ciworkflow"
 	"sealion.dev/matrix/hostcheck"
 	"sealion.dev/matrix/kubeversions"
 	"sealion.dev/matrix/merge"
@@ -50,6 +52,7 @@ type options struct {
 	cells            string
 	shard            string
 	list             bool
+	releases         bool
 	budget           time.Duration
 	out              string
 	minors           int
@@ -63,6 +66,8 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 		switch args[0] {
 		case "merge":
 			return mergeMain(args[1:], stdout, stderr)
+		case "ci-workflow":
+			return ciWorkflowMain(args[1:], stderr)
 		}
 	}
 	var o options
@@ -70,7 +75,8 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: matrix [flags]                 run the matrix, or a shard of it (--shard)\n"+
-			"       matrix merge --out DIR SHARD...  join the shards' reports (matrix merge --help)\n\nflags:\n")
+			"       matrix merge --out DIR SHARD...  join the shards' reports (matrix merge --help)\n"+
+			"       matrix ci-workflow [--shards N]  write the GitHub Actions workflow running N shards (matrix ci-workflow --help)\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.cells, "cells", "", "cells to run: patterns distribution/version/path, globs per part, {a,b} alternatives, "+
@@ -78,6 +84,7 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&o.shard, "shard", "", "run only shard i of n of the plan (e.g. 2/3): whole groups, the same slice on every machine "+
 		"for the same plan; `matrix merge` joins the shards' reports")
 	fs.BoolVar(&o.list, "list", false, "print the selected cells and whether each would run, then exit")
+	fs.BoolVar(&o.releases, "releases", false, "print the Kubernetes releases the selected groups use, space-separated, then exit (CI keys its cache of Kubernetes builds by them)")
 	fs.DurationVar(&o.budget, "budget", 0, "time budget: groups not started when it runs out are reported as not run (0: none)")
 	fs.StringVar(&o.out, "out", "_output/matrix", "report folder (relative to the repository root)")
 	fs.IntVar(&o.minors, "minors", 6, "how many of the newest Kubernetes minors to run")
@@ -135,6 +142,17 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	groups := plan
 	if shard != nil {
 		groups = shard.Select(cat, plan)
+	}
+	if o.releases {
+		var releases []string
+		slices.SortStableFunc(groups, func(a, b matrix.Group) int { return a.Version.MinorNumber() - b.Version.MinorNumber() })
+		for _, g := range groups {
+			if r := g.Version.Release; r != "" && !slices.Contains(releases, r) {
+				releases = append(releases, r)
+			}
+		}
+		fmt.Fprintln(stdout, strings.Join(releases, " "))
+		return 0, nil
 	}
 	if o.list {
 		if shard != nil {
@@ -226,6 +244,48 @@ func mergeMain(args []string, stdout, stderr io.Writer) (int, error) {
 	if res.Failed() {
 		return 1, errors.New("some cells failed")
 	}
+	return 0, nil
+}
+
+// ciWorkflowMain is `matrix ci-workflow`: it writes the GitHub Actions workflow of the sharded matrix.
+func ciWorkflowMain(args []string, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("matrix ci-workflow", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	shards := fs.Int("shards", ciworkflow.DefaultShards, "how many runners share the matrix, one shard each")
+	out := fs.String("out", ciworkflow.File, "the workflow file (relative to the repository root); a unit test checks that "+
+		ciworkflow.File+" is what the defaults write")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: matrix ci-workflow [--shards N] [--out FILE]\n\n"+
+			"Writes a GitHub Actions workflow: on push, pull request or by hand, a job per shard (matrix --shard i/N) on\n"+
+			"an Ubuntu runner, caching the Kubernetes builds of its releases and uploading its report folder, then a job\n"+
+			"merging them (matrix merge) into one report, failing when a cell failed.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2, nil
+	}
+	if fs.NArg() > 0 {
+		return 2, fmt.Errorf("ci-workflow: unexpected arguments %q", fs.Args())
+	}
+	data, err := ciworkflow.Render(*shards)
+	if err != nil {
+		return 2, fmt.Errorf("ci-workflow: %w", err)
+	}
+	path := *out
+	if !filepath.IsAbs(path) {
+		repo, err := repoRoot()
+		if err != nil {
+			return 2, err
+		}
+		path = filepath.Join(repo, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return 1, err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return 1, err
+	}
+	fmt.Fprintf(stderr, "matrix ci-workflow: wrote %s (%d shards)\n", path, *shards)
 	return 0, nil
 }
 

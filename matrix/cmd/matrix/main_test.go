@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sealion.dev/matrix"
+	"sealion.dev/matrix/ciworkflow"
 	"sealion.dev/matrix/kubeversions"
 	"sealion.dev/matrix/report"
 	"sealion.dev/providers/all"
@@ -85,5 +87,50 @@ func TestMerge(t *testing.T) {
 	}
 	if code, err := matrixMain([]string{"merge"}, io.Discard, io.Discard); code != 2 || err == nil {
 		t.Errorf("no shards: code %d, err %v", code, err)
+	}
+}
+
+// matrix ci-workflow writes the workflow for the shards asked for, and refuses a count below one.
+func TestCIWorkflow(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "workflows", "matrix.yml")
+	if code, err := matrixMain([]string{"ci-workflow", "--shards", "3", "--out", file}, io.Discard, io.Discard); code != 0 || err != nil {
+		t.Fatalf("code %d, err %v", code, err)
+	}
+	got, _ := os.ReadFile(file)
+	want, err := ciworkflow.Render(3)
+	if err != nil || string(got) != string(want) {
+		t.Errorf("wrote\n%s\nwant\n%s (%v)", got, want, err)
+	}
+	if code, err := matrixMain([]string{"ci-workflow", "--shards", "0", "--out", file}, io.Discard, io.Discard); code != 2 || err == nil {
+		t.Errorf("0 shards: code %d, err %v", code, err)
+	}
+}
+
+// --releases prints the Kubernetes releases of the shard's groups, oldest first: the key of CI's
+// cache of Kubernetes builds.
+func TestReleases(t *testing.T) {
+	// Not parallel: it sets SEALION_CACHE, where the matrix finds the versions it resolved today.
+	cache := t.TempDir()
+	t.Setenv("SEALION_CACHE", cache)
+	versions := fmt.Sprintf(`{"fetched": %q, "versions": ["v1.32.2", "v1.33.13", "v1.34.4", "v1.34.3"]}`, time.Now().UTC().Format(time.RFC3339))
+	if err := os.MkdirAll(filepath.Join(cache, "matrix"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, "matrix", "kubernetes-versions.json"), []byte(versions), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--releases"}, "v1.32.2 v1.33.13 v1.34.4\n"},
+		{[]string{"--releases", "--cells", "kubeadm/1.34,kind/1.33,existing"}, "v1.33.13 v1.34.4\n"},
+		{[]string{"--releases", "--cells", "existing"}, "\n"},
+	} {
+		var out bytes.Buffer
+		if code, err := matrixMain(tc.args, &out, io.Discard); code != 0 || err != nil || out.String() != tc.want {
+			t.Errorf("%v: code %d, err %v, printed %q, want %q", tc.args, code, err, out.String(), tc.want)
+		}
 	}
 }
