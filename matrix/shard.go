@@ -32,7 +32,7 @@ func ParseShard(text string) (Shard, error) {
 }
 
 // Select returns the groups of the plan this shard runs, in plan order. A group is never split,
-// since its cells share one cluster.
+// since its cells share one cluster. s is a valid shard (ParseShard makes them).
 //
 // Groups go to shards greedily, costliest first, each to the shard with the least cost so far
 // (lowest index on a tie): this "longest processing time first" rule keeps the slowest shard within

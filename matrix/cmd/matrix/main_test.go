@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,9 +108,9 @@ func TestCIWorkflow(t *testing.T) {
 	}
 }
 
-// --releases prints the Kubernetes releases of the shard's groups, oldest first: the key of CI's
-// cache of Kubernetes builds.
-func TestReleases(t *testing.T) {
+// --list --shard i/n lists the shard's slice, the slices together the whole plan; --releases
+// prints the Kubernetes releases of the groups, oldest first: the key of CI's cache of Kubernetes builds.
+func TestShardListAndReleases(t *testing.T) {
 	// Not parallel: it sets SEALION_CACHE, where the matrix finds the versions it resolved today.
 	cache := t.TempDir()
 	t.Setenv("SEALION_CACHE", cache)
@@ -120,6 +121,30 @@ func TestReleases(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cache, "matrix", "kubernetes-versions.json"), []byte(versions), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	cells := func(args ...string) (header string, cells []string) {
+		var out bytes.Buffer
+		if code, err := matrixMain(append([]string{"--list"}, args...), &out, io.Discard); code != 0 || err != nil {
+			t.Fatalf("%v: code %d, err %v", args, code, err)
+		}
+		lines := strings.Split(out.String(), "\n")
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) > 0 && strings.Count(f[0], "/") == 2 {
+				cells = append(cells, f[0])
+			}
+		}
+		return lines[0], cells
+	}
+	// 19 groups: six distributions on three minors, and existing.
+	_, whole := cells()
+	h1, one := cells("--shard", "1/2")
+	h2, two := cells("--shard", "2/2")
+	if h1 != "shard 1/2: 9 of the plan's 19 groups" || h2 != "shard 2/2: 10 of the plan's 19 groups" || len(one) == 0 || len(two) == 0 {
+		t.Errorf("headers %q, %q; %d and %d cells", h1, h2, len(one), len(two))
+	}
+	if union := slices.Sorted(slices.Values(append(one, two...))); !slices.Equal(union, slices.Sorted(slices.Values(whole))) {
+		t.Errorf("shards list %v, the plan %v", union, whole)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
