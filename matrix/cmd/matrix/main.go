@@ -145,8 +145,8 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if o.releases {
 		var releases []string
-		slices.SortStableFunc(groups, func(a, b matrix.Group) int { return a.Version.MinorNumber() - b.Version.MinorNumber() })
-		for _, g := range groups {
+		byMinor := slices.SortedStableFunc(slices.Values(groups), func(a, b matrix.Group) int { return a.Version.MinorNumber() - b.Version.MinorNumber() })
+		for _, g := range byMinor {
 			if r := g.Version.Release; r != "" && !slices.Contains(releases, r) {
 				releases = append(releases, r)
 			}
