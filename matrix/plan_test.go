@@ -26,16 +26,6 @@ func planOpts(filter string, t *testing.T) PlanOptions {
 	}
 }
 
-func cellNames(groups []Group) []string {
-	var out []string
-	for _, g := range groups {
-		for _, c := range g.Cells() {
-			out = append(out, c.String())
-		}
-	}
-	return out
-}
-
 func TestPlanExpandsEverything(t *testing.T) {
 	t.Parallel()
 	c, err := DefaultCatalog()
@@ -51,7 +41,7 @@ func TestPlanExpandsEverything(t *testing.T) {
 	if len(groups) != 6*6+1 {
 		t.Fatalf("%d groups", len(groups))
 	}
-	cells := cellNames(groups)
+	cells := CellNames(groups)
 	if len(cells) != 37*6+2*6+3*6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
 		t.Errorf("%d cells, first %s, last %s", len(cells), cells[0], cells[len(cells)-1])
 	}
@@ -104,7 +94,7 @@ func TestPlanFilters(t *testing.T) {
 			t.Errorf("%s: %v", tc.filter, err)
 			continue
 		}
-		if got := cellNames(groups); !slices.Equal(got, tc.want) {
+		if got := CellNames(groups); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: cells %v, want %v", tc.filter, got, tc.want)
 		}
 	}
@@ -232,7 +222,7 @@ func TestFilterWithNewest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := cellNames(groups), []string{"kubeadm/1.36/webhook", "gke/1.33/ldap", "gke/1.36/ldap"}; !slices.Equal(got, want) {
+	if got, want := CellNames(groups), []string{"kubeadm/1.36/webhook", "gke/1.33/ldap", "gke/1.36/ldap"}; !slices.Equal(got, want) {
 		t.Errorf("cells %v, want %v", got, want)
 	}
 	// The filter it was made from is unchanged.

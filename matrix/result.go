@@ -100,6 +100,10 @@ type Results struct {
 	Host   string        `json:"host,omitempty"`
 	Commit string        `json:"commit,omitempty"`
 	Groups []GroupResult `json:"groups"`
+	// Shard is set when the run was one shard of a plan (matrix --shard), and Plan then lists every
+	// cell of the whole plan, so that matrix merge can check that the shards add up to it.
+	Shard *Shard   `json:"shard,omitempty"`
+	Plan  []string `json:"plan,omitempty"`
 }
 
 // Failed reports whether any cell failed or errored.

@@ -1,9 +1,12 @@
 // Command matrix runs the conformance matrix: every distribution x the newest Kubernetes minors x
 // every identity path of matrix/catalog.yaml, one cluster per distribution and version, and writes
-// a report (Markdown, HTML with every cell's logs, JUnit XML, JSON) into --out.
+// a report (Markdown, HTML with every cell's logs, JUnit XML, JSON) into --out. Across machines,
+// each runs one shard of the plan and `matrix merge` joins their reports into one.
 //
 //	go run ./matrix/cmd/matrix --list
 //	go run ./matrix/cmd/matrix --cells 'kubeadm/1.33/*' --budget 50m --allow-host-changes
+//	go run ./matrix/cmd/matrix --shard 2/3 --out _output/matrix/shard-2 --allow-host-changes
+//	go run ./matrix/cmd/matrix merge --out _output/matrix/merged _output/matrix/shard-*
 //
 // It exits 1 when a cell failed, 2 on bad usage.
 package main
@@ -19,14 +22,17 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"sealion.dev/matrix"
+	"sealion.dev/matrix/ciworkflow"
 	"sealion.dev/matrix/hostcheck"
 	"sealion.dev/matrix/kubeversions"
+	"sealion.dev/matrix/merge"
 	"sealion.dev/matrix/report"
 	"sealion.dev/matrix/run"
 	"sealion.dev/providers"
@@ -44,7 +50,9 @@ func main() {
 
 type options struct {
 	cells            string
+	shard            string
 	list             bool
+	releases         bool
 	budget           time.Duration
 	out              string
 	minors           int
@@ -54,12 +62,29 @@ type options struct {
 }
 
 func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) > 0 {
+		switch args[0] {
+		case "merge":
+			return mergeMain(args[1:], stdout, stderr)
+		case "ci-workflow":
+			return ciWorkflowMain(args[1:], stderr)
+		}
+	}
 	var o options
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: matrix [flags]                 run the matrix, or a shard of it (--shard)\n"+
+			"       matrix merge --out DIR SHARD...  join the shards' reports (matrix merge --help)\n"+
+			"       matrix ci-workflow [--shards N]  write the GitHub Actions workflow running N shards (matrix ci-workflow --help)\n\nflags:\n")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.cells, "cells", "", "cells to run: patterns distribution/version/path, globs per part, {a,b} alternatives, "+
 		"separated by commas or spaces (e.g. 'kind/1.33/*', '{kubeadm,gke}/1.33/webhook'); the version 'newest' is the newest minor; empty runs every cell")
+	fs.StringVar(&o.shard, "shard", "", "run only shard i of n of the plan (e.g. 2/3): whole groups, the same slice on every machine "+
+		"for the same plan; `matrix merge` joins the shards' reports")
 	fs.BoolVar(&o.list, "list", false, "print the selected cells and whether each would run, then exit")
+	fs.BoolVar(&o.releases, "releases", false, "print the Kubernetes releases the selected groups use, space-separated, then exit (CI keys its cache of Kubernetes builds by them)")
 	fs.DurationVar(&o.budget, "budget", 0, "time budget: groups not started when it runs out are reported as not run (0: none)")
 	fs.StringVar(&o.out, "out", "_output/matrix", "report folder (relative to the repository root)")
 	fs.IntVar(&o.minors, "minors", 7, "how many of the newest Kubernetes minors to run")
@@ -72,6 +97,14 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if fs.NArg() > 0 {
 		return 2, fmt.Errorf("unexpected arguments %q (cells go in --cells)", fs.Args())
+	}
+	var shard *matrix.Shard
+	if o.shard != "" {
+		s, err := matrix.ParseShard(o.shard)
+		if err != nil {
+			return 2, err
+		}
+		shard = &s
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -113,14 +146,32 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 	host := hostcheck.Detect(ctx)
-	groups, err := cat.Plan(matrix.PlanOptions{
+	plan, err := cat.Plan(matrix.PlanOptions{
 		Versions: versions, Filter: filter, Providers: all.Names,
 		Host: host, SkipHostChecks: o.skipHostChecks, Getenv: os.Getenv,
 	})
 	if err != nil {
 		return 2, err
 	}
+	groups := plan
+	if shard != nil {
+		groups = shard.Select(cat, plan)
+	}
+	if o.releases {
+		var releases []string
+		byMinor := slices.SortedStableFunc(slices.Values(groups), func(a, b matrix.Group) int { return a.Version.MinorNumber() - b.Version.MinorNumber() })
+		for _, g := range byMinor {
+			if r := g.Version.Release; r != "" && !slices.Contains(releases, r) {
+				releases = append(releases, r)
+			}
+		}
+		fmt.Fprintln(stdout, strings.Join(releases, " "))
+		return 0, nil
+	}
 	if o.list {
+		if shard != nil {
+			fmt.Fprintf(stdout, "shard %s: %d of the plan's %d groups\n", shard, len(groups), len(plan))
+		}
 		return 0, list(stdout, cat, groups, host)
 	}
 	for _, g := range groups {
@@ -156,6 +207,9 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 
 	res := r.Run(ctx, groups, stop)
 	res.Host, res.Commit = host.String(), commit(repo)
+	if shard != nil {
+		res.Shard, res.Plan = shard, matrix.CellNames(plan)
+	}
 	if err := report.WriteAll(out, res); err != nil {
 		return 1, err
 	}
@@ -166,6 +220,86 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	if res.Failed() {
 		return 1, errors.New("some cells failed")
 	}
+	return 0, nil
+}
+
+// mergeMain is `matrix merge`: it joins the reports of a plan's shards into the report of the
+// whole plan and exits as a run of it would.
+func mergeMain(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("matrix merge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "_output/matrix/merged", "folder of the merged report, which gets the shards' logs too (relative to the working directory)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: matrix merge [--out DIR] SHARD...\n\n"+
+			"Joins the reports of every shard of one plan (matrix --shard i/n) into one report: JUnit, Markdown, HTML\n"+
+			"and JSON in --out, the Markdown on stdout. A SHARD is a shard's "+report.JSONFile+" or its report folder;\n"+
+			"a shell glob gives them all (_output/matrix/shard-*). The shards must be of the same plan and commit,\n"+
+			"each cell in exactly one. Their log files are copied into --out at the same relative paths.\n"+
+			"It exits 1 when a cell failed, 2 when the shards do not merge.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2, nil
+	}
+	if fs.NArg() == 0 {
+		return 2, errors.New("merge: name the shards' " + report.JSONFile + " files or report folders (e.g. _output/matrix/shard-*)")
+	}
+	res, err := merge.Merge(*out, fs.Args(), stderr)
+	if err != nil {
+		return 2, fmt.Errorf("merge: %w", err)
+	}
+	if err := report.WriteAll(*out, res); err != nil {
+		return 1, err
+	}
+	if err := report.Markdown(stdout, res); err != nil {
+		return 1, err
+	}
+	fmt.Fprintf(stderr, "matrix merge: report in %s (%s, %s, %s)\n", *out, report.HTMLFile, report.MarkdownFile, report.JUnitFile)
+	if res.Failed() {
+		return 1, errors.New("some cells failed")
+	}
+	return 0, nil
+}
+
+// ciWorkflowMain is `matrix ci-workflow`: it writes the GitHub Actions workflow of the sharded matrix.
+func ciWorkflowMain(args []string, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("matrix ci-workflow", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	shards := fs.Int("shards", ciworkflow.DefaultShards, "how many runners share the matrix, one shard each")
+	out := fs.String("out", ciworkflow.File, "the workflow file (relative to the repository root); a unit test checks that "+
+		ciworkflow.File+" is what the defaults write")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: matrix ci-workflow [--shards N] [--out FILE]\n\n"+
+			"Writes a GitHub Actions workflow: on push, pull request or by hand, a job per shard (matrix --shard i/N) on\n"+
+			"an Ubuntu runner, caching the Kubernetes builds of its releases and uploading its report folder, then a job\n"+
+			"merging them (matrix merge) into one report, failing when a cell failed.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2, nil
+	}
+	if fs.NArg() > 0 {
+		return 2, fmt.Errorf("ci-workflow: unexpected arguments %q", fs.Args())
+	}
+	data, err := ciworkflow.Render(*shards)
+	if err != nil {
+		return 2, fmt.Errorf("ci-workflow: %w", err)
+	}
+	path := *out
+	if !filepath.IsAbs(path) {
+		repo, err := repoRoot()
+		if err != nil {
+			return 2, err
+		}
+		path = filepath.Join(repo, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return 1, err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return 1, err
+	}
+	fmt.Fprintf(stderr, "matrix ci-workflow: wrote %s (%d shards)\n", path, *shards)
 	return 0, nil
 }
 

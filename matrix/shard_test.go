@@ -1,0 +1,106 @@
+package matrix
+
+import (
+	"slices"
+	"testing"
+
+	"sealion.dev/matrix/hostcheck"
+)
+
+func TestParseShard(t *testing.T) {
+	t.Parallel()
+	if s, err := ParseShard("2/3"); err != nil || s != (Shard{Index: 2, Count: 3}) || s.String() != "2/3" {
+		t.Errorf("2/3: %+v, %v", s, err)
+	}
+	for _, bad := range []string{"0/3", "4/3", "x", "1/0", "-1/3", "1/", "/3", "1/3/4", "a/b", ""} {
+		if s, err := ParseShard(bad); err == nil {
+			t.Errorf("%q: %+v, want an error", bad, s)
+		}
+	}
+}
+
+func groupNames(groups []Group) []string {
+	var out []string
+	for _, g := range groups {
+		out = append(out, g.Name())
+	}
+	return out
+}
+
+// Shards split a plan into whole groups, each in exactly one shard, in plan order, costliest
+// first to the least loaded shard.
+func TestShardSelect(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// kubeadm costs 8 suite tests + 12 of its paths = 20, gke 21 (kubeapps too), kind 0 (no provider).
+	groups, err := c.Plan(planOpts("kubeadm/1.3{1,2},gke/1.31,kind/1.31", t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gke (21) to shard 1, kubeadm/1.31 (20) to 2, kubeadm/1.32 to 2 (20 < 21), kind (0) to 1.
+	for i, want := range [][]string{{"kind/1.31", "gke/1.31"}, {"kubeadm/1.31", "kubeadm/1.32"}} {
+		if got := groupNames(Shard{i + 1, 2}.Select(c, groups)); !slices.Equal(got, want) {
+			t.Errorf("shard %d/2: %v, want %v", i+1, got, want)
+		}
+	}
+
+	all, err := c.Plan(planOpts("", t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 5; n++ {
+		var union []string
+		for i := 1; i <= n; i++ {
+			part := Shard{i, n}.Select(c, all)
+			if len(part) == 0 {
+				t.Errorf("shard %d/%d is empty", i, n)
+			}
+			union = append(union, CellNames(part)...)
+		}
+		slices.Sort(union)
+		want := slices.Sorted(slices.Values(CellNames(all)))
+		if !slices.Equal(union, want) {
+			t.Errorf("%d shards hold %d cells, the plan %d (or some twice)", n, len(union), len(want))
+		}
+	}
+}
+
+// The slice does not depend on what the machine running it can do (host checks, environment), so
+// machines that differ still split the plan the same way.
+func TestShardIgnoresHostAndEnv(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := planOpts("", t)
+	here, err := c.Plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Host, o.Getenv = hostcheck.Host{Containerd: "2.1.0"}, func(string) string { return "set" }
+	elsewhere, err := c.Plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(blocked(here), blocked(elsewhere)) {
+		t.Fatal("the two plans block the same groups: the test proves nothing")
+	}
+	for i := 1; i <= 3; i++ {
+		s := Shard{i, 3}
+		if a, b := groupNames(s.Select(c, here)), groupNames(s.Select(c, elsewhere)); !slices.Equal(a, b) {
+			t.Errorf("shard %s: %v here, %v elsewhere", s, a, b)
+		}
+	}
+}
+
+func blocked(groups []Group) []string {
+	var out []string
+	for _, g := range groups {
+		out = append(out, g.Name()+": "+string(g.Blocked.Status))
+	}
+	return out
+}
