@@ -5,7 +5,10 @@
 //	go run ./matrix/cmd/matrix --list
 //	go run ./matrix/cmd/matrix --cells 'kubeadm/1.33/*' --budget 50m --allow-host-changes
 //
-// It exits 1 when a cell failed, 2 on bad usage.
+//	go run ./matrix/cmd/matrix --baseline old/results.json
+//
+// It exits 1 when a cell failed (a flaky cell, which passed when re-run, does not), 2 on bad
+// usage or an unreadable baseline.
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 	"time"
 
 	"sealion.dev/matrix"
+	"sealion.dev/matrix/baseline"
 	"sealion.dev/matrix/hostcheck"
 	"sealion.dev/matrix/kubeversions"
 	"sealion.dev/matrix/report"
@@ -51,6 +55,7 @@ type options struct {
 	skipHostChecks   bool
 	allowHostChanges bool
 	testTimeout      time.Duration
+	baseline         string
 }
 
 func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
@@ -67,11 +72,19 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&o.allowHostChanges, "allow-host-changes", false, "let providers that run clusters on this machine change it "+
 		"(CI=true or SEALION_ALLOW_HOST_CHANGES=true do too)")
 	fs.DurationVar(&o.testTimeout, "test-timeout", 60*time.Minute, "go test -timeout of one group; a group that hits it leaves its cluster behind")
+	fs.StringVar(&o.baseline, "baseline", "", "an earlier run's "+report.JSONFile+": mark each cell a regression, fixed or a new pass against it")
 	if err := fs.Parse(args); err != nil {
 		return 2, nil
 	}
 	if fs.NArg() > 0 {
 		return 2, fmt.Errorf("unexpected arguments %q (cells go in --cells)", fs.Args())
+	}
+	var base matrix.Results
+	if o.baseline != "" {
+		var err error
+		if base, err = baseline.Load(o.baseline); err != nil {
+			return 2, err
+		}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -142,6 +155,9 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 
 	res := r.Run(ctx, groups, stop)
 	res.Host, res.Commit = host.String(), commit(repo)
+	if o.baseline != "" {
+		baseline.Mark(&res, base, o.baseline)
+	}
 	if err := report.WriteAll(out, res); err != nil {
 		return 1, err
 	}

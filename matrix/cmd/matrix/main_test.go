@@ -26,6 +26,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--cells", "kubeadm/1.33/webhook/extra"}, "more than distribution/version/path"},
 		{[]string{"--cells", "kubeadm/{1.33"}, "unbalanced braces"},
 		{[]string{"kubeadm/1.33"}, "cells go in --cells"},
+		{[]string{"--baseline", "/nonexistent/old/results.json"}, "/nonexistent/old/results.json"},
 	} {
 		code, err := matrixMain(tc.args, io.Discard, io.Discard)
 		if code != 2 || err == nil || !strings.Contains(err.Error(), tc.want) {
