@@ -27,6 +27,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"sealion.dev/matrix"
 	"sealion.dev/matrix/baseline"
 	"sealion.dev/matrix/hostcheck"
@@ -139,7 +141,7 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	r := &run.Runner{
 		Catalog: cat, Repo: repo, Out: out, Cache: cache, Budget: o.budget, TestTimeout: o.testTimeout,
-		AllowHostChanges: o.allowHostChanges, Progress: stderr,
+		AllowHostChanges: o.allowHostChanges, Progress: stderr, Color: colorTerminal(stderr, os.Getenv),
 	}
 	stop := make(chan struct{})
 	signals := make(chan os.Signal, 2)
@@ -203,6 +205,13 @@ func list(w io.Writer, cat matrix.Catalog, groups []matrix.Group, host hostcheck
 	}
 	fmt.Fprintf(w, "\nEvery group (distribution/version) that runs also runs %s.\n", strings.Join(cat.Suite, ", "))
 	return nil
+}
+
+// colorTerminal reports whether w is a terminal and the user has not asked for no colour
+// (NO_COLOR, no-color.org): a CI log or a file gets plain words.
+func colorTerminal(w io.Writer, getenv func(string) string) bool {
+	f, ok := w.(*os.File)
+	return ok && getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
 }
 
 // repoRoot is the closest folder up from the working directory whose go.mod is module sealion.dev.

@@ -37,3 +37,24 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("unknown flag: code %d", code)
 	}
 }
+
+// Colour only on a terminal, and never with NO_COLOR set.
+func TestColorTerminal(t *testing.T) {
+	t.Parallel()
+	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer tty.Close()
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	env := func(noColor string) func(string) string {
+		return func(k string) string { return map[string]string{"NO_COLOR": noColor}[k] }
+	}
+	if !colorTerminal(tty, env("")) || colorTerminal(tty, env("1")) || colorTerminal(devNull, env("")) || colorTerminal(io.Discard, env("")) {
+		t.Error("colour on a terminal without NO_COLOR only")
+	}
+}
