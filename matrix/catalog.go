@@ -40,6 +40,9 @@ type Strategy struct {
 // Distribution is a kind of cluster, made by the provider of the same name.
 type Distribution struct {
 	Name string `json:"name"`
+	// Simulates names the platform the distribution imitates on this machine (a kubeadm-built
+	// cluster shaped like GKE is not GKE); reports label it so. Empty for a real distribution.
+	Simulates string `json:"simulates,omitempty"`
 	// Strategy is the expected CredentialIssuer strategy; empty means reported, not asserted.
 	Strategy string `json:"strategy,omitempty"`
 	// OnHost means the provider changes this machine.

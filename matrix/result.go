@@ -16,6 +16,9 @@ type Status string
 const (
 	Pass Status = "pass"
 	Fail Status = "fail"
+	// Flaky is a cell whose failed tests all passed when run again: it does not fail the run,
+	// yet is listed, since the first failure may be a real, intermittent bug.
+	Flaky Status = "flaky"
 	// Error means the cell could not be tested: an artifact did not build, or the cluster or the
 	// suite's setup failed before the tests.
 	Error Status = "error"
@@ -35,7 +38,7 @@ func (s Status) Failed() bool { return s == Fail || s == Error }
 
 // severity orders statuses for summaries: the worst wins.
 func (s Status) severity() int {
-	return slices.Index([]Status{"", NotBuilt, CannotRun, NotRun, Skip, Pass, Error, Fail}, s)
+	return slices.Index([]Status{"", NotBuilt, CannotRun, NotRun, Skip, Pass, Flaky, Error, Fail}, s)
 }
 
 // Outcome is a status and the reason for it.
@@ -53,6 +56,17 @@ type TestOutcome struct {
 	Elapsed time.Duration `json:"elapsed"`
 	// Log is the test's output file, relative to the report folder.
 	Log string `json:"log,omitempty"`
+	// Retry is the test's second run, when its first failed; Status is then Flaky if the second
+	// passed, Fail otherwise, and Reason the first run's failure.
+	Retry *TestRun `json:"retry,omitempty"`
+}
+
+// TestRun is one more run of a test.
+type TestRun struct {
+	Status  Status        `json:"status"`
+	Reason  string        `json:"reason,omitempty"`
+	Elapsed time.Duration `json:"elapsed"`
+	Log     string        `json:"log,omitempty"`
 }
 
 // PathResult is one cell: an identity path in a group.
@@ -60,7 +74,23 @@ type PathResult struct {
 	Name string `json:"name"`
 	Outcome
 	Tests []TestOutcome `json:"tests,omitempty"`
+	// Elapsed is the time its tests took, re-runs included.
+	Elapsed time.Duration `json:"elapsed,omitempty"`
+	// Change is how the cell compares with a baseline run, empty when unchanged or not compared.
+	Change Change `json:"change,omitempty"`
 }
+
+// Change is how a cell's verdict moved since a baseline run (see package matrix/baseline).
+type Change string
+
+const (
+	// Regression was pass or flaky and now fails or errs.
+	Regression Change = "regression"
+	// Fixed failed or erred and now passes.
+	Fixed Change = "fixed"
+	// NewPass had no cell in the baseline and now passes.
+	NewPass Change = "new pass"
+)
 
 // StrategyResult is the group's CredentialIssuer check, the install included.
 type StrategyResult struct {
@@ -70,25 +100,47 @@ type StrategyResult struct {
 	Chosen []string `json:"chosen,omitempty"`
 	Outcome
 	Tests []TestOutcome `json:"tests,omitempty"`
+	// Elapsed is the time its tests took, re-runs included.
+	Elapsed time.Duration `json:"elapsed,omitempty"`
+}
+
+// Mismatch reports whether the CredentialIssuer is known to report strategies other than the
+// expected one.
+func (s StrategyResult) Mismatch() bool {
+	return s.Expected != "" && s.Chosen != nil && !slices.Contains(s.Chosen, s.Expected)
 }
 
 // GroupResult is one distribution x version: its cluster's strategy and its cells.
 type GroupResult struct {
-	Distribution string               `json:"distribution"`
-	Version      kubeversions.Version `json:"version"`
+	Distribution string `json:"distribution"`
+	// Simulates names what the distribution imitates on this machine ("GKE"), empty for a real
+	// one (Distribution.Simulates).
+	Simulates string               `json:"simulates,omitempty"`
+	Version   kubeversions.Version `json:"version"`
 	// Outcome is the worst of the strategy's and the paths', or why the group did not run.
 	Outcome
 	Strategy *StrategyResult `json:"strategy,omitempty"`
 	Paths    []PathResult    `json:"paths"`
 	// Dir is the group's log folder and Files every file in it, relative to the report folder.
-	Dir      string        `json:"dir,omitempty"`
-	Files    []string      `json:"files,omitempty"`
-	Started  time.Time     `json:"started,omitzero"`
+	Dir     string    `json:"dir,omitempty"`
+	Files   []string  `json:"files,omitempty"`
+	Started time.Time `json:"started,omitzero"`
+	// Duration is the group's wall time: builds, the cluster's creation and teardown, its tests
+	// and their re-run. TestTime is the part its tests took.
 	Duration time.Duration `json:"duration,omitempty"`
+	TestTime time.Duration `json:"testTime,omitempty"`
 }
 
 // Name is "distribution/version".
 func (g GroupResult) Name() string { return g.Distribution + "/" + g.Version.Minor }
+
+// Label is the distribution, marked when it is a simulation: "gke (simulated GKE)".
+func (g GroupResult) Label() string {
+	if g.Simulates == "" {
+		return g.Distribution
+	}
+	return g.Distribution + " (simulated " + g.Simulates + ")"
+}
 
 // Results are a whole run.
 type Results struct {
@@ -97,9 +149,11 @@ type Results struct {
 	// Budget is the run's time budget, zero for none.
 	Budget time.Duration `json:"budget,omitempty"`
 	// Host describes the machine (hostcheck) and Commit the checkout.
-	Host   string        `json:"host,omitempty"`
-	Commit string        `json:"commit,omitempty"`
-	Groups []GroupResult `json:"groups"`
+	Host   string `json:"host,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	// Baseline is the report the cells' Change compares with, empty when none.
+	Baseline string        `json:"baseline,omitempty"`
+	Groups   []GroupResult `json:"groups"`
 	// Shard is set when the run was one shard of a plan (matrix --shard), and Plan then lists every
 	// cell of the whole plan, so that matrix merge can check that the shards add up to it.
 	Shard *Shard   `json:"shard,omitempty"`
@@ -124,7 +178,7 @@ func (r Results) Counts() map[Status]int {
 
 // Unrun is the result of a group that did not start, for the reason given.
 func Unrun(g Group, why Outcome) GroupResult {
-	r := GroupResult{Distribution: g.Distribution.Name, Version: g.Version, Outcome: why}
+	r := GroupResult{Distribution: g.Distribution.Name, Simulates: g.Distribution.Simulates, Version: g.Version, Outcome: why}
 	for _, p := range g.Paths {
 		o := why
 		if !p.Built() {
@@ -138,7 +192,7 @@ func Unrun(g Group, why Outcome) GroupResult {
 // Attribute reads a group's `go test -json` report into the verdicts of its strategy and its
 // paths. chosen are the strategies the CredentialIssuer reported successful, nil when unknown.
 func Attribute(c Catalog, g Group, rep *testjson.Report, chosen []string) GroupResult {
-	r := GroupResult{Distribution: g.Distribution.Name, Version: g.Version}
+	r := GroupResult{Distribution: g.Distribution.Name, Simulates: g.Distribution.Simulates, Version: g.Version}
 	setupFailed := suiteFailure(rep, c.Package)
 
 	st := &StrategyResult{Expected: g.Distribution.Strategy, Chosen: chosen}
@@ -169,16 +223,109 @@ func Attribute(c Catalog, g Group, rep *testjson.Report, chosen []string) GroupR
 		}
 		r.Paths = append(r.Paths, pr)
 	}
+	r.settle()
+	return r
+}
 
-	r.Outcome = st.Outcome
-	for _, p := range r.Paths {
+// settle sums the tests' times and makes the group's verdict the worst of its strategy's and
+// its paths'.
+func (r *GroupResult) settle() {
+	r.TestTime = 0
+	if st := r.Strategy; st != nil {
+		st.Elapsed = elapsed(st.Tests)
+		r.TestTime += st.Elapsed
+		r.Outcome = st.Outcome
+	}
+	for i := range r.Paths {
+		p := &r.Paths[i]
+		p.Elapsed = elapsed(p.Tests)
+		r.TestTime += p.Elapsed
 		if p.Status.severity() > r.Status.severity() {
 			r.Outcome = Outcome{Status: p.Status}
 		}
 	}
-	if r.Status.Failed() && r.Reason == "" {
+	switch {
+	case r.Reason != "":
+	case r.Status.Failed():
 		r.Reason = "see the failed cells"
+	case r.Status == Flaky:
+		r.Reason = "see the flaky cells"
 	}
+}
+
+func elapsed(tests []TestOutcome) time.Duration {
+	var d time.Duration
+	for _, t := range tests {
+		d += t.Elapsed
+		if t.Retry != nil {
+			d += t.Retry.Elapsed
+		}
+	}
+	return d
+}
+
+// TestRef names a test: its package and top-level name.
+type TestRef struct{ Package, Name string }
+
+// FailedTests are the tests that failed in a group's strategy checks and cells, in order: those a
+// re-run may find flaky. Tests that never ran (errors) are not among them: running them again
+// would fail the same way.
+func FailedTests(r GroupResult) []TestRef {
+	var out []TestRef
+	add := func(status Status, tests []TestOutcome) {
+		if status != Fail {
+			return
+		}
+		for _, t := range tests {
+			if t.Status == Fail && t.Retry == nil {
+				out = append(out, TestRef{t.Package, t.Name})
+			}
+		}
+	}
+	if r.Strategy != nil {
+		add(r.Strategy.Status, r.Strategy.Tests)
+	}
+	for _, p := range r.Paths {
+		add(p.Status, p.Tests)
+	}
+	return out
+}
+
+// Retried folds the re-run of a group's failed tests (rerun is its `go test -json` report) into
+// the group's first result: a test that passed the second time is flaky, one that did not pass
+// stays failed, and the verdicts of the strategy, the paths and the group are drawn again. The
+// first run's failure stays each test's reason.
+func Retried(c Catalog, first GroupResult, rerun *testjson.Report) GroupResult {
+	r := first
+	retry := func(tests []TestOutcome) []TestOutcome {
+		tests = slices.Clone(tests)
+		for i, t := range tests {
+			if t.Status != Fail || t.Retry != nil {
+				continue
+			}
+			again := testOutcome(rerun, t.Package, t.Name, suiteFailure(rerun, t.Package))
+			tests[i].Retry = &TestRun{Status: again.Status, Reason: again.Reason, Elapsed: again.Elapsed}
+			if again.Status == Pass {
+				tests[i].Status = Flaky
+			}
+		}
+		return tests
+	}
+	if first.Strategy != nil && first.Strategy.Status == Fail {
+		st := *first.Strategy
+		st.Tests = retry(st.Tests)
+		st.Outcome = strategyVerdict(c, st.Expected, &st)
+		r.Strategy = &st
+	}
+	r.Paths = slices.Clone(first.Paths)
+	for i, p := range r.Paths {
+		if p.Status == Fail {
+			r.Paths[i].Tests = retry(p.Tests)
+			r.Paths[i].Outcome = pathVerdict(r.Paths[i].Tests)
+		}
+	}
+	r.Outcome = Outcome{}
+	r.settle()
 	return r
 }
 
@@ -255,10 +402,10 @@ func testOutcome(rep *testjson.Report, pkg, name, suiteFailed string) TestOutcom
 	return o
 }
 
-// pathVerdict: any failure fails the path; errors (tests that never ran) come next; a path
-// passes when a test passed and none failed, and is skipped when the suite skipped all its tests.
+// pathVerdict: any failure fails the path; errors (tests that never ran) come next, then tests
+// that passed only when run again (flaky, with their first failure); a path passes when a test passed and none failed, and is skipped when the suite skipped all its tests.
 func pathVerdict(tests []TestOutcome) Outcome {
-	for _, want := range []Status{Fail, Error} {
+	for _, want := range []Status{Fail, Error, Flaky} {
 		if msgs := reasons(tests, want); msgs != "" {
 			return Outcome{want, msgs}
 		}
@@ -287,19 +434,20 @@ func strategyVerdict(c Catalog, expected string, st *StrategyResult) Outcome {
 			return Outcome{want, msgs}
 		}
 	}
-	s := c.strategy(expected)
-	if s == nil {
-		return Outcome{Status: Pass}
-	}
-	for _, name := range s.Tests {
-		for _, t := range st.Tests {
-			if t.Name == name && t.Status == Skip {
-				return Outcome{Fail, fmt.Sprintf("expected %s, but %s skipped: %s", expected, name, t.Reason)}
+	if s := c.strategy(expected); s != nil {
+		for _, name := range s.Tests {
+			for _, t := range st.Tests {
+				if t.Name == name && t.Status == Skip {
+					return Outcome{Fail, fmt.Sprintf("expected %s, but %s skipped: %s", expected, name, t.Reason)}
+				}
 			}
 		}
 	}
-	if st.Chosen != nil && !slices.Contains(st.Chosen, expected) {
+	if st.Mismatch() {
 		return Outcome{Fail, fmt.Sprintf("expected %s, the CredentialIssuer reports %s successful", expected, orNone(st.Chosen))}
+	}
+	if msgs := reasons(st.Tests, Flaky); msgs != "" {
+		return Outcome{Flaky, msgs}
 	}
 	return Outcome{Status: Pass}
 }

@@ -2,9 +2,12 @@ package matrix
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sealion.dev/matrix/testjson"
 )
@@ -233,5 +236,105 @@ items:
 	}
 	if _, err := ChosenStrategies([]byte("items: {")); err == nil {
 		t.Error("bad YAML accepted")
+	}
+}
+
+// TestRetried reads recorded go test -json output of a small package: a first run where
+// TestFlaky and TestBroken fail, and the re-run of those two, where TestFlaky passes.
+func TestRetried(t *testing.T) {
+	t.Parallel()
+	c, err := ParseCatalog([]byte(`package: sample
+suite: [TestSteady]
+strategies: []
+distributions: [{name: kubeadm}]
+paths:
+- {name: flaky, tests: [TestFlaky]}
+- {name: broken, tests: [TestBroken, TestSteady]}
+artifacts: []
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Group{Distribution: *c.Distribution("kubeadm"), Paths: c.Paths}
+	first := Attribute(c, g, parseRecorded(t, "retry-first.json"), nil)
+	if first.Paths[0].Status != Fail || first.Paths[1].Status != Fail {
+		t.Fatalf("first run %+v", first.Paths)
+	}
+	if got := FailedTests(first); !slices.Equal(got, []TestRef{{"sample", "TestFlaky"}, {"sample", "TestBroken"}}) {
+		t.Errorf("FailedTests = %v", got)
+	}
+
+	r := Retried(c, first, parseRecorded(t, "retry-rerun.json"))
+	flaky, broken := r.Paths[0], r.Paths[1]
+	if flaky.Status != Flaky || flaky.Reason != "TestFlaky: login timed out waiting for the callback" || flaky.Status.Failed() {
+		t.Errorf("flaky path %+v: want flaky with the first failure as reason", flaky.Outcome)
+	}
+	if ft := flaky.Tests[0]; ft.Status != Flaky || ft.Retry == nil || ft.Retry.Status != Pass || ft.Elapsed != 30*time.Millisecond || ft.Retry.Elapsed != 30*time.Millisecond {
+		t.Errorf("TestFlaky %+v retry %+v", ft, ft.Retry)
+	}
+	if broken.Status != Fail || broken.Tests[0].Retry.Status != Fail || broken.Reason != "TestBroken: listing secrets: <nil>, want Forbidden" {
+		t.Errorf("broken path %+v, test %+v", broken.Outcome, broken.Tests[0])
+	}
+	if r.Status != Fail || first.Paths[0].Status != Fail || first.Paths[0].Tests[0].Retry != nil {
+		t.Errorf("group %+v; the first result must not change (%+v)", r.Outcome, first.Paths[0])
+	}
+	// Times: each path its tests' (re-runs included), the group all of them.
+	if flaky.Elapsed != 60*time.Millisecond || broken.Elapsed != 40*time.Millisecond || r.TestTime != 120*time.Millisecond {
+		t.Errorf("elapsed flaky %s, broken %s, group %s", flaky.Elapsed, broken.Elapsed, r.TestTime)
+	}
+	if FailedTests(r) != nil {
+		t.Errorf("a test is re-run once: %v", FailedTests(r))
+	}
+
+	// With only the flaky path, the group is flaky, which does not fail the run.
+	g.Paths = c.Paths[:1]
+	r = Retried(c, Attribute(c, g, parseRecorded(t, "retry-first.json"), nil), parseRecorded(t, "retry-rerun.json"))
+	if r.Status != Flaky || r.Status.Failed() || (Results{Groups: []GroupResult{r}}).Failed() {
+		t.Errorf("group %+v", r.Outcome)
+	}
+}
+
+func parseRecorded(t *testing.T, name string) *testjson.Report {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := testjson.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestStrategyFlakyAndMismatch(t *testing.T) {
+	t.Parallel()
+	c, g := group(t, "kubeadm/1.33/webhook")
+	rep := report(testjson.Fail, append(kubeadmSuite(c, failInside("TestInstalled", "the Concierge was not ready")),
+		pass("TestCLIStaticLogin"), pass("TestTokenCredentialRequestWithLocalUsers"))...)
+	first := Attribute(c, g, rep, []string{"KubeClusterSigningCertificate"})
+	if first.Strategy.Status != Fail || first.Strategy.Mismatch() {
+		t.Fatalf("strategy %+v", first.Strategy.Outcome)
+	}
+	r := Retried(c, first, report(testjson.Pass, pass("TestInstalled")))
+	if r.Strategy.Status != Flaky || r.Strategy.Reason != "TestInstalled: the Concierge was not ready" || r.Status != Flaky {
+		t.Errorf("strategy %+v, group %+v", r.Strategy.Outcome, r.Outcome)
+	}
+	if !(StrategyResult{Expected: "ImpersonationProxy", Chosen: []string{"KubeClusterSigningCertificate"}}).Mismatch() ||
+		(StrategyResult{Expected: "ImpersonationProxy"}).Mismatch() || (StrategyResult{Chosen: []string{"ImpersonationProxy"}}).Mismatch() {
+		t.Error("Mismatch: only a known, different strategy is a mismatch")
+	}
+}
+
+func TestSimulatedLabel(t *testing.T) {
+	t.Parallel()
+	_, gke := group(t, "gke/1.33/webhook")
+	_, kubeadm := group(t, "kubeadm/1.33/webhook")
+	if got := Unrun(gke, Outcome{NotRun, "x"}).Label(); got != "gke (simulated GKE)" {
+		t.Errorf("gke label %q", got)
+	}
+	if got := Attribute(catalogWithUnbuilt(t), kubeadm, report(testjson.Pass), nil).Label(); got != "kubeadm" {
+		t.Errorf("kubeadm label %q", got)
 	}
 }

@@ -1,11 +1,11 @@
 package report
 
 import (
+	"fmt"
 	"html/template"
 	"io"
 	"path"
 	"strings"
-	"time"
 
 	"sealion.dev/matrix"
 )
@@ -16,28 +16,43 @@ import (
 func HTML(w io.Writer, r matrix.Results) error {
 	return page.Execute(w, struct {
 		matrix.Results
-		Table   table
-		Run     string
-		Summary string
-		Legend  []matrix.Status
-	}{r, layout(r), runLine(r), summary(r), legend})
+		Table    table
+		Run      string
+		Summary  string
+		Flaky    []string
+		Baseline string
+		Legend   []matrix.Status
+		CSS      template.CSS
+	}{r, layout(r), runLine(r), summary(r), flakyCells(r), baselineLine(r), legend, template.CSS(css())})
 }
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"symbol":   Symbol,
-	"anchor":   func(name string) string { return "g-" + strings.NewReplacer("/", "-", ".", "-").Replace(name) },
-	"strategy": strategyLine,
-	"dur":      func(d time.Duration) string { return d.Round(100 * time.Millisecond).String() },
-	"isImage":  func(f string) bool { return strings.HasSuffix(f, ".png") },
+	"anchor":       func(name string) string { return "g-" + strings.NewReplacer("/", "-", ".", "-").Replace(name) },
+	"strategyLine": strategyLine,
+	"seen":         strategySeen,
+	"class":        func(s any) string { return cssClass(fmt.Sprint(s)) },
+	// dict passes named values to a sub-template.
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
+	"dur":       duration,
+	"groupTime": groupTime,
+	"isImage":   func(f string) bool { return strings.HasSuffix(f, ".png") },
 	"rel": func(dir, f string) string {
 		if rest, ok := strings.CutPrefix(f, dir+"/"); ok {
 			return rest
 		}
 		return f
 	},
-	"base":    path.Base,
-	"failed":  func(s matrix.Status) bool { return s.Failed() },
-	"ranTest": func(s matrix.Status) bool { return s == matrix.Pass || s == matrix.Fail || s == matrix.Skip },
+	"base":   path.Base,
+	"failed": func(s matrix.Status) bool { return s.Failed() },
+	"ranTest": func(s matrix.Status) bool {
+		return s == matrix.Pass || s == matrix.Fail || s == matrix.Skip || s == matrix.Flaky
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Conformance matrix</title>
 <style>
@@ -46,36 +61,47 @@ table{border-collapse:collapse;margin:1em 0}
 th,td{border:1px solid #ccc;padding:.35em .6em;vertical-align:top;text-align:left}
 th{background:#f3f3f3}
 td.cell a{color:inherit;text-decoration:none;display:block}
-.fail,.error{background:#fdecea}.pass{background:#eef8ee}
-pre{white-space:pre-wrap;margin:0;font-size:12px}
+.v{display:inline-block;padding:0 .4em;border-radius:3px;font-weight:600;white-space:nowrap}
+.v-not-built-yet{border:1px dashed #57606a}
+.mismatch{color:#a40e26;font-weight:700}
+.time{color:#57606a;font-size:12px}
+{{.CSS}}pre{white-space:pre-wrap;margin:0;font-size:12px}
 .files{columns:3;font-size:12px}
 img{max-width:45%;border:1px solid #ccc;margin:.3em}
 details{margin:.4em 0}
 </style></head><body>
 <h1>Conformance matrix</h1>
 <p>{{.Run}}.<br>Cells: {{.Summary}}.</p>
+{{if .Flaky}}<p><span class="v v-flaky">flaky</span> failed, then passed when run again: {{range $i, $c := .Flaky}}{{if $i}}, {{end}}{{$c}}{{end}}.</p>{{end}}
+{{if .Baseline}}<p>{{.Baseline}}.</p>{{end}}
 <table><tr><th>distribution</th>{{range .Table.Versions}}<th>{{.Minor}}{{if .Release}}<br><small>{{.Release}}</small>{{end}}</th>{{end}}</tr>
-{{range .Table.Rows}}<tr><th>{{.Distribution}}</th>{{range .Cells}}{{if .}}<td class="cell {{.Status}}"><a href="#{{anchor .Name}}">
-{{if .Strategy}}<b>{{strategy .}}</b>{{else}}{{symbol .Status}} {{.Status}}{{end}}
-{{range .Paths}}<br>{{.Name}} {{symbol .Status}}{{end}}</a></td>{{else}}<td></td>{{end}}{{end}}</tr>
+{{range .Table.Rows}}<tr><th>{{.Label}}</th>{{range .Cells}}{{if .}}<td class="cell"><a href="#{{anchor .Name}}">
+{{if .Strategy}}strategy {{template "strategy" .Strategy}}{{else}}{{template "verdict" .Status}}{{end}}
+{{range .Paths}}<br>{{.Name}} {{template "verdict" .Status}}{{if .Elapsed}} <span class="time">{{dur .Elapsed}}</span>{{end}}{{template "change" .Change}}{{end}}
+{{with groupTime .}}<br><span class="time">{{.}}</span>{{end}}</a></td>{{else}}<td></td>{{end}}{{end}}</tr>
 {{end}}</table>
-<p>{{range .Legend}}{{symbol .}} {{.}} · {{end}}</p>
+<p>Verdicts: {{range .Legend}}{{template "verdict" .}} {{end}}<br>
+Changes since the baseline: <span class="v v-regression">regression</span> <span class="v v-fixed">fixed</span> <span class="v v-new-pass">new pass</span>.
+A simulated distribution is a cluster built on this machine in the shape of the platform named, not that platform.</p>
 
 {{range .Groups}}{{$g := .}}
-<h2 id="{{anchor .Name}}">{{.Name}}{{if .Version.Release}} ({{.Version.Release}}){{end}} {{symbol .Status}} {{.Status}}</h2>
-{{if not .Started.IsZero}}<p>started {{.Started.UTC.Format "15:04:05 UTC"}}, took {{dur .Duration}}</p>{{end}}
+<h2 id="{{anchor .Name}}">{{.Label}} {{.Version.Minor}}{{if .Version.Release}} ({{.Version.Release}}){{end}} {{template "verdict" .Status}}</h2>
+{{if not .Started.IsZero}}<p>started {{.Started.UTC.Format "15:04:05 UTC"}}, took {{groupTime .}}</p>{{end}}
 {{if and .Reason (not .Strategy)}}<pre>{{.Reason}}</pre>{{end}}
-{{with .Strategy}}<p>CredentialIssuer strategy: expected <b>{{or .Expected "(not asserted)"}}</b>, reported successful: <b>{{range $i, $s := .Chosen}}{{if $i}}, {{end}}{{$s}}{{else}}unknown{{end}}</b> — {{symbol .Status}} {{.Status}}</p>
+{{with .Strategy}}<p>CredentialIssuer strategy: expected <b>{{or .Expected "(not asserted)"}}</b>, seen (reported successful) <b>{{seen .}}</b>{{if .Mismatch}} <span class="mismatch">MISMATCH</span>{{end}} {{template "verdict" .Status}}</p>
 {{if .Reason}}<pre>{{.Reason}}</pre>{{end}}{{end}}
 <table><tr><th>check</th><th>test</th><th>verdict</th><th>time</th><th>reason</th></tr>
-{{with .Strategy}}{{range .Tests}}<tr class="{{.Status}}"><td>strategy</td><td>{{if .Log}}<a href="{{.Log}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td>{{symbol .Status}} {{.Status}}</td><td>{{if ranTest .Status}}{{dur .Elapsed}}{{end}}</td><td><pre>{{.Reason}}</pre></td></tr>
-{{end}}{{end}}
-{{range .Paths}}{{$p := .}}{{range .Tests}}<tr class="{{.Status}}"><td>{{$p.Name}}</td><td>{{if .Log}}<a href="{{.Log}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td>{{symbol .Status}} {{.Status}}</td><td>{{if ranTest .Status}}{{dur .Elapsed}}{{end}}</td><td><pre>{{.Reason}}</pre></td></tr>
-{{else}}<tr class="{{.Status}}"><td>{{.Name}}</td><td></td><td>{{symbol .Status}} {{.Status}}</td><td></td><td><pre>{{.Reason}}</pre></td></tr>
+{{with .Strategy}}{{range .Tests}}{{template "test" dict "Check" "strategy" "T" .}}{{end}}{{end}}
+{{range .Paths}}{{$p := .}}{{range .Tests}}{{template "test" dict "Check" $p.Name "T" . "Change" $p.Change}}{{else}}<tr><td>{{.Name}}{{template "change" .Change}}</td><td></td><td>{{template "verdict" .Status}}</td><td></td><td><pre>{{.Reason}}</pre></td></tr>
 {{end}}{{end}}</table>
 {{if .Files}}<details{{if failed .Status}} open{{end}}><summary>{{len .Files}} log files in {{.Dir}}</summary>
 {{range .Files}}{{if isImage .}}<a href="{{.}}"><img src="{{.}}" alt="{{base .}}" title="{{rel $g.Dir .}}"></a>{{end}}{{end}}
 <ul class="files">{{range .Files}}<li><a href="{{.}}">{{rel $g.Dir .}}</a></li>{{end}}</ul></details>{{end}}
 {{end}}
 </body></html>
+{{define "verdict"}}<span class="v {{class .}}">{{.}}</span>{{end}}
+{{define "change"}}{{if .}} <span class="v {{class .}}">{{.}}</span>{{end}}{{end}}
+{{define "strategy"}}{{strategyLine .}} {{template "verdict" .Status}}{{end}}
+{{define "test"}}{{$t := .T}}<tr><td>{{.Check}}{{template "change" .Change}}</td><td>{{if $t.Log}}<a href="{{$t.Log}}">{{$t.Name}}</a>{{else}}{{$t.Name}}{{end}}</td><td>{{template "verdict" $t.Status}}</td><td>{{if ranTest $t.Status}}{{dur $t.Elapsed}}{{end}}</td><td><pre>{{$t.Reason}}</pre>{{with $t.Retry}}<p>run again: {{template "verdict" .Status}} in {{dur .Elapsed}}{{if .Log}}, <a href="{{.Log}}">log</a>{{end}}</p>{{if .Reason}}<pre>{{.Reason}}</pre>{{end}}{{end}}</td></tr>
+{{end}}
 `))

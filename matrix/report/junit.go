@@ -11,8 +11,11 @@ import (
 )
 
 // JUnit XML, as CI systems read it: a testsuite per distribution and version, a testcase for
-// its strategy and one per identity path. Paths that did not run are skipped with the reason,
-// errors (nothing could be tested) are errors, failures failures.
+// its strategy and one per identity path, each timed by its tests (re-runs included) and each
+// suite by the group's wall time. Paths that did not run are skipped with the reason, errors
+// (nothing could be tested) are errors, failures failures; a flaky case passes with a
+// flakyFailure element holding its first failure, as Maven Surefire writes (Jenkins and GitLab
+// read it).
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
@@ -46,6 +49,7 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      float64       `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
+	Flaky     *junitMessage `xml:"flakyFailure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
 	Skipped   *junitMessage `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
@@ -67,18 +71,27 @@ func JUnit(w io.Writer, r matrix.Results) error {
 		if g.Version.Release != "" {
 			s.Properties = append(s.Properties, junitProperty{"kubernetes", g.Version.Release})
 		}
+		s.Properties = append(s.Properties, junitProperty{"distribution", g.Label()})
+		if g.TestTime > 0 {
+			s.Properties = append(s.Properties, junitProperty{"tests.time", fmt.Sprint(g.TestTime.Seconds())})
+		}
 		class := strings.ReplaceAll(g.Name(), "/", ".")
 		if st := g.Strategy; st != nil {
 			s.Properties = append(s.Properties, junitProperty{"strategy.expected", st.Expected},
 				junitProperty{"strategy.chosen", strings.Join(st.Chosen, ",")})
-			s.Cases = append(s.Cases, junitCaseOf(class, "strategy "+strategyName(*st), st.Outcome, st.Tests))
+			if st.Mismatch() {
+				s.Properties = append(s.Properties, junitProperty{"strategy.mismatch", "true"})
+			}
+			c := junitCaseOf(class, "strategy "+strategyName(*st), st.Outcome, st.Tests, "")
+			c.SystemOut = "strategy " + strategyLine(*st) + "\n" + c.SystemOut
+			s.Cases = append(s.Cases, c)
 		}
 		for _, p := range g.Paths {
 			o := p.Outcome
 			if g.Strategy == nil && o.Status == g.Status && o.Reason == "" {
 				o.Reason = g.Reason
 			}
-			s.Cases = append(s.Cases, junitCaseOf(class, p.Name, o, p.Tests))
+			s.Cases = append(s.Cases, junitCaseOf(class, p.Name, o, p.Tests, p.Change))
 		}
 		for _, c := range s.Cases {
 			s.Tests++
@@ -116,24 +129,39 @@ func strategyName(s matrix.StrategyResult) string {
 	return "(not asserted)"
 }
 
-func junitCaseOf(class, name string, o matrix.Outcome, tests []matrix.TestOutcome) junitCase {
+func junitCaseOf(class, name string, o matrix.Outcome, tests []matrix.TestOutcome, change matrix.Change) junitCase {
 	c := junitCase{Name: name, Classname: class}
 	var out strings.Builder
+	if change != "" {
+		fmt.Fprintf(&out, "since the baseline: %s\n", change)
+	}
 	for _, t := range tests {
 		c.Time += t.Elapsed.Seconds()
-		fmt.Fprintf(&out, "%s: %s (%s)", t.Name, t.Status, t.Elapsed.Round(100*time.Millisecond))
+		fmt.Fprintf(&out, "%s: %s (%s)", t.Name, t.Status, duration(t.Elapsed))
 		if t.Log != "" {
 			fmt.Fprintf(&out, ", log %s", t.Log)
+		}
+		if r := t.Retry; r != nil {
+			c.Time += r.Elapsed.Seconds()
+			fmt.Fprintf(&out, "; run again: %s (%s)", r.Status, duration(r.Elapsed))
+			if r.Log != "" {
+				fmt.Fprintf(&out, ", log %s", r.Log)
+			}
 		}
 		out.WriteString("\n")
 	}
 	c.SystemOut = out.String()
 	msg := &junitMessage{Message: firstLine(string(o.Status) + ": " + o.Reason), Text: o.Reason}
+	if change == matrix.Regression {
+		msg.Message = "regression: " + msg.Message
+	}
 	switch o.Status {
 	case matrix.Fail:
 		c.Failure = msg
 	case matrix.Error:
 		c.Error = msg
+	case matrix.Flaky:
+		c.Flaky = msg
 	case matrix.Pass:
 	default: // skip, not built yet, cannot run here, not run
 		c.Skipped = msg

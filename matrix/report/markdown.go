@@ -9,32 +9,38 @@ import (
 )
 
 // Markdown writes the table: one row per distribution, one column per version, each cell the
-// strategy and a verdict per identity path, reasons as numbered notes below.
+// strategy expected and seen, a verdict and time per identity path and the group's time, reasons
+// as numbered notes below. It is plain text: verdicts are words.
 func Markdown(w io.Writer, r matrix.Results) error {
 	t := layout(r)
 	var n notes
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Conformance matrix\n\n%s.\n\nCells: %s.\n\n", runLine(r), summary(r))
+	fmt.Fprintf(&b, "# Conformance matrix\n\n%s.\n\nCells: %s.\n", runLine(r), summary(r))
+	if flaky := flakyCells(r); len(flaky) > 0 {
+		fmt.Fprintf(&b, "\nFlaky (failed, then passed when run again; see the notes): %s.\n", strings.Join(flaky, ", "))
+	}
+	if line := baselineLine(r); line != "" {
+		fmt.Fprintf(&b, "\n%s.\n", line)
+	}
 
-	b.WriteString("| distribution |")
+	b.WriteString("\n| distribution |")
 	for _, v := range t.Versions {
 		b.WriteString(" " + versionHeader(v) + " |")
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---|", len(t.Versions)) + "\n")
 	for _, rw := range t.Rows {
-		b.WriteString("| " + rw.Distribution + " |")
+		b.WriteString("| " + rw.Label + " |")
 		for _, g := range rw.Cells {
 			b.WriteString(" " + markdownCell(g, &n) + " |")
 		}
 		b.WriteString("\n")
 	}
 
-	b.WriteString("\n")
-	for _, s := range legend {
-		fmt.Fprintf(&b, "%s %s · ", Symbol(s), s)
-	}
-	b.WriteString("each cell's first line is the strategy the CredentialIssuer reports, marked with the verdict of the " +
-		"suite's Concierge checks (install, expected strategy, impersonation proxy).\n")
+	b.WriteString("\nVerdicts: " + strings.Join(mapStrings(legend), ", ") + " (flaky: failed, then passed when run again). " +
+		"Each cell's first line is the CredentialIssuer strategy expected and the one the CredentialIssuer reports, with the verdict " +
+		"of the suite's Concierge checks (install, expected strategy, impersonation proxy); its last line the group's wall time " +
+		"(cluster creation and teardown included) and the part its tests took. A simulated distribution is a cluster built on " +
+		"this machine in the shape of the platform named, not that platform.\n")
 	if len(n.texts) > 0 {
 		b.WriteString("\n## Notes\n\n")
 		for i, text := range n.texts {
@@ -52,26 +58,36 @@ func markdownCell(g *matrix.GroupResult, n *notes) string {
 	}
 	var lines []string
 	if g.Strategy != nil {
-		line := strategyLine(*g)
+		line := "strategy " + strategyLine(*g.Strategy) + ": " + string(g.Strategy.Status)
 		if g.Strategy.Status != matrix.Pass {
 			line += fmt.Sprintf(" (%d)", n.ref(g.Name()+" strategy", string(g.Strategy.Status)+": "+shorten(g.Strategy.Reason, g.Strategy.Status)))
 		}
 		lines = append(lines, "**"+line+"**")
 	} else {
-		lines = append(lines, fmt.Sprintf("%s %s (%d)", Symbol(g.Status), g.Status,
-			n.ref(g.Name(), string(g.Status)+": "+shorten(g.Reason, g.Status))))
+		lines = append(lines, fmt.Sprintf("%s (%d)", g.Status, n.ref(g.Name(), string(g.Status)+": "+shorten(g.Reason, g.Status))))
 	}
 	for _, p := range g.Paths {
-		line := p.Name + " " + Symbol(p.Status)
+		line := p.Name + ": " + string(p.Status)
+		if p.Elapsed > 0 {
+			line += " " + duration(p.Elapsed)
+		}
 		switch {
 		case g.Strategy == nil && p.Status == g.Status:
 			// The group's note says it.
 		case p.Status == matrix.NotBuilt:
 			line += fmt.Sprintf(" (%d)", n.ref(p.Name, string(p.Status)+": "+p.Reason))
+		case p.Status == matrix.Flaky:
+			line += fmt.Sprintf(" (%d)", n.ref(g.Name()+"/"+p.Name, "flaky, failed first: "+shorten(p.Reason, matrix.Fail)))
 		case p.Status != matrix.Pass:
 			line += fmt.Sprintf(" (%d)", n.ref(g.Name()+"/"+p.Name, string(p.Status)+": "+shorten(p.Reason, p.Status)))
 		}
+		if p.Change != "" {
+			line += " **" + strings.ToUpper(string(p.Change)) + "**"
+		}
 		lines = append(lines, line)
+	}
+	if t := groupTime(*g); t != "" {
+		lines = append(lines, "time "+t)
 	}
 	return strings.Join(lines, "<br>")
 }

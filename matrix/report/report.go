@@ -1,10 +1,13 @@
 // Package report renders a matrix run for people and for CI: a Markdown table (distribution x
-// Kubernetes version, each cell the strategy chosen and a verdict per identity path), a static HTML
-// page linking every cell's logs, JUnit XML, and the results as JSON.
+// Kubernetes version, each cell the strategy expected and seen and a verdict per identity path,
+// with times and changes since a baseline), a static HTML page linking every cell's logs, JUnit
+// XML, and the results as JSON. Verdicts are words (pass, flaky, fail, ...), coloured where the
+// format allows, never symbols a font may lack.
 package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -49,29 +52,56 @@ func JSON(w io.Writer, r matrix.Results) error {
 	return enc.Encode(r)
 }
 
-// Symbol is the one-character verdict tables use.
-func Symbol(s matrix.Status) string {
-	switch s {
-	case matrix.Pass:
-		return "✅"
-	case matrix.Fail:
-		return "❌"
-	case matrix.Error:
-		return "⚠️"
-	case matrix.Skip:
-		return "⏭️"
-	case matrix.NotBuilt:
-		return "🚧"
-	case matrix.CannotRun:
-		return "⛔"
-	case matrix.NotRun:
-		return "⏸️"
-	}
-	return "?"
+// legend lists the verdicts in the order reports explain and count them.
+var legend = []matrix.Status{matrix.Pass, matrix.Flaky, matrix.Fail, matrix.Error, matrix.Skip, matrix.CannotRun, matrix.NotRun, matrix.NotBuilt}
+
+// style is how a verdict or a change is coloured: background and text colours for the HTML page
+// (every pair has a contrast of at least 4.5:1, WCAG AA) and an ANSI SGR code for terminals.
+type style struct{ bg, fg, ansi string }
+
+var styles = map[string]style{
+	string(matrix.Pass):       {"#1a7f37", "#ffffff", "1;32"},
+	string(matrix.Flaky):      {"#ffd33d", "#3b2300", "1;33"},
+	string(matrix.Fail):       {"#cf222e", "#ffffff", "1;31"},
+	string(matrix.Error):      {"#8250df", "#ffffff", "1;35"},
+	string(matrix.Skip):       {"#ddf4ff", "#0a3069", "36"},
+	string(matrix.CannotRun):  {"#57606a", "#ffffff", "90"},
+	string(matrix.NotRun):     {"#eaeef2", "#24292f", "2"},
+	string(matrix.NotBuilt):   {"#ffffff", "#57606a", "2"},
+	string(matrix.Regression): {"#ffebe9", "#a40e26", "1;4;31"},
+	string(matrix.Fixed):      {"#dafbe1", "#116329", "1;4;32"},
+	string(matrix.NewPass):    {"#dafbe1", "#116329", "1;4;32"},
 }
 
-// legend explains the symbols, in the order of Symbol.
-var legend = []matrix.Status{matrix.Pass, matrix.Fail, matrix.Error, matrix.Skip, matrix.NotBuilt, matrix.CannotRun, matrix.NotRun}
+// ANSI is a verdict or change as text, coloured for a terminal.
+func ANSI(text string) string {
+	st, ok := styles[text]
+	if !ok || st.ansi == "" {
+		return text
+	}
+	return "\x1b[" + st.ansi + "m" + text + "\x1b[0m"
+}
+
+// cssClass is the HTML class of a verdict or change: "v-not-built-yet".
+func cssClass(text string) string { return "v-" + strings.ReplaceAll(text, " ", "-") }
+
+// css styles every verdict and change.
+func css() string {
+	var b strings.Builder
+	for _, name := range append(mapStrings(legend), string(matrix.Regression), string(matrix.Fixed), string(matrix.NewPass)) {
+		st := styles[name]
+		fmt.Fprintf(&b, ".%s{background:%s;color:%s}\n", cssClass(name), st.bg, st.fg)
+	}
+	return b.String()
+}
+
+func mapStrings[T ~string](list []T) []string {
+	out := make([]string, len(list))
+	for i, v := range list {
+		out[i] = string(v)
+	}
+	return out
+}
 
 // table is the results laid out as distribution rows and version columns.
 type table struct {
@@ -81,6 +111,8 @@ type table struct {
 
 type row struct {
 	Distribution string
+	// Label is the distribution as GroupResult.Label shows it.
+	Label string
 	// Cells has one entry per version; nil where the run had no group.
 	Cells []*matrix.GroupResult
 }
@@ -106,7 +138,7 @@ func layout(r matrix.Results) table {
 		g := &r.Groups[i]
 		ri := slices.IndexFunc(t.Rows, func(rw row) bool { return rw.Distribution == g.Distribution })
 		if ri < 0 {
-			t.Rows = append(t.Rows, row{Distribution: g.Distribution, Cells: make([]*matrix.GroupResult, len(t.Versions))})
+			t.Rows = append(t.Rows, row{Distribution: g.Distribution, Label: g.Label(), Cells: make([]*matrix.GroupResult, len(t.Versions))})
 			ri = len(t.Rows) - 1
 		}
 		ci := slices.IndexFunc(t.Versions, func(v kubeversions.Version) bool { return v.Minor == g.Version.Minor })
@@ -122,23 +154,24 @@ func versionHeader(v kubeversions.Version) string {
 	return v.Minor + " (" + v.Release + ")"
 }
 
-// strategyLine is what a cell says of its CredentialIssuer: the strategies reported successful,
-// else the expected one, with the verdict.
-func strategyLine(g matrix.GroupResult) string {
-	s := g.Strategy
-	if s == nil {
-		return ""
-	}
-	name := strings.Join(s.Chosen, " + ")
+// strategySeen is the strategies the CredentialIssuer reported successful.
+func strategySeen(s matrix.StrategyResult) string {
 	switch {
-	case name == "" && s.Expected != "":
-		name = "expected " + s.Expected
-	case name == "":
-		name = "no strategy"
-	case s.Expected == "":
-		name += " (not asserted)"
+	case s.Chosen == nil:
+		return "unknown"
+	case len(s.Chosen) == 0:
+		return "none"
 	}
-	return name + " " + Symbol(s.Status)
+	return strings.Join(s.Chosen, " + ")
+}
+
+// strategyLine puts the strategy expected and the one seen side by side, a mismatch called so.
+func strategyLine(s matrix.StrategyResult) string {
+	line := "expected " + cmp.Or(s.Expected, "(not asserted)") + ", seen " + strategySeen(s)
+	if s.Mismatch() {
+		line += ": MISMATCH"
+	}
+	return line
 }
 
 // summary is the one-line count of cells by status.
@@ -154,6 +187,68 @@ func summary(r matrix.Results) string {
 		return "no cells"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// flakyCells names the cells (and strategy checks) that passed only when their failed tests ran
+// again; they do not fail the run, so the summary lists them.
+func flakyCells(r matrix.Results) []string {
+	var out []string
+	for _, g := range r.Groups {
+		if g.Strategy != nil && g.Strategy.Status == matrix.Flaky {
+			out = append(out, g.Name()+" strategy")
+		}
+		for _, p := range g.Paths {
+			if p.Status == matrix.Flaky {
+				out = append(out, g.Name()+"/"+p.Name)
+			}
+		}
+	}
+	return out
+}
+
+// baselineLine counts the cells that changed since the baseline, naming the regressions; empty
+// when the run was not compared.
+func baselineLine(r matrix.Results) string {
+	if r.Baseline == "" {
+		return ""
+	}
+	n := map[matrix.Change][]string{}
+	for _, g := range r.Groups {
+		for _, p := range g.Paths {
+			if p.Change != "" {
+				n[p.Change] = append(n[p.Change], g.Name()+"/"+p.Name)
+			}
+		}
+	}
+	line := fmt.Sprintf("Against baseline %s: %d regression", r.Baseline, len(n[matrix.Regression]))
+	if len(n[matrix.Regression]) != 1 {
+		line += "s"
+	}
+	if len(n[matrix.Regression]) > 0 {
+		line += " (" + strings.Join(n[matrix.Regression], ", ") + ")"
+	}
+	return line + fmt.Sprintf(", %d fixed, %d new pass, the other cells unchanged", len(n[matrix.Fixed]), len(n[matrix.NewPass]))
+}
+
+// duration rounds a time for reports.
+func duration(d time.Duration) string {
+	if d >= time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// groupTime is a group's wall time and the part its tests took, empty when it did not run.
+func groupTime(g matrix.GroupResult) string {
+	switch {
+	case g.Duration > 0 && g.TestTime > 0:
+		return duration(g.Duration) + " (tests " + duration(g.TestTime) + ")"
+	case g.Duration > 0:
+		return duration(g.Duration)
+	case g.TestTime > 0:
+		return "tests " + duration(g.TestTime)
+	}
+	return ""
 }
 
 // runLine describes the run: when, which checkout, how long, on what.

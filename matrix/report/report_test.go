@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +31,7 @@ func sample() matrix.Results {
 	notBuilt := matrix.PathResult{Name: "ldap", Outcome: matrix.Outcome{Status: matrix.NotBuilt, Reason: "no e2e tests for this identity path yet"}}
 	return matrix.Results{
 		Started: start, Duration: 23*time.Minute + 4*time.Second, Budget: 50 * time.Minute,
-		Host: "cgroup v1, containerd 1.6.20", Commit: "5d59f64",
+		Host: "cgroup v1, containerd 1.6.20", Commit: "5d59f64", Baseline: "old/results.json",
 		Groups: []matrix.GroupResult{
 			{
 				Distribution: "kubeadm", Version: v133, Outcome: matrix.Outcome{Status: matrix.Fail, Reason: "see the failed cells"},
@@ -37,21 +39,25 @@ func sample() matrix.Results {
 					Outcome: matrix.Outcome{Status: matrix.Pass},
 					Tests:   []matrix.TestOutcome{{Name: "TestKubeClusterSigningCertificate", Status: matrix.Pass, Elapsed: 3 * time.Second, Log: "cells/kubeadm/1.33/tests/TestKubeClusterSigningCertificate.log"}}},
 				Paths: []matrix.PathResult{
-					{Name: "webhook", Outcome: matrix.Outcome{Status: matrix.Pass}, Tests: []matrix.TestOutcome{
+					{Name: "webhook", Outcome: matrix.Outcome{Status: matrix.Pass}, Elapsed: 5 * time.Second, Change: matrix.NewPass, Tests: []matrix.TestOutcome{
 						{Name: "TestCLIStaticLogin", Status: matrix.Pass, Elapsed: 5 * time.Second, Log: "cells/kubeadm/1.33/tests/TestCLIStaticLogin.log"}}},
 					{Name: "dex-browser", Outcome: matrix.Outcome{Status: matrix.Fail, Reason: "TestCLIBrowserLogin: browser login as pinny@example.com: <script>stuck</script> | at consent"},
+						Elapsed: 62 * time.Second, Change: matrix.Regression,
 						Tests: []matrix.TestOutcome{{Name: "TestCLIBrowserLogin", Status: matrix.Fail, Elapsed: 62 * time.Second, Reason: "browser login: <script>stuck</script>"}}},
 					notBuilt,
 				},
-				Dir: "cells/kubeadm/1.33", Started: start, Duration: 9 * time.Minute,
+				Dir: "cells/kubeadm/1.33", Started: start, Duration: 9 * time.Minute, TestTime: 70 * time.Second,
 				Files: []string{"cells/kubeadm/1.33/output.log", "cells/kubeadm/1.33/e2e-logs/sealion-e2e-kubeadm/events.txt",
 					"cells/kubeadm/1.33/e2e-logs/screenshots/171502.123-pinny@example.com.png"},
 			},
 			{
-				Distribution: "gke", Version: v133, Outcome: matrix.Outcome{Status: matrix.Pass},
+				Distribution: "gke", Simulates: "GKE", Version: v133, Outcome: matrix.Outcome{Status: matrix.Flaky, Reason: "see the flaky cells"},
 				Strategy: &matrix.StrategyResult{Expected: "ImpersonationProxy", Chosen: []string{"ImpersonationProxy"}, Outcome: matrix.Outcome{Status: matrix.Pass}},
 				Paths: []matrix.PathResult{
-					{Name: "webhook", Outcome: matrix.Outcome{Status: matrix.Pass}},
+					{Name: "webhook", Outcome: matrix.Outcome{Status: matrix.Flaky, Reason: "TestCLIStaticLogin: the Concierge answered 503"}, Elapsed: 7 * time.Second,
+						Tests: []matrix.TestOutcome{{Name: "TestCLIStaticLogin", Status: matrix.Flaky, Reason: "the Concierge answered 503", Elapsed: 3 * time.Second,
+							Log:   "cells/gke/1.33/tests/TestCLIStaticLogin.log",
+							Retry: &matrix.TestRun{Status: matrix.Pass, Elapsed: 4 * time.Second, Log: "cells/gke/1.33/rerun/tests/TestCLIStaticLogin.log"}}}},
 					{Name: "dex-browser", Outcome: matrix.Outcome{Status: matrix.Skip, Reason: "TestCLIBrowserLogin: Dex runs on this machine"}},
 					notBuilt,
 				},
@@ -66,7 +72,8 @@ func sample() matrix.Results {
 }
 
 func group(dist string, v kubeversions.Version) matrix.Group {
-	return matrix.Group{Distribution: matrix.Distribution{Name: dist}, Version: v,
+	simulates := map[string]string{"gke": "GKE", "aks": "AKS"}[dist]
+	return matrix.Group{Distribution: matrix.Distribution{Name: dist, Simulates: simulates}, Version: v,
 		Paths: []matrix.IdentityPath{{Name: "webhook", Tests: []string{"TestCLIStaticLogin"}}, {Name: "dex-browser", Tests: []string{"TestCLIBrowserLogin"}}, {Name: "ldap"}}}
 }
 
@@ -79,19 +86,34 @@ func TestMarkdown(t *testing.T) {
 	md := buf.String()
 	for _, want := range []string{
 		"started 2026-11-21 17:00 UTC, commit 5d59f64, wall time 23m4s (budget 50m0s), host: cgroup v1, containerd 1.6.20.",
-		"Cells: 2 pass, 1 fail, 1 skip, 9 not built yet, 4 cannot run here, 4 not run.",
+		"Cells: 1 pass, 1 flaky, 1 fail, 1 skip, 4 cannot run here, 4 not run, 9 not built yet.\n\n" +
+			"Flaky (failed, then passed when run again; see the notes): gke/1.33/webhook.\n\n" +
+			"Against baseline old/results.json: 1 regression (kubeadm/1.33/dex-browser), 0 fixed, 1 new pass, the other cells unchanged.\n",
 		"| distribution | 1.33 (v1.33.13) | 1.35 (v1.35.4) | cluster |\n|---|---|---|---|\n",
-		"| kubeadm | **KubeClusterSigningCertificate ✅**<br>webhook ✅<br>dex-browser ❌ (1)<br>ldap 🚧 (2) | ⛔ cannot run here (3)<br>webhook ⛔<br>dex-browser ⛔<br>ldap 🚧 (2) |  |\n",
-		"| gke | **ImpersonationProxy ✅**<br>webhook ✅<br>dex-browser ⏭️ (4)<br>ldap 🚧 (2) | ⛔ cannot run here (3)",
-		"| kind | 🚧 not built yet (5)",
-		"| existing |  |  | ⏸️ not run (7)",
+		"| kubeadm | **strategy expected KubeClusterSigningCertificate, seen KubeClusterSigningCertificate: pass**<br>webhook: pass 5s **NEW PASS**" +
+			"<br>dex-browser: fail 1m2s (1) **REGRESSION**<br>ldap: not built yet (2)<br>time 9m0s (tests 1m10s) | " +
+			"cannot run here (3)<br>webhook: cannot run here<br>dex-browser: cannot run here<br>ldap: not built yet (2) |  |\n",
+		"| gke (simulated GKE) | **strategy expected ImpersonationProxy, seen ImpersonationProxy: pass**<br>webhook: flaky 7s (4)<br>dex-browser: skip (5)<br>ldap: not built yet (2) | cannot run here (3)",
+		"| kind | not built yet (6)",
+		"| aks (simulated AKS) | not run (7)",
+		"| existing |  |  | not run (8)",
 		"1. kubeadm/1.33/dex-browser: fail: TestCLIBrowserLogin: browser login as pinny@example.com: &lt;script&gt;stuck&lt;/script&gt; \\| at consent\n",
 		"2. ldap: not built yet: no e2e tests for this identity path yet\n",
 		"3. kubeadm/1.35, gke/1.35: cannot run here: " + cgroupReason + "\n",
-		"6. aks/1.33: not run: the time budget (50m0s) ran out\n",
+		"4. gke/1.33/webhook: flaky, failed first: TestCLIStaticLogin: the Concierge answered 503\n",
+		"7. aks/1.33: not run: the time budget (50m0s) ran out\n",
+		"Verdicts: pass, flaky, fail, error, skip, cannot run here, not run, not built yet",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// Words, not symbols a font may lack: the Markdown is ASCII but for the ellipsis of
+	// shortened reasons.
+	for _, r := range md {
+		if r > 0x7f && r != '…' {
+			t.Errorf("Markdown holds %q", r)
+			break
 		}
 	}
 	// Counting cells: table rows are distributions, not groups.
@@ -119,7 +141,7 @@ func TestJUnit(t *testing.T) {
 		!strings.Contains(k.Cases[1].SystemOut, "TestCLIStaticLogin: pass (5s), log cells/kubeadm/1.33/tests/TestCLIStaticLogin.log") {
 		t.Errorf("kubeadm suite %+v", k)
 	}
-	if f := k.Cases[2].Failure; f == nil || !strings.HasPrefix(f.Message, "fail: TestCLIBrowserLogin: browser login") {
+	if f := k.Cases[2].Failure; f == nil || !strings.HasPrefix(f.Message, "regression: fail: TestCLIBrowserLogin: browser login") {
 		t.Errorf("dex-browser case %+v", k.Cases[2])
 	}
 	if s := got.Suites[2].Cases[0].Skipped; s == nil || !strings.Contains(s.Message, "cannot run here: "+cgroupReason) {
@@ -128,32 +150,58 @@ func TestJUnit(t *testing.T) {
 	if got.Suites[0].Properties[0] != (junitProperty{"kubernetes", "v1.33.13"}) {
 		t.Errorf("properties %+v", got.Suites[0].Properties)
 	}
+	// Times: a suite takes the group's wall time, a case its tests' (re-runs included).
+	if k.Time != 540 || k.Cases[2].Time != 62 || got.Suites[1].Cases[1].Time != 7 {
+		t.Errorf("times: suite %v, dex-browser %v, gke webhook %v", k.Time, k.Cases[2].Time, got.Suites[1].Cases[1].Time)
+	}
+	if m := k.Cases[2].Failure.Message; !strings.HasPrefix(m, "regression: fail: ") || !strings.Contains(k.Cases[2].SystemOut, "since the baseline: regression") {
+		t.Errorf("regression not shown: %q\n%s", m, k.Cases[2].SystemOut)
+	}
+	// A flaky case passes, its first failure kept as Surefire's flakyFailure.
+	g := got.Suites[1]
+	if c := g.Cases[1]; c.Failure != nil || c.Skipped != nil || c.Flaky == nil || c.Flaky.Message != "flaky: TestCLIStaticLogin: the Concierge answered 503" ||
+		!strings.Contains(c.SystemOut, "; run again: pass (4s), log cells/gke/1.33/rerun/tests/TestCLIStaticLogin.log") {
+		t.Errorf("gke webhook case %+v", c)
+	}
+	if !slices.Contains(g.Properties, junitProperty{"distribution", "gke (simulated GKE)"}) ||
+		!strings.HasPrefix(g.Cases[0].SystemOut, "strategy expected ImpersonationProxy, seen ImpersonationProxy\n") {
+		t.Errorf("gke suite %+v", g)
+	}
+	if !slices.Contains(got.Suites[6].Properties, junitProperty{"distribution", "existing"}) {
+		t.Errorf("existing suite %+v", got.Suites[6].Properties)
+	}
 }
 
-func TestHTML(t *testing.T) {
+// A strategy other than the expected one is called a mismatch in every format.
+func TestStrategyMismatchShown(t *testing.T) {
 	t.Parallel()
-	var buf bytes.Buffer
-	if err := HTML(&buf, sample()); err != nil {
-		t.Fatal(err)
-	}
-	h := buf.String()
-	for _, want := range []string{
-		`<a href="#g-kubeadm-1-33">`,
-		`<h2 id="g-kubeadm-1-33">kubeadm/1.33 (v1.33.13) ❌ fail</h2>`,
-		`<a href="cells/kubeadm/1.33/tests/TestCLIStaticLogin.log">TestCLIStaticLogin</a>`,
-		`<img src="cells/kubeadm/1.33/e2e-logs/screenshots/171502.123-pinny@example.com.png"`,
-		`<a href="cells/kubeadm/1.33/e2e-logs/sealion-e2e-kubeadm/events.txt">e2e-logs/sealion-e2e-kubeadm/events.txt</a>`,
-		"&lt;script&gt;stuck&lt;/script&gt;",
-		"reported successful: <b>KubeClusterSigningCertificate</b>",
-		"<pre>" + cgroupReason + "</pre>",
-		"<details open>",
-	} {
-		if !strings.Contains(h, want) {
-			t.Errorf("HTML lacks %q", want)
+	r := matrix.Results{Groups: []matrix.GroupResult{{
+		Distribution: "eks", Simulates: "EKS", Version: v133, Outcome: matrix.Outcome{Status: matrix.Fail, Reason: "see the failed cells"},
+		Strategy: &matrix.StrategyResult{Expected: "ImpersonationProxy", Chosen: []string{"KubeClusterSigningCertificate"},
+			Outcome: matrix.Outcome{Status: matrix.Fail, Reason: "expected ImpersonationProxy, the CredentialIssuer reports KubeClusterSigningCertificate successful"}},
+		Paths: []matrix.PathResult{{Name: "webhook", Outcome: matrix.Outcome{Status: matrix.Pass}}},
+	}}}
+	var md, h, j, js bytes.Buffer
+	for _, f := range []struct {
+		render func(io.Writer, matrix.Results) error
+		buf    *bytes.Buffer
+	}{{Markdown, &md}, {HTML, &h}, {JUnit, &j}, {JSON, &js}} {
+		if err := f.render(f.buf, r); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if strings.Contains(h, "<script>") {
-		t.Error("a reason was not escaped")
+	if want := "| eks (simulated EKS) | **strategy expected ImpersonationProxy, seen KubeClusterSigningCertificate: MISMATCH: fail (1)**"; !strings.Contains(md.String(), want) {
+		t.Errorf("Markdown lacks %q:\n%s", want, md.String())
+	}
+	if want := `seen (reported successful) <b>KubeClusterSigningCertificate</b> <span class="mismatch">MISMATCH</span>`; !strings.Contains(h.String(), want) {
+		t.Errorf("HTML lacks %q", want)
+	}
+	if want := `<property name="strategy.mismatch" value="true"></property>`; !strings.Contains(j.String(), want) {
+		t.Errorf("JUnit lacks %q:\n%s", want, j.String())
+	}
+	var back matrix.Results
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || !back.Groups[0].Strategy.Mismatch() || back.Groups[0].Label() != "eks (simulated EKS)" {
+		t.Errorf("JSON round trip: %v\n%s", err, js.String())
 	}
 }
 

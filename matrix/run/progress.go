@@ -23,6 +23,8 @@ type progress struct {
 	now     func() time.Time
 	started time.Time
 	budget  time.Duration
+	// color colours verdicts with ANSI escapes.
+	color bool
 
 	// Cells are counted by identity path; those that will not run count as done from the start.
 	total, done int
@@ -36,8 +38,8 @@ type progress struct {
 	tickerDone chan struct{}
 }
 
-func newProgress(w io.Writer, now func() time.Time, started time.Time, budget time.Duration, groups []matrix.Group) *progress {
-	p := &progress{w: w, now: now, started: started, budget: budget}
+func newProgress(w io.Writer, color bool, now func() time.Time, started time.Time, budget time.Duration, groups []matrix.Group) *progress {
+	p := &progress{w: w, color: color, now: now, started: started, budget: budget}
 	for _, g := range groups {
 		p.total += len(g.Paths)
 	}
@@ -126,12 +128,15 @@ func (p *progress) finish(g matrix.Group, r matrix.GroupResult) {
 	p.done += len(g.Paths)
 	wasRunning := p.runningName == g.Name()
 	p.running, p.runningName, p.test = nil, "", ""
-	line := fmt.Sprintf("%s: %s %s", g.Name(), report.Symbol(r.Status), r.Status)
+	line := fmt.Sprintf("%s: %s", g.Name(), p.verdict(r.Status))
 	for _, path := range r.Paths {
-		line += fmt.Sprintf(", %s %s", path.Name, report.Symbol(path.Status))
+		line += fmt.Sprintf(", %s %s", path.Name, p.verdict(path.Status))
 	}
-	if r.Strategy != nil {
-		line += ", strategy " + report.Symbol(r.Strategy.Status)
+	if st := r.Strategy; st != nil {
+		line += ", strategy " + p.verdict(st.Status)
+		if st.Mismatch() {
+			line += fmt.Sprintf(" (expected %s, seen %s)", st.Expected, strings.Join(st.Chosen, " + "))
+		}
 	}
 	if !wasRunning && r.Reason != "" {
 		line += ": " + firstLine(r.Reason)
@@ -140,6 +145,14 @@ func (p *progress) finish(g matrix.Group, r matrix.GroupResult) {
 		line += fmt.Sprintf(" in %s", r.Duration.Round(time.Second))
 	}
 	p.writeLocked(line)
+}
+
+// verdict is a status as a word, coloured when the output is a terminal that wants colour.
+func (p *progress) verdict(s matrix.Status) string {
+	if p.color {
+		return report.ANSI(string(s))
+	}
+	return string(s)
 }
 
 func (p *progress) statusLocked() string {

@@ -1,7 +1,8 @@
 // Package run executes a matrix plan, one group (distribution x version, one cluster) at a time,
 // since a single cluster fits the machine: it builds what the distribution needs, runs the
 // group's e2e tests in one `go test -json`, keeps each test's output and the cluster's logs in the
-// group's folder, and attributes the results. Groups not started when the time budget runs out
+// group's folder, and attributes the results. Failed tests run once more, in a second go test;
+// those that pass then make their cells flaky rather than failed. Groups not started when the time budget runs out
 // or after an interrupt are reported as not run.
 package run
 
@@ -43,8 +44,10 @@ type Runner struct {
 	TestTimeout time.Duration
 	// AllowHostChanges passes the opt-in of providers that change this machine to the suites.
 	AllowHostChanges bool
-	// Progress receives live progress; nil discards it.
+	// Progress receives live progress; nil discards it. Color colours its verdicts (for a
+	// terminal that has not asked for NO_COLOR).
 	Progress io.Writer
+	Color    bool
 	// GoCommand is the go command; empty means "go" from PATH.
 	GoCommand string
 	// Now is time.Now outside tests.
@@ -68,7 +71,7 @@ type cleanup struct {
 func (r *Runner) Run(ctx context.Context, groups []matrix.Group, stop <-chan struct{}) matrix.Results {
 	now := r.now()
 	res := matrix.Results{Started: now, Budget: r.Budget}
-	p := newProgress(r.Progress, r.now, now, r.Budget, groups)
+	p := newProgress(r.Progress, r.Color, r.now, now, r.Budget, groups)
 	defer p.close()
 	run := r.runGroup
 	if run == nil {
@@ -162,7 +165,8 @@ func (r *Runner) execute(ctx context.Context, g matrix.Group, p *progress) matri
 		}
 	}
 
-	rep, exitErr, err := r.goTest(ctx, g, dir, p)
+	pkgs, run := g.GoTest(r.Catalog)
+	rep, exitErr, err := r.goTest(ctx, g, dir, pkgs, run, p)
 	if err != nil {
 		return fail("running go test: %v", err)
 	}
@@ -171,10 +175,15 @@ func (r *Runner) execute(ctx context.Context, g matrix.Group, p *progress) matri
 		p.printf("%s: %v", g.Name(), err)
 	}
 	gr := matrix.Attribute(r.Catalog, g, rep, chosen)
-	if err := r.writeTestLogs(&gr, rep, dir, rel); err != nil {
+	if err := writeTestLogs(&gr, rep, dir, rel, firstLog); err != nil {
 		p.printf("%s: writing test logs: %v", g.Name(), err)
 	}
-	if exitErr != nil && gr.Status == matrix.Pass {
+	// A test binary that stopped mid-test (a timeout, a crash) left its cluster behind: a second
+	// go test would collide with it.
+	if failed := matrix.FailedTests(gr); len(failed) > 0 && ctx.Err() == nil && !stoppedMidTest(rep) {
+		gr, exitErr = r.retry(ctx, g, gr, failed, exitErr, dir, rel, p)
+	}
+	if exitErr != nil && (gr.Status == matrix.Pass || gr.Status == matrix.Flaky) {
 		// Every check passed, yet go test failed: say so rather than hide it.
 		var lines []string
 		for _, pkg := range rep.Packages {
@@ -185,6 +194,50 @@ func (r *Runner) execute(ctx context.Context, g matrix.Group, p *progress) matri
 	}
 	return finish(gr)
 }
+
+// retry runs a group's failed tests once more, in a second go test of their packages whose files
+// (go test output, suite logs, per-test logs) go to the group's rerun folder next to the first
+// run's, and folds the outcome in: a test that passes now is flaky. The suite starts its own
+// cluster of the same distribution and version for it, as for every go test. It returns the
+// result and the go test exit error that now stands.
+func (r *Runner) retry(ctx context.Context, g matrix.Group, gr matrix.GroupResult, failed []matrix.TestRef,
+	firstExit error, dir, rel string, p *progress) (matrix.GroupResult, error) {
+	var pkgs, names []string
+	for _, t := range failed {
+		if !slices.Contains(pkgs, t.Package) {
+			pkgs = append(pkgs, t.Package)
+		}
+		names = append(names, t.Name)
+	}
+	p.printf("%s: running the failed %s once more (logs in %s)", g.Name(), strings.Join(names, ", "), filepath.Join(rel, rerunDir))
+	dir, rel = filepath.Join(dir, rerunDir), filepath.Join(rel, rerunDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		p.printf("%s: not run again: %v", g.Name(), err)
+		return gr, firstExit
+	}
+	rep, exitErr, err := r.goTest(ctx, g, dir, pkgs, "^("+strings.Join(names, "|")+")$", p)
+	if err != nil {
+		p.printf("%s: not run again: running go test: %v", g.Name(), err)
+		return gr, firstExit
+	}
+	gr = matrix.Retried(r.Catalog, gr, rep)
+	if err := writeTestLogs(&gr, rep, dir, rel, retryLog); err != nil {
+		p.printf("%s: writing test logs: %v", g.Name(), err)
+	}
+	return gr, exitErr
+}
+
+func stoppedMidTest(rep *testjson.Report) bool {
+	for _, pkg := range rep.Packages {
+		if slices.ContainsFunc(pkg.Tests, func(t *testjson.Test) bool { return t.Result == testjson.Running }) {
+			return true
+		}
+	}
+	return false
+}
+
+// rerunDir is the folder, inside a group's, of the re-run of its failed tests.
+const rerunDir = "rerun"
 
 // build runs an artifact's command, once per distinct command and run, logging to Out/prepare.
 func (r *Runner) build(ctx context.Context, name string, g matrix.Group, p *progress) error {
@@ -270,10 +323,9 @@ func render(command []string, values map[string]string) ([]string, error) {
 	return out, nil
 }
 
-// goTest runs the group's tests, streaming events to go-test.json and output.log, and returns
+// goTest runs tests of the group (pkgs, -run run), streaming events to go-test.json and output.log, and returns
 // the report and go test's exit error.
-func (r *Runner) goTest(ctx context.Context, g matrix.Group, dir string, p *progress) (*testjson.Report, error, error) {
-	pkgs, run := g.GoTest(r.Catalog)
+func (r *Runner) goTest(ctx context.Context, g matrix.Group, dir string, pkgs []string, run string, p *progress) (*testjson.Report, error, error) {
 	goCmd := r.GoCommand
 	if goCmd == "" {
 		goCmd = "go"
@@ -395,13 +447,14 @@ func chosenStrategies(logs string) ([]string, error) {
 	return matrix.ChosenStrategies(data)
 }
 
-// writeTestLogs writes each test's output to tests/<name>.log and links it from the result.
-func (r *Runner) writeTestLogs(gr *matrix.GroupResult, rep *testjson.Report, dir, rel string) error {
+// writeTestLogs writes the output of each test of rep to tests/<name>.log in dir and links it
+// from the result, in the field logOf gives (nil: the test has none there).
+func writeTestLogs(gr *matrix.GroupResult, rep *testjson.Report, dir, rel string, logOf func(*matrix.TestOutcome) *string) error {
 	var errs []error
 	link := func(tests []matrix.TestOutcome) {
 		for i := range tests {
-			t := rep.Test(tests[i].Package, tests[i].Name)
-			if t == nil {
+			t, field := rep.Test(tests[i].Package, tests[i].Name), logOf(&tests[i])
+			if t == nil || field == nil {
 				continue
 			}
 			name := filepath.Join("tests", tests[i].Name+".log")
@@ -413,7 +466,7 @@ func (r *Runner) writeTestLogs(gr *matrix.GroupResult, rep *testjson.Report, dir
 				errs = append(errs, err)
 				continue
 			}
-			tests[i].Log = filepath.ToSlash(filepath.Join(rel, name))
+			*field = filepath.ToSlash(filepath.Join(rel, name))
 		}
 	}
 	if gr.Strategy != nil {
@@ -423,6 +476,16 @@ func (r *Runner) writeTestLogs(gr *matrix.GroupResult, rep *testjson.Report, dir
 		link(gr.Paths[i].Tests)
 	}
 	return errors.Join(errs...)
+}
+
+// firstLog and retryLog are where a test's log of the first run and of the re-run are linked.
+func firstLog(t *matrix.TestOutcome) *string { return &t.Log }
+
+func retryLog(t *matrix.TestOutcome) *string {
+	if t.Retry == nil {
+		return nil
+	}
+	return &t.Retry.Log
 }
 
 // files lists every file below dir, relative to the report folder.

@@ -90,18 +90,42 @@ func TestBudget(t *testing.T) {
 		t.Errorf("duration %s, failed %v", res.Duration, res.Failed())
 	}
 	out := progressOut.String()
+	if strings.Contains(out, "\x1b") {
+		t.Error("colour without Color")
+	}
 	for _, want := range []string{
 		"matrix 0:00:00 | 6 cells in 6 groups (one cluster each)",
 		"matrix 0:00:00 | cells: 0 done, 1 running, 5 left (kubeadm/1.31: building and setting up) | elapsed 0:00:00, budget left 0:50:00",
-		"matrix 0:20:00 | kubeadm/1.31: ✅ pass, webhook ✅ in 20m0s",
+		"matrix 0:20:00 | kubeadm/1.31: pass, webhook pass in 20m0s",
 		"matrix 0:40:00 | cells: 2 done, 1 running, 3 left (kubeadm/1.33: building and setting up) | elapsed 0:40:00, budget left 0:10:00",
-		"matrix 1:00:00 | kubeadm/1.34: ⏸️ not run, webhook ⏸️: the time budget (50m0s) ran out before it started",
-		"matrix 1:00:00 | kubeadm/1.38: ⛔ cannot run here, webhook ⛔: the kubelet of Kubernetes 1.38",
+		"matrix 1:00:00 | kubeadm/1.34: not run, webhook not run: the time budget (50m0s) ran out before it started",
+		"matrix 1:00:00 | kubeadm/1.38: cannot run here, webhook cannot run here: the kubelet of Kubernetes 1.38",
 		"matrix 1:00:00 | cells: 6 done, 0 running, 0 left | elapsed 1:00:00, budget left 0:00:00",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Verdicts are coloured when the runner is told to (a terminal, NO_COLOR unset).
+func TestProgressColour(t *testing.T) {
+	t.Parallel()
+	cat, err := matrix.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	r := &Runner{Catalog: cat, Progress: &out, Color: true, runGroup: func(_ context.Context, g matrix.Group, _ *progress) matrix.GroupResult {
+		return matrix.GroupResult{Distribution: g.Distribution.Name, Version: g.Version, Outcome: matrix.Outcome{Status: matrix.Flaky},
+			Strategy: &matrix.StrategyResult{Expected: "ImpersonationProxy", Chosen: []string{"KubeClusterSigningCertificate"}, Outcome: matrix.Outcome{Status: matrix.Fail}},
+			Paths:    []matrix.PathResult{{Name: "webhook", Outcome: matrix.Outcome{Status: matrix.Flaky}}}}
+	}}
+	r.Run(context.Background(), plan(t, cat, "kubeadm/1.33/webhook", versions("1.33")), nil)
+	want := "kubeadm/1.33: \x1b[1;33mflaky\x1b[0m, webhook \x1b[1;33mflaky\x1b[0m, strategy \x1b[1;31mfail\x1b[0m " +
+		"(expected ImpersonationProxy, seen KubeClusterSigningCertificate) in 0s"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("progress lacks %q:\n%s", want, out.String())
 	}
 }
 
@@ -173,9 +197,20 @@ func TestExecute(t *testing.T) {
 	}
 	write("kubeadm.json", events("fail"), 0o644)
 	write("gke.json", events("pass"), 0o644)
+	// The re-run of kubeadm's failed test: it passes now.
+	var rerun []string
+	for _, l := range strings.SplitAfter(events("pass"), "\n") {
+		if strings.Contains(l, `"Test":"TestCLIStaticLogin"`) {
+			rerun = append(rerun, l)
+		}
+	}
+	write("kubeadm-rerun.json", strings.Join(rerun, ""), 0o644)
 	write("fake-go", `#!/bin/sh
 echo "$SEALION_E2E_PROVIDER $SEALION_E2E_KUBE_VERSION $SEALION_KUBE_BIN_DIR $SEALION_ALLOW_HOST_CHANGES $*" >> args.txt
 echo "go: downloading example.com/x v1.0.0" >&2
+case "$SEALION_E2E_LOGS" in
+*/rerun/e2e-logs) cat "$SEALION_E2E_PROVIDER-rerun.json"; exit 0 ;;
+esac
 cat "$SEALION_E2E_PROVIDER.json"
 mkdir -p "$SEALION_E2E_LOGS/sealion-e2e-$SEALION_E2E_PROVIDER" "$SEALION_E2E_LOGS/screenshots"
 echo "LAST-SEEN NAMESPACE OBJECT" > "$SEALION_E2E_LOGS/sealion-e2e-$SEALION_E2E_PROVIDER/events.txt"
@@ -200,24 +235,33 @@ fi
 		t.Errorf("artifacts: each command once, the cleanup at the end; got\n%s", builds)
 	}
 	args, _ := os.ReadFile(filepath.Join(repo, "args.txt"))
+	// kubeadm's run, the re-run of its failed test, gke's run.
 	if !strings.HasPrefix(string(args), "kubeadm v1.33.1 /cache/kubernetes/v1.33.1/bin true test -json -count=1 -p=1 -timeout=1h0m0s "+
-		"sealion.dev/e2e/conformance -run ^(TestInstalled|TestKubeClusterSigningCertificate|TestCLIStaticLogin)$\n") {
+		"sealion.dev/e2e/conformance -run ^(TestInstalled|TestKubeClusterSigningCertificate|TestCLIStaticLogin)$\n"+
+		"kubeadm v1.33.1 /cache/kubernetes/v1.33.1/bin true test -json -count=1 -p=1 -timeout=1h0m0s "+
+		"sealion.dev/e2e/conformance -run ^(TestCLIStaticLogin)$\ngke ") {
 		t.Errorf("go test invocations:\n%s", args)
 	}
 
+	// kubeadm's webhook test failed, then passed when run again: flaky, which fails nothing.
 	k := res.Groups[0]
-	if k.Status != matrix.Fail || k.Strategy.Status != matrix.Pass || !slices.Equal(k.Strategy.Chosen, []string{"KubeClusterSigningCertificate"}) {
+	if k.Status != matrix.Flaky || res.Failed() || k.Strategy.Status != matrix.Pass || !slices.Equal(k.Strategy.Chosen, []string{"KubeClusterSigningCertificate"}) {
 		t.Errorf("kubeadm %+v, strategy %+v", k.Outcome, k.Strategy)
 	}
-	if p := k.Paths[0]; p.Status != matrix.Fail || p.Reason != "TestCLIStaticLogin: listing secrets: <nil>, want Forbidden" ||
-		p.Tests[0].Log != "cells/kubeadm/1.33/tests/TestCLIStaticLogin.log" {
+	if p := k.Paths[0]; p.Status != matrix.Flaky || p.Reason != "TestCLIStaticLogin: listing secrets: <nil>, want Forbidden" ||
+		p.Tests[0].Log != "cells/kubeadm/1.33/tests/TestCLIStaticLogin.log" || p.Tests[0].Retry == nil ||
+		p.Tests[0].Retry.Log != "cells/kubeadm/1.33/rerun/tests/TestCLIStaticLogin.log" || p.Elapsed != 3*time.Second {
 		t.Errorf("webhook %+v", p)
+	}
+	if k.TestTime != 6*time.Second {
+		t.Errorf("kubeadm test time %s", k.TestTime)
 	}
 	if p := k.Paths[1]; p.Status != matrix.NotBuilt {
 		t.Errorf("ldap %+v", p)
 	}
 	for _, f := range []string{"cells/kubeadm/1.33/go-test.json", "cells/kubeadm/1.33/output.log", "cells/kubeadm/1.33/tests/TestCLIStaticLogin.log",
-		"cells/kubeadm/1.33/e2e-logs/sealion-e2e-kubeadm/events.txt", "cells/kubeadm/1.33/e2e-logs/screenshots/1-pinny.png"} {
+		"cells/kubeadm/1.33/e2e-logs/sealion-e2e-kubeadm/events.txt", "cells/kubeadm/1.33/e2e-logs/screenshots/1-pinny.png",
+		"cells/kubeadm/1.33/rerun/go-test.json", "cells/kubeadm/1.33/rerun/output.log", "cells/kubeadm/1.33/rerun/tests/TestCLIStaticLogin.log"} {
 		if !slices.Contains(k.Files, f) {
 			t.Errorf("files %v lack %s", k.Files, f)
 		}
@@ -236,7 +280,8 @@ fi
 	if g.Status != matrix.Pass || g.Strategy.Chosen != nil || len(g.Paths) != 1 {
 		t.Errorf("gke %+v", g)
 	}
-	if !strings.Contains(progressOut.String(), "kubeadm/1.33: TestCLIStaticLogin fail (1.5s)") {
+	if !strings.Contains(progressOut.String(), "kubeadm/1.33: TestCLIStaticLogin fail (1.5s)") ||
+		!strings.Contains(progressOut.String(), "kubeadm/1.33: running the failed TestCLIStaticLogin once more (logs in cells/kubeadm/1.33/rerun)") {
 		t.Errorf("progress:\n%s", progressOut.String())
 	}
 }

@@ -8,7 +8,10 @@
 //	go run ./matrix/cmd/matrix --shard 2/3 --out _output/matrix/shard-2 --allow-host-changes
 //	go run ./matrix/cmd/matrix merge --out _output/matrix/merged _output/matrix/shard-*
 //
-// It exits 1 when a cell failed, 2 on bad usage.
+//	go run ./matrix/cmd/matrix --baseline old/results.json
+//
+// It exits 1 when a cell failed (a flaky cell, which passed when re-run, does not), 2 on bad
+// usage or an unreadable baseline.
 package main
 
 import (
@@ -28,7 +31,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"sealion.dev/matrix"
+	"sealion.dev/matrix/baseline"
 	"sealion.dev/matrix/ciworkflow"
 	"sealion.dev/matrix/hostcheck"
 	"sealion.dev/matrix/kubeversions"
@@ -59,6 +65,7 @@ type options struct {
 	skipHostChecks   bool
 	allowHostChanges bool
 	testTimeout      time.Duration
+	baseline         string
 }
 
 func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
@@ -92,6 +99,7 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&o.allowHostChanges, "allow-host-changes", false, "let providers that run clusters on this machine change it "+
 		"(CI=true or SEALION_ALLOW_HOST_CHANGES=true do too)")
 	fs.DurationVar(&o.testTimeout, "test-timeout", 60*time.Minute, "go test -timeout of one group; a group that hits it leaves its cluster behind")
+	fs.StringVar(&o.baseline, "baseline", "", "an earlier run's "+report.JSONFile+": mark each cell a regression, fixed or a new pass against it")
 	if err := fs.Parse(args); err != nil {
 		return 2, nil
 	}
@@ -105,6 +113,13 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 			return 2, err
 		}
 		shard = &s
+	}
+	var base matrix.Results
+	if o.baseline != "" {
+		var err error
+		if base, err = baseline.Load(o.baseline); err != nil {
+			return 2, err
+		}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -191,7 +206,7 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	r := &run.Runner{
 		Catalog: cat, Repo: repo, Out: out, Cache: cache, Budget: o.budget, TestTimeout: o.testTimeout,
-		AllowHostChanges: o.allowHostChanges, Progress: stderr,
+		AllowHostChanges: o.allowHostChanges, Progress: stderr, Color: colorTerminal(stderr, os.Getenv),
 	}
 	stop := make(chan struct{})
 	signals := make(chan os.Signal, 2)
@@ -209,6 +224,9 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	res.Host, res.Commit = host.String(), commit(repo)
 	if shard != nil {
 		res.Shard, res.Plan = shard, matrix.CellNames(plan)
+	}
+	if o.baseline != "" {
+		baseline.Mark(&res, base, o.baseline)
 	}
 	if err := report.WriteAll(out, res); err != nil {
 		return 1, err
@@ -357,6 +375,13 @@ func passedOver(w io.Writer, groups []matrix.Group) {
 		}
 		fmt.Fprintf(w, "  %s runs %s, passed over %s\n", v.Minor, v.Release, strings.Join(passed, "; "))
 	}
+}
+
+// colorTerminal reports whether w is a terminal and the user has not asked for no colour
+// (NO_COLOR, no-color.org): a CI log or a file gets plain words.
+func colorTerminal(w io.Writer, getenv func(string) string) bool {
+	f, ok := w.(*os.File)
+	return ok && getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
 }
 
 // repoRoot is the closest folder up from the working directory whose go.mod is module sealion.dev.

@@ -38,6 +38,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--shard", "0/3"}, `shard "0/3" is out of range`},
 		{[]string{"--shard", "4/3"}, `shard "4/3" is out of range`},
 		{[]string{"--list", "--shard", "x"}, `shard "x" is not i/n`},
+		{[]string{"--baseline", "/nonexistent/old/results.json"}, "/nonexistent/old/results.json"},
 	} {
 		code, err := matrixMain(tc.args, io.Discard, io.Discard)
 		if code != 2 || err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -157,5 +158,26 @@ func TestShardListAndReleases(t *testing.T) {
 		if code, err := matrixMain(tc.args, &out, io.Discard); code != 0 || err != nil || out.String() != tc.want {
 			t.Errorf("%v: code %d, err %v, printed %q, want %q", tc.args, code, err, out.String(), tc.want)
 		}
+	}
+}
+
+// Colour only on a terminal, and never with NO_COLOR set.
+func TestColorTerminal(t *testing.T) {
+	t.Parallel()
+	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer tty.Close()
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	env := func(noColor string) func(string) string {
+		return func(k string) string { return map[string]string{"NO_COLOR": noColor}[k] }
+	}
+	if !colorTerminal(tty, env("")) || colorTerminal(tty, env("1")) || colorTerminal(devNull, env("")) || colorTerminal(io.Discard, env("")) {
+		t.Error("colour on a terminal without NO_COLOR only")
 	}
 }
