@@ -39,9 +39,10 @@ func TestMain(m *testing.M) {
 	if providerName == "" {
 		providerName = "kubeadm"
 	}
-	// The existing provider runs against the cluster of $KUBECONFIG (its images must be pullable).
+	// The existing provider runs against the cluster of $KUBECONFIG (its images must be pullable);
+	// $SEALION_EXISTING_PROFILE says what kind of cluster it is, so what the tests may assume.
 	p, err := all.New(providerName, all.Options{Progress: os.Stderr, Existing: existing.Options{
-		KubeconfigPath: os.Getenv("KUBECONFIG"), ImagesPullable: true,
+		KubeconfigPath: os.Getenv("KUBECONFIG"), Profile: os.Getenv(existing.ProfileEnv), ImagesPullable: true,
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
