@@ -57,7 +57,14 @@ func TestMain(m *testing.M) {
 	setup := []env.Func{
 		// SEALION_E2E_KUBE_VERSION ("v1.34.4") picks the cluster's version; empty is the provider's default.
 		steps.CreateCluster(p, "sealion-e2e-"+providerName, providers.CreateOptions{KubernetesVersion: os.Getenv("SEALION_E2E_KUBE_VERSION")}),
-		steps.LoadImages(steps.RepoPath("_output/images/pinniped-server.tar")),
+	}
+	// $SEALION_REGISTRY (registry.example.com/team) pushes our image there and installs it by
+	// digest, for clusters no image can be loaded into (a cloud's); else it is loaded into the nodes.
+	serverArchive := steps.RepoPath("_output/images/pinniped-server.tar")
+	if registry := os.Getenv(steps.RegistryEnv); registry != "" {
+		setup = append(setup, steps.PushImages(registry, serverArchive))
+	} else {
+		setup = append(setup, steps.LoadImages(serverArchive))
 	}
 	setup = append(setup, steps.InstallLocalUserAuthenticator()...)
 	var components []string
