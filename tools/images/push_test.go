@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -115,5 +116,43 @@ func TestPushRefusesBadInput(t *testing.T) {
 	}
 	if _, _, err := pushArchive(ctx, archive, "registry.example.com/team", nil); err == nil || !strings.Contains(err.Error(), "image archive") {
 		t.Errorf("corrupt archive: %v", err)
+	}
+}
+
+// TestServeRegistry: the registry command serves pushes and pulls on the address it prints,
+// and stops cleanly when its context ends.
+func TestServeRegistry(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- serveRegistry(ctx, "127.0.0.1:0", w) }()
+	addr, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = strings.TrimSpace(addr)
+
+	archive := testArchive(t, "localhost/sealion/pinniped-server:dev")
+	_, ref, err := pushArchive(ctx, archive, addr+"/proof", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := name.NewDigest(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Image(pushed); err != nil {
+		t.Errorf("pulling %s: %v", ref, err)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serveRegistry ended with %v", err)
+	}
+	if _, err := remote.Head(pushed); err == nil {
+		t.Error("the registry still answers after its context ended")
+	}
+	if err := serveRegistry(context.Background(), "not an address", io.Discard); err == nil {
+		t.Error("a bad listen address was accepted")
 	}
 }
