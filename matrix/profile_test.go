@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,6 +37,10 @@ func TestExistingStrategyFromProfile(t *testing.T) {
 	o.Getenv = func(k string) string { return map[string]string{existing.ProfileEnv: "openshift"}[k] }
 	if _, err := c.Plan(o); err == nil || !strings.Contains(err.Error(), `"openshift"`) {
 		t.Errorf("unknown profile: %v", err)
+	}
+	// The suite pushes (or checks) the server image's archive, which the plan builds first.
+	if d := c.Distribution("existing"); !slices.Contains(d.Needs, "server-image") {
+		t.Errorf("existing needs %v, want the server image", d.Needs)
 	}
 	// Cells of other distributions do not read the variable.
 	if _, err := c.Plan(planOpts("kubeadm/*/*", t)); err != nil {
