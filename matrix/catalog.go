@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"sealion.dev/providers/existing"
 )
 
 //go:embed catalog.yaml
@@ -45,6 +47,8 @@ type Distribution struct {
 	Simulates string `json:"simulates,omitempty"`
 	// Strategy is the expected CredentialIssuer strategy; empty means reported, not asserted.
 	Strategy string `json:"strategy,omitempty"`
+	// StrategyFromProfile means the plan takes Strategy from the existing provider's profile.
+	StrategyFromProfile bool `json:"strategyFromProfile,omitempty"`
 	// OnHost means the provider changes this machine.
 	OnHost bool `json:"onHost,omitempty"`
 	// ClusterVersion means the cluster brings its own Kubernetes version.
@@ -131,6 +135,9 @@ func (c Catalog) validate() error {
 	for _, d := range c.Distributions {
 		if d.Strategy != "" && c.strategy(d.Strategy) == nil {
 			bad("distribution %s: unknown strategy %q", d.Name, d.Strategy)
+		}
+		if d.StrategyFromProfile && (d.Strategy != "" || d.Name != existing.Name) {
+			bad("distribution %s: strategyFromProfile is for the %s distribution, without a strategy of its own", d.Name, existing.Name)
 		}
 		for _, n := range d.Needs {
 			if c.artifact(n) == nil {

@@ -256,6 +256,10 @@ func (c Catalog) Plan(o PlanOptions) ([]Group, error) {
 			if len(g.Paths) == 0 {
 				continue
 			}
+			var err error
+			if g.Distribution, err = d.withProfileStrategy(o.Getenv); err != nil {
+				return nil, err
+			}
 			g.Blocked = c.blocker(d, v, o)
 			groups = append(groups, g)
 		}

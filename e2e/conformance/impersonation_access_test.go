@@ -59,10 +59,10 @@ func TestImpersonationProxyAccess(t *testing.T) {
 			kubeconfig := proxyKubeconfig(t, cfg, proxy, cred)
 			// RBAC takes a moment to see a new binding.
 			retryUntilOK(ctx, t, "applying a ConfigMap and a Deployment through the proxy", func() error {
-				_, err := steps.Kubectl(ctx, kubeconfig, sleeperManifest(ns, "hello"), "apply", "-f", "-")
+				_, err := steps.Kubectl(ctx, kubeconfig, sleeperManifest(ns, "hello", steps.Image(ctx, steps.ServerImage)), "apply", "-f", "-")
 				return err
 			})
-			if _, err := steps.Kubectl(ctx, kubeconfig, sleeperManifest(ns, "hello again"), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+			if _, err := steps.Kubectl(ctx, kubeconfig, sleeperManifest(ns, "hello again", steps.Image(ctx, steps.ServerImage)), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
 				t.Fatalf("server-side apply through the proxy: %v", err)
 			}
 			// rollout status watches the Deployment through the proxy until its pod is ready.
@@ -74,7 +74,7 @@ func TestImpersonationProxyAccess(t *testing.T) {
 			if err != nil || cm.Data["greeting"] != "hello again" {
 				t.Fatalf("the ConfigMap as applied through the proxy: %v, %v", cm.Data, err)
 			}
-			if _, err := steps.Kubectl(ctx, kubeconfig, sleeperManifest(ns, "hello again"), "delete", "--wait=true", "-f", "-"); err != nil {
+			if _, err := steps.Kubectl(ctx, kubeconfig, sleeperManifest(ns, "hello again", steps.Image(ctx, steps.ServerImage)), "delete", "--wait=true", "-f", "-"); err != nil {
 				t.Fatalf("kubectl delete through the proxy: %v", err)
 			}
 			if _, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "e2e-greeting", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -265,8 +265,9 @@ func retryUntilOK(ctx context.Context, t *testing.T, what string, f func() error
 	}
 }
 
-// sleeperManifest is a ConfigMap with greeting and a Deployment of one pod that sleeps, in ns.
-func sleeperManifest(ns, greeting string) string {
+// sleeperManifest is a ConfigMap with greeting and a Deployment of one pod of image that sleeps,
+// in ns.
+func sleeperManifest(ns, greeting, image string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata: {name: e2e-greeting, namespace: %[1]s}
@@ -285,10 +286,10 @@ spec:
       terminationGracePeriodSeconds: 1
       containers:
         - name: sleeper
-          image: localhost/sealion/pinniped-server:dev
+          image: %s
           imagePullPolicy: IfNotPresent
           command: [/usr/local/bin/pinniped-concierge-kube-cert-agent, sleep]
-`, ns, greeting)
+`, ns, greeting, image)
 }
 
 // proxyTokenKubeconfig writes a kubeconfig that reaches the cluster through the proxy with a

@@ -410,7 +410,7 @@ func testStreamingThroughProxy(ctx context.Context, t *testing.T, cfg *envconf.C
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)},
 			Containers: []corev1.Container{{
 				Name:            "streamer",
-				Image:           "localhost/sealion/pinniped-server:dev",
+				Image:           steps.Image(ctx, steps.ServerImage),
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Command: []string{"/usr/local/bin/local-user-authenticator", "--namespace=" + ns.Name,
 					"--ca-bundle-file=/ca/ca.pem", "--v=4"},

@@ -39,9 +39,10 @@ func TestMain(m *testing.M) {
 	if providerName == "" {
 		providerName = "kubeadm"
 	}
-	// The existing provider runs against the cluster of $KUBECONFIG (its images must be pullable).
+	// The existing provider runs against the cluster of $KUBECONFIG (its images must be pullable);
+	// $SEALION_EXISTING_PROFILE says what kind of cluster it is, so what the tests may assume.
 	p, err := all.New(providerName, all.Options{Progress: os.Stderr, Existing: existing.Options{
-		KubeconfigPath: os.Getenv("KUBECONFIG"), ImagesPullable: true,
+		KubeconfigPath: os.Getenv("KUBECONFIG"), Profile: os.Getenv(existing.ProfileEnv), ImagesPullable: true,
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -56,7 +57,14 @@ func TestMain(m *testing.M) {
 	setup := []env.Func{
 		// SEALION_E2E_KUBE_VERSION ("v1.34.4") picks the cluster's version; empty is the provider's default.
 		steps.CreateCluster(p, "sealion-e2e-"+providerName, providers.CreateOptions{KubernetesVersion: os.Getenv("SEALION_E2E_KUBE_VERSION")}),
-		steps.LoadImages(steps.RepoPath("_output/images/pinniped-server.tar")),
+	}
+	// $SEALION_REGISTRY (registry.example.com/team) pushes our image there and installs it by
+	// digest, for clusters no image can be loaded into (a cloud's); else it is loaded into the nodes.
+	serverArchive := steps.RepoPath("_output/images/pinniped-server.tar")
+	if registry := os.Getenv(steps.RegistryEnv); registry != "" {
+		setup = append(setup, steps.PushImages(registry, serverArchive))
+	} else {
+		setup = append(setup, steps.LoadImages(serverArchive))
 	}
 	setup = append(setup, steps.InstallLocalUserAuthenticator()...)
 	var components []string

@@ -155,6 +155,9 @@ func TestSupervisorActiveDirectoryLogin(t *testing.T) {
 	pinnyUser := activedirectory.DefaultUsers[0] // group seals, nested in marine-mammals
 	f := features.New("Active Directory through the Supervisor").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if !steps.ClusterFrom(ctx).Info.ChangesHost {
+				t.Skip(steps.ActiveDirectoryHostOnly)
+			}
 			host := supervisorHost(ctx, t, cfg)
 			var err error
 			if dc, err = activedirectory.Start(ctx, activedirectory.Options{ListenIP: hostIP(t)}); err != nil {

@@ -12,6 +12,11 @@ import (
 	"sealion.dev/providers"
 )
 
+// ActiveDirectoryHostOnly is why Active Directory logins are not tested on clusters of providers
+// that do not run on this machine: the Samba domain controller runs here, in a network namespace
+// of its own, and cannot be deployed into a cluster.
+const ActiveDirectoryHostOnly = "cannot run here: Active Directory runs on the runner's host only"
+
 // Cluster is the cluster a suite runs against.
 type Cluster struct {
 	Name     string

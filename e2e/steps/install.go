@@ -63,7 +63,7 @@ func InstallConcierge(components ...string) []env.Func {
 // waits until its replicas are ready and its aggregated API is served.
 func InstallSupervisor() []env.Func {
 	return []env.Func{
-		ApplyKustomization(RepoPath("servers/supervisor/deploy")),
+		applyWithComponents(RepoPath("servers/supervisor/deploy")),
 		WaitFor(3*time.Minute, "condition=Available", "-n", "pinniped-supervisor", "deployment/pinniped-supervisor"),
 		waitForAPIServices(2*time.Minute, server{"pinniped-supervisor", "supervisor", "/apis/clientsecret.supervisor.pinniped.dev/v1alpha1"},
 			"v1alpha1.clientsecret.supervisor.pinniped.dev"),
@@ -108,11 +108,13 @@ func waitForAPIServices(timeout time.Duration, srv server, names ...string) env.
 	}
 }
 
-// applyWithComponents applies base plus components through a kustomization written in a temporary
-// folder, since kustomize refuses one inside the folder of the base it builds on.
+// applyWithComponents applies base plus components, with the images PushImages pushed in place
+// of the manifests' own, through a kustomization written in a temporary folder, since kustomize
+// refuses one inside the folder of the base it builds on.
 func applyWithComponents(base string, components ...string) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		if len(components) == 0 {
+		images := pushedFrom(ctx)
+		if len(components) == 0 && len(images) == 0 {
 			return ApplyKustomization(base)(ctx, cfg)
 		}
 		dir, err := os.MkdirTemp("", "e2e-kustomization-")
@@ -120,15 +122,34 @@ func applyWithComponents(base string, components ...string) env.Func {
 			return ctx, err
 		}
 		defer os.RemoveAll(dir)
-		k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" + relTo(dir, base) + "]\ncomponents:\n"
-		for _, c := range components {
-			k += "- " + relTo(dir, filepath.Join(base, "components", c)) + "\n"
+		k, err := kustomization(dir, base, components, images)
+		if err != nil {
+			return ctx, err
 		}
 		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
 			return ctx, err
 		}
 		return ApplyKustomization(dir)(ctx, cfg)
 	}
+}
+
+// kustomization is the text of a kustomization in dir over base, its components and images.
+func kustomization(dir, base string, components []string, images pushed) (string, error) {
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" + relTo(dir, base) + "]\n"
+	if len(components) > 0 {
+		k += "components:\n"
+	}
+	for _, c := range components {
+		k += "- " + relTo(dir, filepath.Join(base, "components", c)) + "\n"
+	}
+	if len(images) > 0 {
+		overrides, err := imageOverrides(images)
+		if err != nil {
+			return "", err
+		}
+		k += "images:\n" + overrides
+	}
+	return k, nil
 }
 
 // relTo is target relative to dir: kustomize takes relative paths to other kustomizations.
@@ -147,7 +168,7 @@ func relTo(dir, target string) string {
 // InstallLocalUserAuthenticator installs the local-user-authenticator and waits for it.
 func InstallLocalUserAuthenticator() []env.Func {
 	return []env.Func{
-		ApplyKustomization(RepoPath("servers/local-user-authenticator/deploy")),
+		applyWithComponents(RepoPath("servers/local-user-authenticator/deploy")),
 		WaitFor(3*time.Minute, "condition=Available", "-n", "local-user-authenticator", "deployment/local-user-authenticator"),
 	}
 }

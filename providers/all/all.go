@@ -47,7 +47,7 @@ func New(name string, opts Options) (providers.Provider, error) {
 		if opts.Existing.KubeconfigPath == "" {
 			return nil, fmt.Errorf("the existing provider needs a kubeconfig")
 		}
-		return existing.New(opts.Existing), nil
+		return existing.New(opts.Existing)
 	}
 	return nil, fmt.Errorf("unknown provider %q; known: %s", name, strings.Join(Names, ", "))
 }

@@ -8,12 +8,20 @@
 //	    into <cache-dir>/images/<version>/<component>.tar; up-to-date archives are kept
 //	go run ./images server [--repo-root ..] [--tag localhost/sealion/pinniped-server:dev]
 //	    our server image, into <repo-root>/_output/images/pinniped-server.tar
+//	go run ./images push [--registry REGISTRY/PREFIX] [--insecure] [ARCHIVE...]
+//	    pushes image archives (default the server image's) to the registry named by the flag or
+//	    $SEALION_REGISTRY, each as <prefix>/<name>:<tag>, and prints "<archive's ref> <pushed ref
+//	    by digest>" per archive; credentials come from the Docker config, as docker login wrote them
+//	go run ./images registry [--listen 127.0.0.1:0]
+//	    serves an image registry in memory until interrupted, printing its address, for clusters
+//	    on this machine to pull pushed images from, as a cloud's nodes pull from the user's
 //	go run ./images kind-node [--kube-version v1.33.13] [--cache-dir DIR]
 //	    a kind node image from those binaries and cluster images, loaded into Docker as
 //	    localhost/sealion/kind-node:<version> (needs root, Docker and debootstrap); kept when up to date
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,6 +43,10 @@ func main() {
 		err = runServer(os.Args[2:])
 	case "kind-node":
 		err = runKindNode(os.Args[2:])
+	case "registry":
+		err = runRegistry(os.Args[2:], os.Stdout)
+	case "push":
+		err = runPush(context.Background(), os.Args[2:], os.Stdout)
 	case "help", "-h", "-help", "--help":
 		usage()
 		return
@@ -49,10 +61,12 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: images cluster|server|kind-node [flags]
+	fmt.Fprint(os.Stderr, `usage: images cluster|server|kind-node|push|registry [flags]
   cluster    images kubeadm expects for a Kubernetes version, from the cached Kubernetes binaries
   server     the sealion server image, from the main module
   kind-node  a kind node image from the cached binaries and cluster images, loaded into Docker
+  push       image archives to a registry (--registry or $SEALION_REGISTRY), printed by digest
+  registry   serves an image registry in memory on a local address until interrupted
 Run "images <command> -h" for the flags of a command.
 `)
 }

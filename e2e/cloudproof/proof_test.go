@@ -1,0 +1,212 @@
+package cloudproof
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"sealion.dev/e2e/steps"
+	"sealion.dev/providers"
+	"sealion.dev/providers/all"
+	"sealion.dev/providers/existing"
+)
+
+func TestMain(m *testing.M) {
+	all.Main() // first: every program linking the providers does
+	flag.Parse()
+	os.Exit(m.Run())
+}
+
+// suite are the conformance tests the proof runs: the install and strategy checks, the webhook
+// login (its identity system, the local-user-authenticator, runs in the cluster), and the
+// Active Directory login, which must report that it cannot run on such a cluster.
+var suite = []string{
+	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
+	"TestImpersonationProxyEnabledAtClusterIP", "TestImpersonationProxy", "TestImpersonationProxyAccess",
+	"TestImpersonationProxyExternalTLS", "TestGetKubeconfigWithoutClusterInfo",
+	"TestCLIStaticLogin", "TestTokenCredentialRequestWithLocalUsers",
+	"TestSupervisorActiveDirectoryLogin",
+}
+
+// mustPass are the tests that prove the kubeadm profile's strategy and the login; a skip fails.
+var mustPass = []string{
+	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
+	"TestCLIStaticLogin", "TestTokenCredentialRequestWithLocalUsers",
+}
+
+func TestExistingClusterAsCloud(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes a kubeadm cluster on this machine, which -short excludes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	defer cancel()
+
+	p, err := all.New("kubeadm", all.Options{Progress: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cluster = "sealion-cloud-proof"
+	t.Cleanup(func() {
+		if logs := os.Getenv("SEALION_E2E_LOGS"); logs != "" {
+			_ = p.CollectLogs(context.WithoutCancel(ctx), cluster, filepath.Join(logs, cluster))
+		}
+		if err := p.Delete(context.WithoutCancel(ctx), cluster); err != nil {
+			t.Errorf("deleting the cluster: %v", err)
+		}
+	})
+	if err := p.Create(ctx, cluster, providers.CreateOptions{KubernetesVersion: os.Getenv("SEALION_E2E_KUBE_VERSION")}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := p.KubeconfigPath(ctx, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	registry := startRegistry(ctx, t) + "/cloud-proof"
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-p=1", "-timeout=60m", "-json",
+		"./e2e/conformance", "-run", runExpression(suite))
+	cmd.Dir = steps.RepoPath(".")
+	cmd.Env = append(os.Environ(), "SEALION_E2E_PROVIDER=existing", "KUBECONFIG="+kubeconfig,
+		existing.ProfileEnv+"=kubeadm", steps.RegistryEnv+"="+registry)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	results, readErr := readVerdicts(stdout, os.Stdout)
+	runErr := cmd.Wait()
+	if readErr != nil {
+		t.Fatalf("reading the suite's report: %v", readErr)
+	}
+	if err := checkVerdicts(results, suite, mustPass, map[string]string{"TestSupervisorActiveDirectoryLogin": steps.ActiveDirectoryHostOnly}); err != nil {
+		t.Errorf("%v (go test: %v)", err, runErr)
+	} else if runErr != nil {
+		t.Errorf("the suite failed: %v", runErr)
+	}
+
+	// The servers run the pushed image, pinned by digest, and the node never had ours loaded.
+	image, err := steps.Kubectl(ctx, kubeconfig, "", "get", "deployment", "-n", "pinniped-concierge", "pinniped-concierge",
+		"-o", "jsonpath={.spec.template.spec.containers[0].image}")
+	if err != nil || !strings.HasPrefix(image, registry+"/pinniped-server@sha256:") {
+		t.Errorf("the Concierge runs %q (%v), want %s/pinniped-server@sha256:...", image, err, registry)
+	}
+	nodeImages, err := steps.Kubectl(ctx, kubeconfig, "", "get", "nodes", "-o", "jsonpath={.items[*].status.images[*].names}")
+	if err != nil || strings.Contains(nodeImages, steps.ServerImage) {
+		t.Errorf("node images %s (%v): %s was loaded, not pulled", nodeImages, err, steps.ServerImage)
+	}
+	strategies, err := steps.Kubectl(ctx, kubeconfig, "", "get", "credentialissuers",
+		"-o", `jsonpath={range .items[*].status.strategies[*]}{.type}={.status}{"\n"}{end}`)
+	if err != nil || !strings.Contains(strategies, "KubeClusterSigningCertificate=Success") {
+		t.Errorf("CredentialIssuer strategies %q (%v), want KubeClusterSigningCertificate=Success, the kubeadm profile's", strategies, err)
+	}
+}
+
+// startRegistry builds and starts tools/images registry on loopback, which containerd on this
+// machine pulls from over plain HTTP, and returns its address; it is stopped when the test ends.
+func startRegistry(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "images")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./images")
+	build.Dir = steps.RepoPath("tools")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building tools/images: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(ctx, bin, "registry", "--listen", "127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the registry printed no address: %v", err)
+	}
+	return strings.TrimSpace(addr)
+}
+
+// runExpression anchors the names for go test -run.
+func runExpression(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	return "^(" + strings.Join(quoted, "|") + ")$"
+}
+
+// verdict is a top-level test's end: pass, fail or skip, and for a skip its reason.
+type verdict struct{ action, skipReason string }
+
+// readVerdicts reads `go test -json` events, echoes their output to echo, and returns each
+// top-level test's verdict.
+func readVerdicts(r io.Reader, echo io.Writer) (map[string]verdict, error) {
+	results := map[string]verdict{}
+	output := map[string]string{}
+	dec := json.NewDecoder(r)
+	for {
+		var e struct{ Action, Test, Output string }
+		if err := dec.Decode(&e); err == io.EOF {
+			return results, nil
+		} else if err != nil {
+			return results, err
+		}
+		io.WriteString(echo, e.Output)
+		top, _, _ := strings.Cut(e.Test, "/")
+		switch {
+		case e.Test == "":
+		case e.Action == "output":
+			output[top] += e.Output
+		case e.Test == top && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
+			v := verdict{action: e.Action}
+			if e.Action == "skip" {
+				v.skipReason = output[top]
+			}
+			results[top] = v
+		}
+	}
+}
+
+// checkVerdicts: every test of ran ended, none failed, those of mustPass passed, and those of
+// mustSkip skipped saying why.
+func checkVerdicts(results map[string]verdict, ran, mustPass []string, mustSkip map[string]string) error {
+	var problems []string
+	for _, name := range ran {
+		v, ok := results[name]
+		switch {
+		case !ok:
+			problems = append(problems, name+" did not run")
+		case v.action == "fail":
+			problems = append(problems, name+" failed")
+		case mustSkip[name] != "" && (v.action != "skip" || !strings.Contains(v.skipReason, mustSkip[name])):
+			problems = append(problems, fmt.Sprintf("%s: %s, want a skip saying %q", name, v.action, mustSkip[name]))
+		}
+	}
+	for _, name := range mustPass {
+		if v, ok := results[name]; ok && v.action != "pass" {
+			problems = append(problems, fmt.Sprintf("%s: %s, want pass: %s", name, v.action, strings.TrimSpace(v.skipReason)))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the conformance suite on the existing cluster: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
