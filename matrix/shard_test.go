@@ -81,7 +81,12 @@ func TestShardIgnoresHostAndEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Host, o.Getenv = hostcheck.Host{Containerd: "2.1.0"}, func(string) string { return "set" }
+	o.Host, o.Getenv = hostcheck.Host{Containerd: "2.1.0"}, func(k string) string {
+		if k == "SEALION_EXISTING_PROFILE" {
+			return "kubeadm"
+		}
+		return "set"
+	}
 	elsewhere, err := c.Plan(o)
 	if err != nil {
 		t.Fatal(err)
