@@ -171,6 +171,8 @@ matrix-ci-if-allowed:
 # (MATRIX_BUDGET=50m; groups not started by then are reported as not run).
 CELLS ?=
 MATRIX_BUDGET ?= 0
+# MATRIX_FLAGS are further flags of the matrix command (--shard 2/4 --out DIR, --baseline FILE).
+MATRIX_FLAGS ?=
 KUBE_MINOR := $(subst v,,$(basename $(KUBE_VERSION)))
 MATRIX_CI_CELLS := {kubeadm,gke,talos-like,kind}/$(KUBE_MINOR)/* kubeadm/newest/*
 
@@ -178,7 +180,7 @@ MATRIX_CI_CELLS := {kubeadm,gke,talos-like,kind}/$(KUBE_MINOR)/* kubeadm/newest/
 matrix: deps ## conformance matrix, every cell or CELLS, report in _output/matrix (clusters on this machine need ALLOW_HOST_CHANGES=true)
 	$(MAKE) test-deps
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(CLUSTER_PACKAGES) $(KIND_HOST_PACKAGES)"; fi
-	$(GO) run ./matrix/cmd/matrix --cells '$(CELLS)' --budget $(MATRIX_BUDGET)
+	$(GO) run ./matrix/cmd/matrix --cells '$(CELLS)' --budget $(MATRIX_BUDGET) $(MATRIX_FLAGS)
 
 .PHONY: matrix-ci
 matrix-ci: ## the matrix's CI subset: kubeadm, gke, talos-like and kind on KUBE_VERSION's minor, and kubeadm on the newest minor, every identity path

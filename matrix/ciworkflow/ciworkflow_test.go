@@ -55,7 +55,7 @@ func TestWorkflowShape(t *testing.T) {
 		all := strings.Join(runs, "\n")
 		for _, want := range []string{
 			"actions/checkout@v4", "actions/setup-go@v5", "actions/cache@v4", "actions/upload-artifact@v4", "actions/download-artifact@v4",
-			"go run ./matrix/cmd/matrix --shard ${{ matrix.shard }}/" + strconv.Itoa(n) + " --allow-host-changes --out _output/matrix/shard-${{ matrix.shard }}",
+			"make matrix ALLOW_HOST_CHANGES=true MATRIX_FLAGS='--shard ${{ matrix.shard }}/" + strconv.Itoa(n) + " --out _output/matrix/shard-${{ matrix.shard }}'",
 			"go run ./matrix/cmd/matrix merge --out _output/matrix/merged _output/matrix/shards/matrix-shard-*",
 		} {
 			if !strings.Contains(all, want) {
