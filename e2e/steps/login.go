@@ -7,27 +7,99 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"sealion.dev/fixtures/browser"
 	"sealion.dev/fixtures/dex"
+	"sealion.dev/fixtures/dex/incluster"
 	"sealion.dev/providers"
 )
 
-// StartDexForCluster runs the Dex fixture on this machine's address, which both the cluster's pods
-// (the Concierge fetches its keys) and local clients (the CLI, the browser) reach.
+// DexImage is the Dex fixture's image (tools/images dex), run in clusters whose pods cannot reach
+// this machine; the installs push or load it with the server image.
+const DexImage = "localhost/sealion/dex-fixture:dev"
+
+// DexInClusterEnv set to "true" runs Dex in the cluster on clusters of this machine too.
+const DexInClusterEnv = "SEALION_DEX_IN_CLUSTER"
+
+// DexInCluster says whether StartDexForCluster runs Dex in the cluster: where the cluster is not
+// on this machine, whose address its pods are then not sure to reach, or where $SEALION_DEX_IN_CLUSTER
+// asks for it.
+func DexInCluster(info providers.Info) bool {
+	return !info.ChangesHost || os.Getenv(DexInClusterEnv) == "true"
+}
+
+// StartDexForCluster runs the Dex fixture where both the cluster's pods (the Concierge fetches its
+// keys) and local clients (the CLI, the browser) reach it: on this machine's address for a cluster
+// of this machine, else in the cluster (fixtures/dex/incluster), with a proxy for local clients
+// (the returned Dex's ProxyURL).
 func StartDexForCluster(ctx context.Context, users ...dex.User) (*dex.Dex, error) {
+	if c := ClusterFrom(ctx); c != nil && DexInCluster(c.Info) {
+		return incluster.Start(ctx, incluster.Options{Kubeconfig: c.Kubeconfig, Image: Image(ctx, DexImage), Users: users})
+	}
 	hostIP, err := providers.HostIPv4()
 	if err != nil {
 		return nil, err
 	}
 	return dex.Start(ctx, dex.Options{ListenAddress: "0.0.0.0:0", IssuerHost: hostIP, Users: users})
+}
+
+// DexClientEnv is the environment in which a user's kubectl and pinniped CLI, with the kubeconfig
+// at path, reach idp through its proxy (an issuer in the cluster): HTTPS_PROXY for Dex, and
+// NO_PROXY naming every host the kubeconfig sends to (its clusters' servers and the Concierge
+// endpoints its exec plugins name), which stay direct. Nil where Dex needs no proxy.
+func DexClientEnv(idp *dex.Dex, path string) ([]string, error) {
+	if idp.ProxyURL == "" {
+		return nil, nil
+	}
+	config, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the user's kubeconfig: %w", err)
+	}
+	var direct []string
+	add := func(endpoint string) error {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Hostname() == "" {
+			return fmt.Errorf("kubeconfig %s names endpoint %q without a host", path, endpoint)
+		}
+		if !slices.Contains(direct, u.Hostname()) {
+			direct = append(direct, u.Hostname())
+		}
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(config.Clusters)) {
+		if err := add(config.Clusters[name].Server); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(config.AuthInfos)) {
+		exec := config.AuthInfos[name].Exec
+		if exec == nil {
+			continue
+		}
+		for i, arg := range exec.Args {
+			endpoint, ok := strings.CutPrefix(arg, "--concierge-endpoint=")
+			if !ok && arg == "--concierge-endpoint" && i+1 < len(exec.Args) {
+				endpoint, ok = exec.Args[i+1], true
+			}
+			if ok {
+				if err := add(endpoint); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return []string{"HTTPS_PROXY=" + idp.ProxyURL, "NO_PROXY=" + strings.Join(direct, ",")}, nil
 }
 
 // TrustDex creates a JWTAuthenticator for Dex's ID tokens to the pinniped-cli client (username
