@@ -155,13 +155,20 @@ func newCLIUser(ctx context.Context, t *testing.T, cfg *envconf.Config, flags ..
 // cliUserFromFlags runs `pinniped get kubeconfig` as the admin with the given flags at once.
 func cliUserFromFlags(ctx context.Context, t *testing.T, cfg *envconf.Config, flags ...string) cliUser {
 	t.Helper()
+	return cliUserWithEnv(ctx, t, cfg, nil, flags...)
+}
+
+// cliUserWithEnv is cliUserFromFlags for a user whose environment, from get kubeconfig on, has
+// env added.
+func cliUserWithEnv(ctx context.Context, t *testing.T, cfg *envconf.Config, env []string, flags ...string) cliUser {
+	t.Helper()
 	cli, err := steps.PinnipedCLI(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
 	u := cliUser{cli: cli, home: home, kubeconfig: filepath.Join(home, "kubeconfig"),
-		credentialCache: filepath.Join(home, "credentials.yaml")}
+		credentialCache: filepath.Join(home, "credentials.yaml"), extraEnv: env}
 	args := append([]string{"get", "kubeconfig", "--kubeconfig", cfg.KubeconfigFile(), "-o", u.kubeconfig,
 		"--credential-cache", u.credentialCache}, flags...)
 	if out, err := u.pinniped(ctx, args...); err != nil {
@@ -171,17 +178,17 @@ func cliUserFromFlags(ctx context.Context, t *testing.T, cfg *envconf.Config, fl
 }
 
 // newOIDCUser gets a kubeconfig for the Dex JWTAuthenticator whose login prints its URL instead of
-// opening a browser, for the test to answer; the user reaches Dex through its proxy, if any.
+// opening a browser, for the test to answer, once the Concierge has a working strategy (as
+// newCLIUser); the user reaches Dex through its proxy, if any.
 func newOIDCUser(ctx context.Context, t *testing.T, cfg *envconf.Config, idp *dex.Dex) cliUser {
 	t.Helper()
-	u := newCLIUser(ctx, t, cfg, "--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", "dex",
-		"--oidc-skip-browser", "--oidc-ca-bundle", idp.CABundlePath, "--oidc-session-cache", filepath.Join(t.TempDir(), "sessions.yaml"))
-	env, err := steps.DexClientEnv(idp, u.kubeconfig)
+	waitForStrategy(ctx, t, cfg, "")
+	env, err := steps.DexClientEnv(ctx, idp, cfg.KubeconfigFile())
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.extraEnv = append(u.extraEnv, env...)
-	return u
+	return cliUserWithEnv(ctx, t, cfg, env, "--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", "dex",
+		"--oidc-skip-browser", "--oidc-ca-bundle", idp.CABundlePath, "--oidc-session-cache", filepath.Join(t.TempDir(), "sessions.yaml"))
 }
 
 func (u cliUser) env() []string {

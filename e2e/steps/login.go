@@ -54,23 +54,39 @@ func StartDexForCluster(ctx context.Context, users ...dex.User) (*dex.Dex, error
 	return dex.Start(ctx, dex.Options{ListenAddress: "0.0.0.0:0", IssuerHost: hostIP, Users: users})
 }
 
-// DexClientEnv is the environment in which a user's kubectl and pinniped CLI, with the kubeconfig
-// at path, reach idp through its proxy (an issuer in the cluster): HTTPS_PROXY for Dex, and
-// NO_PROXY naming every host the kubeconfig sends to (its clusters' servers and the Concierge
-// endpoints its exec plugins name), which stay direct. Nil where Dex needs no proxy.
-func DexClientEnv(idp *dex.Dex, path string) ([]string, error) {
+// DexClientEnv is the environment in which a user's kubectl and pinniped CLI (`get kubeconfig`
+// included, which reads Dex's discovery document) reach idp through its proxy, an issuer in the
+// cluster: HTTPS_PROXY for Dex, and NO_PROXY naming every host they send anything else to, which
+// stay direct: the servers of the admin kubeconfig at path and the impersonation proxy endpoints
+// the CredentialIssuers advertise (the kubeconfigs `get kubeconfig` writes name nothing else).
+// Nil where Dex needs no proxy.
+func DexClientEnv(ctx context.Context, idp *dex.Dex, path string) ([]string, error) {
 	if idp.ProxyURL == "" {
 		return nil, nil
 	}
+	out, err := Kubectl(ctx, path, "", "get", "credentialissuers", "-o",
+		`jsonpath={range .items[*].status.strategies[*]}{.frontend.impersonationProxyInfo.endpoint}{"\n"}{end}`)
+	if err != nil {
+		return nil, err
+	}
+	return dexClientEnv(idp.ProxyURL, path, strings.Fields(out))
+}
+
+// dexClientEnv is DexClientEnv's environment for the admin kubeconfig at path and the
+// impersonation proxy endpoints ("host", "host:port" or a URL).
+func dexClientEnv(proxyURL, path string, endpoints []string) ([]string, error) {
 	config, err := clientcmd.LoadFromFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the user's kubeconfig: %w", err)
+		return nil, fmt.Errorf("reading the admin kubeconfig: %w", err)
 	}
 	var direct []string
 	add := func(endpoint string) error {
+		if !strings.Contains(endpoint, "://") {
+			endpoint = "https://" + endpoint
+		}
 		u, err := url.Parse(endpoint)
 		if err != nil || u.Hostname() == "" {
-			return fmt.Errorf("kubeconfig %s names endpoint %q without a host", path, endpoint)
+			return fmt.Errorf("endpoint %q has no host", endpoint)
 		}
 		if !slices.Contains(direct, u.Hostname()) {
 			direct = append(direct, u.Hostname())
@@ -79,27 +95,15 @@ func DexClientEnv(idp *dex.Dex, path string) ([]string, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(config.Clusters)) {
 		if err := add(config.Clusters[name].Server); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(config.AuthInfos)) {
-		exec := config.AuthInfos[name].Exec
-		if exec == nil {
-			continue
-		}
-		for i, arg := range exec.Args {
-			endpoint, ok := strings.CutPrefix(arg, "--concierge-endpoint=")
-			if !ok && arg == "--concierge-endpoint" && i+1 < len(exec.Args) {
-				endpoint, ok = exec.Args[i+1], true
-			}
-			if ok {
-				if err := add(endpoint); err != nil {
-					return nil, err
-				}
-			}
+	for _, e := range endpoints {
+		if err := add(e); err != nil {
+			return nil, fmt.Errorf("CredentialIssuer: %w", err)
 		}
 	}
-	return []string{"HTTPS_PROXY=" + idp.ProxyURL, "NO_PROXY=" + strings.Join(direct, ",")}, nil
+	return []string{"HTTPS_PROXY=" + proxyURL, "NO_PROXY=" + strings.Join(direct, ",")}, nil
 }
 
 // TrustDex creates a JWTAuthenticator for Dex's ID tokens to the pinniped-cli client (username

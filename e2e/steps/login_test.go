@@ -29,8 +29,8 @@ func TestDexInCluster(t *testing.T) {
 	}
 }
 
-// Through Dex's proxy go requests for Dex only: every host the kubeconfig sends to stays direct,
-// or kubectl and the plugin would ask the proxy, which refuses them, for the cluster.
+// Through Dex's proxy go requests for Dex only: the cluster and the Concierge's endpoints stay
+// direct, or kubectl and the plugin would ask the proxy, which refuses them, for them.
 func TestDexClientEnv(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
@@ -40,39 +40,31 @@ clusters:
   cluster: {server: "https://203.0.113.7:6443"}
 - name: d
   cluster: {server: "https://api.cloud.example:443"}
-users:
-- name: u
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      command: pinniped
-      args: [login, oidc, --concierge-endpoint=https://proxy.cloud.example, --issuer=https://dex.ns.svc:5556/dex]
-- name: v
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      command: pinniped
-      args: [login, static, --concierge-endpoint, "https://198.51.100.9:443"]
 contexts:
 - name: c
   context: {cluster: c, user: u}
 current-context: c
+users:
+- name: u
+  user: {token: t}
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	idp := &dex.Dex{ProxyURL: "http://127.0.0.1:40000"}
-	got, err := DexClientEnv(idp, kubeconfig)
+	got, err := dexClientEnv("http://127.0.0.1:40000", kubeconfig, []string{"198.51.100.9", "proxy.cloud.example:8443", "https://203.0.113.7"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"HTTPS_PROXY=http://127.0.0.1:40000", "NO_PROXY=203.0.113.7,api.cloud.example,proxy.cloud.example,198.51.100.9"}
+	want := []string{"HTTPS_PROXY=http://127.0.0.1:40000", "NO_PROXY=203.0.113.7,api.cloud.example,198.51.100.9,proxy.cloud.example"}
 	if !slices.Equal(got, want) {
 		t.Errorf("env %q, want %q", got, want)
 	}
-	if got, err := DexClientEnv(&dex.Dex{}, kubeconfig); got != nil || err != nil {
+	if got, err := DexClientEnv(t.Context(), &dex.Dex{}, kubeconfig); got != nil || err != nil {
 		t.Errorf("without a proxy: %q, %v; want nothing", got, err)
 	}
-	if _, err := DexClientEnv(idp, filepath.Join(t.TempDir(), "missing")); err == nil {
+	if _, err := dexClientEnv("http://127.0.0.1:40000", filepath.Join(t.TempDir(), "missing"), nil); err == nil {
 		t.Error("a missing kubeconfig gave no error")
+	}
+	if _, err := dexClientEnv("http://127.0.0.1:40000", kubeconfig, []string{"https://"}); err == nil {
+		t.Error("an endpoint without a host gave no error")
 	}
 }
