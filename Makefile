@@ -106,9 +106,10 @@ test-deps:
 	else $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(TEST_PACKAGES)" || echo "the tests that need them skip"; fi
 
 .PHONY: images
-images: kube-binaries ## build the cluster images (cached per version) and our server image into _output/images
+images: kube-binaries ## build the cluster images (cached per version), our server image and the Dex fixture's into _output/images
 	cd tools && $(GO) run ./images cluster --kube-version $(KUBE_VERSION) --cache-dir $(SEALION_CACHE)
 	cd tools && $(GO) run ./images server --repo-root $(CURDIR)
+	cd tools && $(GO) run ./images dex --repo-root $(CURDIR)
 
 # Host-based clusters change this machine (containerd, kubelet, /etc/kubernetes, iptables), so they
 # run only when asked: CI=true, SEALION_ALLOW_HOST_CHANGES=true, or `make e2e ALLOW_HOST_CHANGES=true`.

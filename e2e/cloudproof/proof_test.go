@@ -28,20 +28,23 @@ func TestMain(m *testing.M) {
 }
 
 // suite are the conformance tests the proof runs: the install and strategy checks, the webhook
-// login (its identity system, the local-user-authenticator, runs in the cluster), and the
-// Active Directory login, which must report that it cannot run on such a cluster.
+// login (its identity system, the local-user-authenticator, runs in the cluster), the dex-browser
+// path (Dex runs in the cluster, fixtures/dex/incluster, reached from here through its proxy), and
+// the Active Directory login, which must report that it cannot run on such a cluster.
 var suite = []string{
 	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
 	"TestImpersonationProxyEnabledAtClusterIP", "TestImpersonationProxy", "TestImpersonationProxyAccess",
 	"TestImpersonationProxyExternalTLS", "TestGetKubeconfigWithoutClusterInfo",
 	"TestCLIStaticLogin", "TestTokenCredentialRequestWithLocalUsers",
+	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL",
 	"TestSupervisorActiveDirectoryLogin",
 }
 
-// mustPass are the tests that prove the kubeadm profile's strategy and the login; a skip fails.
+// mustPass are the tests that prove the kubeadm profile's strategy and the logins; a skip fails.
 var mustPass = []string{
 	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
 	"TestCLIStaticLogin", "TestTokenCredentialRequestWithLocalUsers",
+	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL",
 }
 
 func TestExistingClusterAsCloud(t *testing.T) {
@@ -97,15 +100,19 @@ func TestExistingClusterAsCloud(t *testing.T) {
 		t.Errorf("the suite failed: %v", runErr)
 	}
 
-	// The servers run the pushed image, pinned by digest, and the node never had ours loaded.
+	// The servers run the pushed image, pinned by digest, and the node never had ours loaded: the
+	// server's and Dex's images were pulled from the registry.
 	image, err := steps.Kubectl(ctx, kubeconfig, "", "get", "deployment", "-n", "pinniped-concierge", "pinniped-concierge",
 		"-o", "jsonpath={.spec.template.spec.containers[0].image}")
 	if err != nil || !strings.HasPrefix(image, registry+"/pinniped-server@sha256:") {
 		t.Errorf("the Concierge runs %q (%v), want %s/pinniped-server@sha256:...", image, err, registry)
 	}
 	nodeImages, err := steps.Kubectl(ctx, kubeconfig, "", "get", "nodes", "-o", "jsonpath={.items[*].status.images[*].names}")
-	if err != nil || strings.Contains(nodeImages, steps.ServerImage) {
-		t.Errorf("node images %s (%v): %s was loaded, not pulled", nodeImages, err, steps.ServerImage)
+	if err != nil || strings.Contains(nodeImages, steps.ServerImage) || strings.Contains(nodeImages, steps.DexImage) {
+		t.Errorf("node images %s (%v): %s or %s was loaded, not pulled", nodeImages, err, steps.ServerImage, steps.DexImage)
+	}
+	if !strings.Contains(nodeImages, registry+"/dex-fixture@sha256:") {
+		t.Errorf("node images %s: Dex's was not pulled from %s", nodeImages, registry)
 	}
 	strategies, err := steps.Kubectl(ctx, kubeconfig, "", "get", "credentialissuers",
 		"-o", `jsonpath={range .items[*].status.strategies[*]}{.type}={.status}{"\n"}{end}`)

@@ -55,7 +55,9 @@ func TestCLIStaticLogin(t *testing.T) {
 
 // TestCLIBrowserLogin is the path of issue 5: the admin trusts Dex with a JWTAuthenticator and
 // hands out a kubeconfig; the user's first kubectl starts `pinniped login oidc`, which prints the
-// authorization URL that a real headless Chromium completes; later calls run from the caches.
+// authorization URL that a real headless Chromium completes; later calls run from the caches. Dex
+// runs on this machine, or in the cluster where its pods cannot reach this machine
+// (steps.StartDexForCluster).
 func TestCLIBrowserLogin(t *testing.T) {
 	var (
 		idp      *dex.Dex
@@ -64,14 +66,11 @@ func TestCLIBrowserLogin(t *testing.T) {
 	)
 	f := features.New("pinniped login oidc through Dex in a browser").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if !steps.ClusterFrom(ctx).Info.ChangesHost {
-				t.Skip("Dex runs on this machine, which only the pods of clusters on this machine are sure to reach")
-			}
 			var err error
 			if idp, err = steps.StartDexForCluster(ctx, dex.DefaultUser, outsider); err != nil {
 				t.Fatal(err)
 			}
-			if chromium, err = browser.Start(ctx, browser.Options{TrustedCABundle: idp.CABundle}); err != nil {
+			if chromium, err = browser.Start(ctx, browser.Options{TrustedCABundle: idp.CABundle, ProxyServer: idp.ProxyURL}); err != nil {
 				t.Fatal(err)
 			}
 			if err := steps.TrustDex(ctx, cfg, "dex", idp); err != nil {
@@ -156,13 +155,20 @@ func newCLIUser(ctx context.Context, t *testing.T, cfg *envconf.Config, flags ..
 // cliUserFromFlags runs `pinniped get kubeconfig` as the admin with the given flags at once.
 func cliUserFromFlags(ctx context.Context, t *testing.T, cfg *envconf.Config, flags ...string) cliUser {
 	t.Helper()
+	return cliUserWithEnv(ctx, t, cfg, nil, flags...)
+}
+
+// cliUserWithEnv is cliUserFromFlags for a user whose environment, from get kubeconfig on, has
+// env added.
+func cliUserWithEnv(ctx context.Context, t *testing.T, cfg *envconf.Config, env []string, flags ...string) cliUser {
+	t.Helper()
 	cli, err := steps.PinnipedCLI(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
 	u := cliUser{cli: cli, home: home, kubeconfig: filepath.Join(home, "kubeconfig"),
-		credentialCache: filepath.Join(home, "credentials.yaml")}
+		credentialCache: filepath.Join(home, "credentials.yaml"), extraEnv: env}
 	args := append([]string{"get", "kubeconfig", "--kubeconfig", cfg.KubeconfigFile(), "-o", u.kubeconfig,
 		"--credential-cache", u.credentialCache}, flags...)
 	if out, err := u.pinniped(ctx, args...); err != nil {
@@ -172,10 +178,16 @@ func cliUserFromFlags(ctx context.Context, t *testing.T, cfg *envconf.Config, fl
 }
 
 // newOIDCUser gets a kubeconfig for the Dex JWTAuthenticator whose login prints its URL instead of
-// opening a browser, for the test to answer.
+// opening a browser, for the test to answer, once the Concierge has a working strategy (as
+// newCLIUser); the user reaches Dex through its proxy, if any.
 func newOIDCUser(ctx context.Context, t *testing.T, cfg *envconf.Config, idp *dex.Dex) cliUser {
 	t.Helper()
-	return newCLIUser(ctx, t, cfg, "--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", "dex",
+	waitForStrategy(ctx, t, cfg, "")
+	env, err := steps.DexClientEnv(ctx, idp, cfg.KubeconfigFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cliUserWithEnv(ctx, t, cfg, env, "--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", "dex",
 		"--oidc-skip-browser", "--oidc-ca-bundle", idp.CABundlePath, "--oidc-session-cache", filepath.Join(t.TempDir(), "sessions.yaml"))
 }
 

@@ -58,13 +58,17 @@ func TestMain(m *testing.M) {
 		// SEALION_E2E_KUBE_VERSION ("v1.34.4") picks the cluster's version; empty is the provider's default.
 		steps.CreateCluster(p, "sealion-e2e-"+providerName, providers.CreateOptions{KubernetesVersion: os.Getenv("SEALION_E2E_KUBE_VERSION")}),
 	}
-	// $SEALION_REGISTRY (registry.example.com/team) pushes our image there and installs it by
-	// digest, for clusters no image can be loaded into (a cloud's); else it is loaded into the nodes.
-	serverArchive := steps.RepoPath("_output/images/pinniped-server.tar")
+	// $SEALION_REGISTRY (registry.example.com/team) pushes our images there and installs them by
+	// digest, for clusters no image can be loaded into (a cloud's); else they are loaded into the
+	// nodes. The Dex fixture's image goes along where Dex runs in the cluster.
+	archives := []string{steps.RepoPath("_output/images/pinniped-server.tar")}
+	if steps.DexInCluster(p.Info()) {
+		archives = append(archives, steps.RepoPath("_output/images/dex-fixture.tar"))
+	}
 	if registry := os.Getenv(steps.RegistryEnv); registry != "" {
-		setup = append(setup, steps.PushImages(registry, serverArchive))
+		setup = append(setup, steps.PushImages(registry, archives...))
 	} else {
-		setup = append(setup, steps.LoadImages(serverArchive))
+		setup = append(setup, steps.LoadImages(archives...))
 	}
 	setup = append(setup, steps.InstallLocalUserAuthenticator()...)
 	var components []string

@@ -7,27 +7,103 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"sealion.dev/fixtures/browser"
 	"sealion.dev/fixtures/dex"
+	"sealion.dev/fixtures/dex/incluster"
 	"sealion.dev/providers"
 )
 
-// StartDexForCluster runs the Dex fixture on this machine's address, which both the cluster's pods
-// (the Concierge fetches its keys) and local clients (the CLI, the browser) reach.
+// DexImage is the Dex fixture's image (tools/images dex), run in clusters whose pods cannot reach
+// this machine; the installs push or load it with the server image.
+const DexImage = "localhost/sealion/dex-fixture:dev"
+
+// DexInClusterEnv set to "true" runs Dex in the cluster on clusters of this machine too.
+const DexInClusterEnv = "SEALION_DEX_IN_CLUSTER"
+
+// DexInCluster says whether StartDexForCluster runs Dex in the cluster: where the cluster is not
+// on this machine, whose address its pods are then not sure to reach, or where $SEALION_DEX_IN_CLUSTER
+// asks for it.
+func DexInCluster(info providers.Info) bool {
+	return !info.ChangesHost || os.Getenv(DexInClusterEnv) == "true"
+}
+
+// StartDexForCluster runs the Dex fixture where both the cluster's pods (the Concierge fetches its
+// keys) and local clients (the CLI, the browser) reach it: on this machine's address for a cluster
+// of this machine, else in the cluster (fixtures/dex/incluster), with a proxy for local clients
+// (the returned Dex's ProxyURL).
 func StartDexForCluster(ctx context.Context, users ...dex.User) (*dex.Dex, error) {
+	if c := ClusterFrom(ctx); c != nil && DexInCluster(c.Info) {
+		return incluster.Start(ctx, incluster.Options{Kubeconfig: c.Kubeconfig, Image: Image(ctx, DexImage), Users: users})
+	}
 	hostIP, err := providers.HostIPv4()
 	if err != nil {
 		return nil, err
 	}
 	return dex.Start(ctx, dex.Options{ListenAddress: "0.0.0.0:0", IssuerHost: hostIP, Users: users})
+}
+
+// DexClientEnv is the environment in which a user's kubectl and pinniped CLI (`get kubeconfig`
+// included, which reads Dex's discovery document) reach idp through its proxy, an issuer in the
+// cluster: HTTPS_PROXY for Dex, and NO_PROXY naming every host they send anything else to, which
+// stay direct: the servers of the admin kubeconfig at path and the impersonation proxy endpoints
+// the CredentialIssuers advertise (the kubeconfigs `get kubeconfig` writes name nothing else).
+// Nil where Dex needs no proxy.
+func DexClientEnv(ctx context.Context, idp *dex.Dex, path string) ([]string, error) {
+	if idp.ProxyURL == "" {
+		return nil, nil
+	}
+	out, err := Kubectl(ctx, path, "", "get", "credentialissuers", "-o",
+		`jsonpath={range .items[*].status.strategies[*]}{.frontend.impersonationProxyInfo.endpoint}{"\n"}{end}`)
+	if err != nil {
+		return nil, err
+	}
+	return dexClientEnv(idp.ProxyURL, path, strings.Fields(out))
+}
+
+// dexClientEnv is DexClientEnv's environment for the admin kubeconfig at path and the
+// impersonation proxy endpoints ("host", "host:port" or a URL).
+func dexClientEnv(proxyURL, path string, endpoints []string) ([]string, error) {
+	config, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the admin kubeconfig: %w", err)
+	}
+	var direct []string
+	add := func(endpoint string) error {
+		if !strings.Contains(endpoint, "://") {
+			endpoint = "https://" + endpoint
+		}
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Hostname() == "" {
+			return fmt.Errorf("endpoint %q has no host", endpoint)
+		}
+		if !slices.Contains(direct, u.Hostname()) {
+			direct = append(direct, u.Hostname())
+		}
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(config.Clusters)) {
+		if err := add(config.Clusters[name].Server); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		}
+	}
+	for _, e := range endpoints {
+		if err := add(e); err != nil {
+			return nil, fmt.Errorf("CredentialIssuer: %w", err)
+		}
+	}
+	return []string{"HTTPS_PROXY=" + proxyURL, "NO_PROXY=" + strings.Join(direct, ",")}, nil
 }
 
 // TrustDex creates a JWTAuthenticator for Dex's ID tokens to the pinniped-cli client (username

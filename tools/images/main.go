@@ -8,6 +8,9 @@
 //	    into <cache-dir>/images/<version>/<component>.tar; up-to-date archives are kept
 //	go run ./images server [--repo-root ..] [--tag localhost/sealion/pinniped-server:dev]
 //	    our server image, into <repo-root>/_output/images/pinniped-server.tar
+//	go run ./images dex [--repo-root ..] [--tag localhost/sealion/dex-fixture:dev]
+//	    the Dex fixture's image (fixtures/dex/server, entrypoint dex-fixture), for clusters whose
+//	    pods cannot reach this machine, into <repo-root>/_output/images/dex-fixture.tar
 //	go run ./images push [--registry REGISTRY/PREFIX] [--insecure] [ARCHIVE...]
 //	    pushes image archives (default the server image's) to the registry named by the flag or
 //	    $SEALION_REGISTRY, each as <prefix>/<name>:<tag>, and prints "<archive's ref> <pushed ref
@@ -41,6 +44,8 @@ func main() {
 		err = runCluster(os.Args[2:])
 	case "server":
 		err = runServer(os.Args[2:])
+	case "dex":
+		err = runDex(os.Args[2:])
 	case "kind-node":
 		err = runKindNode(os.Args[2:])
 	case "registry":
@@ -61,9 +66,10 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: images cluster|server|kind-node|push|registry [flags]
+	fmt.Fprint(os.Stderr, `usage: images cluster|server|dex|kind-node|push|registry [flags]
   cluster    images kubeadm expects for a Kubernetes version, from the cached Kubernetes binaries
   server     the sealion server image, from the main module
+  dex        the Dex fixture's image, from fixtures/dex/server, to run Dex in a cluster
   kind-node  a kind node image from the cached binaries and cluster images, loaded into Docker
   push       image archives to a registry (--registry or $SEALION_REGISTRY), printed by digest
   registry   serves an image registry in memory on a local address until interrupted

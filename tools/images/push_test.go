@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"log"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -145,6 +146,13 @@ func TestServeRegistry(t *testing.T) {
 		t.Errorf("pulling %s: %v", ref, err)
 	}
 
+	// A connection opened and never used, as Go's transport leaves when it dials ahead, must not
+	// keep the registry from stopping.
+	unused, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unused.Close()
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serveRegistry ended with %v", err)

@@ -46,9 +46,16 @@ func serveRegistry(ctx context.Context, listen string, stdout io.Writer) error {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Requests in flight may finish; a connection a client opened and never used (Go's
+		// transport dials ahead) counts as busy for Shutdown, so after a while it is cut.
+		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if err := srv.Shutdown(shutdown); err != nil {
+		if err := srv.Shutdown(shutdown); errors.Is(err, context.DeadlineExceeded) {
+			err = srv.Close()
+			if err != nil {
+				return err
+			}
+		} else if err != nil {
 			return err
 		}
 		if err := <-done; !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,70 @@
+package steps
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"sealion.dev/fixtures/dex"
+	"sealion.dev/providers"
+)
+
+// Dex runs in the cluster where the cluster is not on this machine, or when asked.
+func TestDexInCluster(t *testing.T) {
+	for _, tt := range []struct {
+		changesHost bool
+		env         string
+		want        bool
+	}{
+		{changesHost: true, want: false},
+		{changesHost: true, env: "true", want: true},
+		{changesHost: false, want: true},
+		{changesHost: false, env: "false", want: true},
+	} {
+		t.Setenv(DexInClusterEnv, tt.env)
+		if got := DexInCluster(providers.Info{Capabilities: providers.Capabilities{ChangesHost: tt.changesHost}}); got != tt.want {
+			t.Errorf("ChangesHost %v, $%s=%q: in the cluster %v, want %v", tt.changesHost, DexInClusterEnv, tt.env, got, tt.want)
+		}
+	}
+}
+
+// Through Dex's proxy go requests for Dex only: the cluster and the Concierge's endpoints stay
+// direct, or kubectl and the plugin would ask the proxy, which refuses them, for them.
+func TestDexClientEnv(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://203.0.113.7:6443"}
+- name: d
+  cluster: {server: "https://api.cloud.example:443"}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+users:
+- name: u
+  user: {token: t}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dexClientEnv("http://127.0.0.1:40000", kubeconfig, []string{"198.51.100.9", "proxy.cloud.example:8443", "https://203.0.113.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"HTTPS_PROXY=http://127.0.0.1:40000", "NO_PROXY=203.0.113.7,api.cloud.example,198.51.100.9,proxy.cloud.example"}
+	if !slices.Equal(got, want) {
+		t.Errorf("env %q, want %q", got, want)
+	}
+	if got, err := DexClientEnv(t.Context(), &dex.Dex{}, kubeconfig); got != nil || err != nil {
+		t.Errorf("without a proxy: %q, %v; want nothing", got, err)
+	}
+	if _, err := dexClientEnv("http://127.0.0.1:40000", filepath.Join(t.TempDir(), "missing"), nil); err == nil {
+		t.Error("a missing kubeconfig gave no error")
+	}
+	if _, err := dexClientEnv("http://127.0.0.1:40000", kubeconfig, []string{"https://"}); err == nil {
+		t.Error("an endpoint without a host gave no error")
+	}
+}
