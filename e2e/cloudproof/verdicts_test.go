@@ -17,8 +17,12 @@ const report = `{"Action":"start","Package":"sealion.dev/e2e/conformance"}
 {"Action":"output","Package":"sealion.dev/e2e/conformance","Test":"TestInstalled","Output":"=== RUN   TestInstalled\n"}
 {"Action":"pass","Package":"sealion.dev/e2e/conformance","Test":"TestInstalled/the_Concierge_serves"}
 {"Action":"pass","Package":"sealion.dev/e2e/conformance","Test":"TestInstalled"}
-{"Action":"output","Package":"sealion.dev/e2e/conformance","Test":"TestSupervisorActiveDirectoryLogin","Output":"    supervisor_test.go:160: cannot run here: Active Directory runs on the runner's host only\n"}
-{"Action":"skip","Package":"sealion.dev/e2e/conformance","Test":"TestSupervisorActiveDirectoryLogin"}
+{"Action":"output","Package":"sealion.dev/e2e/conformance","Test":"TestSupervisorActiveDirectoryLogin/Active_Directory_through_the_Supervisor","Output":"    supervisor_test.go:160: cannot run here: Active Directory runs on the runner's host only\n"}
+{"Action":"skip","Package":"sealion.dev/e2e/conformance","Test":"TestSupervisorActiveDirectoryLogin/Active_Directory_through_the_Supervisor"}
+{"Action":"pass","Package":"sealion.dev/e2e/conformance","Test":"TestSupervisorActiveDirectoryLogin"}
+{"Action":"skip","Package":"sealion.dev/e2e/conformance","Test":"TestCLIBrowserLogin/one_skipped"}
+{"Action":"pass","Package":"sealion.dev/e2e/conformance","Test":"TestCLIBrowserLogin/one_passed"}
+{"Action":"pass","Package":"sealion.dev/e2e/conformance","Test":"TestCLIBrowserLogin"}
 {"Action":"skip","Package":"sealion.dev/e2e/conformance","Test":"TestCLIStaticLogin"}
 {"Action":"fail","Package":"sealion.dev/e2e/conformance","Test":"TestImpersonationProxy/sub"}
 {"Action":"fail","Package":"sealion.dev/e2e/conformance","Test":"TestImpersonationProxy"}
@@ -35,8 +39,10 @@ func TestReadAndCheckVerdicts(t *testing.T) {
 	if !strings.Contains(echo.String(), "=== RUN   TestInstalled\n") {
 		t.Errorf("output not echoed: %q", echo.String())
 	}
+	// A test whose subtests all skipped is a skip (as the suite skips); one with a subtest passed a pass.
 	if results["TestInstalled"].action != "pass" || results["TestImpersonationProxy"].action != "fail" ||
-		!strings.Contains(results["TestSupervisorActiveDirectoryLogin"].skipReason, steps.ActiveDirectoryHostOnly) || len(results) != 4 {
+		results["TestSupervisorActiveDirectoryLogin"].action != "skip" || results["TestCLIBrowserLogin"].action != "pass" ||
+		!strings.Contains(results["TestSupervisorActiveDirectoryLogin"].skipReason, steps.ActiveDirectoryHostOnly) || len(results) != 5 {
 		t.Fatalf("verdicts %+v", results)
 	}
 
