@@ -71,6 +71,19 @@ func (r Resolver) Served(ctx context.Context, v Version) (Version, string) {
 	return out, ""
 }
 
+// PassedOver says which newer patches of the minor were passed over and why, "" when none was:
+// "runs v1.31.0; newer patches passed over: v1.31.14 (the Go module proxy does not serve ...)".
+func (v Version) PassedOver() string {
+	if len(v.Passed) == 0 {
+		return ""
+	}
+	var passed []string
+	for _, p := range v.Passed {
+		passed = append(passed, p.Release+" ("+p.Reason+")")
+	}
+	return fmt.Sprintf("runs %s; newer patches passed over: %s", v.Release, strings.Join(passed, ", "))
+}
+
 // summarize names the first refusal and counts the others.
 func summarize(passed []Refusal) string {
 	if len(passed) == 0 {
@@ -221,5 +234,5 @@ func refusalOr(msg string) (string, error) {
 	if strings.Contains(msg, "/sumdb/") {
 		what = "have a checksum for"
 	}
-	return fmt.Sprintf("the Go module proxy does not %s %s (%s %s)", what, m[1], m[2], strings.TrimSpace(m[3])), nil
+	return fmt.Sprintf("the Go module proxy does not %s %s: %s %s", what, m[1], m[2], strings.TrimSpace(m[3])), nil
 }

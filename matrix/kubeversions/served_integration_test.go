@@ -14,7 +14,7 @@ func TestGoCheckAgainstTheProxy(t *testing.T) {
 	}
 	ctx := context.Background()
 	refusal, err := goCheck(ctx, "v1.31.14")
-	if err != nil || !strings.HasPrefix(refusal, "the Go module proxy does not serve k8s.io/") || !strings.Contains(refusal, "@v0.31.14 (403") {
+	if err != nil || !strings.HasPrefix(refusal, "the Go module proxy does not serve k8s.io/") || !strings.Contains(refusal, "@v0.31.14: 403") {
 		t.Errorf("v1.31.14: %q, %v; want a refused staging module", refusal, err)
 	}
 	if refusal, err := goCheck(ctx, "v1.33.13"); refusal != "" || err != nil {

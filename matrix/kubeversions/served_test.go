@@ -30,7 +30,7 @@ func TestServedFallsBackPatchByPatch(t *testing.T) {
 			if servedHere[release] {
 				return "", nil
 			}
-			return "the Go module proxy does not serve k8s.io/endpointslice@v0" + strings.TrimPrefix(release, "v1") + " (403 Forbidden)", nil
+			return "the Go module proxy does not serve k8s.io/endpointslice@v0" + strings.TrimPrefix(release, "v1") + ": 403 Forbidden", nil
 		},
 	}
 	ctx := context.Background()
@@ -39,7 +39,7 @@ func TestServedFallsBackPatchByPatch(t *testing.T) {
 	if warn != "" || got.Release != "v1.31.0" || got.Unserved != "" {
 		t.Fatalf("1.31: %+v %q", got, warn)
 	}
-	if want := []Refusal{{"v1.31.14", "the Go module proxy does not serve k8s.io/endpointslice@v0.31.14 (403 Forbidden)"}}; !reflect.DeepEqual(got.Passed, want) {
+	if want := []Refusal{{"v1.31.14", "the Go module proxy does not serve k8s.io/endpointslice@v0.31.14: 403 Forbidden"}}; !reflect.DeepEqual(got.Passed, want) {
 		t.Errorf("passed over: %+v", got.Passed)
 	}
 	if got, _ := r.Served(ctx, versions[2]); got.Release != "v1.33.13" || len(got.Passed) != 0 {
@@ -48,7 +48,7 @@ func TestServedFallsBackPatchByPatch(t *testing.T) {
 	// 1.34: no patch is served: the newest stays, with why.
 	got, _ = r.Served(ctx, versions[3])
 	if got.Release != "v1.34.4" || len(got.Passed) != 0 ||
-		got.Unserved != "the Go module proxy serves no patch of Kubernetes 1.34 in full (v1.34.4: the Go module proxy does not serve k8s.io/endpointslice@v0.34.4 (403 Forbidden); 3 older patch(es) refused too)" {
+		got.Unserved != "the Go module proxy serves no patch of Kubernetes 1.34 in full (v1.34.4: the Go module proxy does not serve k8s.io/endpointslice@v0.34.4: 403 Forbidden; 3 older patch(es) refused too)" {
 		t.Errorf("1.34: %+v", got)
 	}
 	if want := []string{"v1.31.14", "v1.31.0", "v1.33.13", "v1.34.4", "v1.34.3", "v1.34.2", "v1.34.0"}; !reflect.DeepEqual(checked, want) {
@@ -113,9 +113,9 @@ func TestRefusalOr(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ msg, refusal, err string }{
 		{"k8s.io/endpointslice@v0.31.14: reading https://proxy.golang.org/k8s.io/endpointslice/@v/v0.31.14.info: 403 Forbidden\n\tserver response: This module version is not available.",
-			"the Go module proxy does not serve k8s.io/endpointslice@v0.31.14 (403 Forbidden)", ""},
+			"the Go module proxy does not serve k8s.io/endpointslice@v0.31.14: 403 Forbidden", ""},
 		{"k8s.io/sample-controller@v0.32.2: verifying go.mod: k8s.io/sample-controller@v0.32.2/go.mod: reading https://proxy.golang.org/sumdb/sum.golang.org/lookup/k8s.io/sample-controller@v0.32.2: 404 Not Found",
-			"the Go module proxy does not have a checksum for k8s.io/sample-controller@v0.32.2 (404 Not Found)", ""},
+			"the Go module proxy does not have a checksum for k8s.io/sample-controller@v0.32.2: 404 Not Found", ""},
 		{"k8s.io/api@v0.33.13: Get \"https://proxy.golang.org/k8s.io/api/@v/v0.33.13.info\": dial tcp: lookup proxy.golang.org: no such host",
 			"", "no such host"},
 	} {

@@ -14,6 +14,7 @@ import (
 // verdict and log, and links to every file of the group's log folder (go test output, component
 // logs, Kubernetes events, the CredentialIssuer, screenshots of failed browser logins inline).
 func HTML(w io.Writer, r matrix.Results) error {
+	t := layout(r)
 	return page.Execute(w, struct {
 		matrix.Results
 		Table    table
@@ -21,9 +22,11 @@ func HTML(w io.Writer, r matrix.Results) error {
 		Summary  string
 		Flaky    []string
 		Baseline string
-		Legend   []matrix.Status
-		CSS      template.CSS
-	}{r, layout(r), runLine(r), summary(r), flakyCells(r), baselineLine(r), legend, template.CSS(css())})
+		// PassedOver are the minors run at an older patch, and why.
+		PassedOver []string
+		Legend     []matrix.Status
+		CSS        template.CSS
+	}{r, t, runLine(r), summary(r), flakyCells(r), baselineLine(r), passedOver(t), legend, template.CSS(css())})
 }
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
@@ -80,7 +83,8 @@ details{margin:.4em 0}
 {{range .Paths}}<br>{{.Name}} {{template "verdict" .Status}}{{if .Elapsed}} <span class="time">{{dur .Elapsed}}</span>{{end}}{{template "change" .Change}}{{end}}
 {{with groupTime .}}<br><span class="time">{{.}}</span>{{end}}</a></td>{{else}}<td></td>{{end}}{{end}}</tr>
 {{end}}</table>
-<p>Verdicts: {{range .Legend}}{{template "verdict" .}} {{end}}<br>
+{{range .PassedOver}}<p>Kubernetes {{.}}.</p>
+{{end}}<p>Verdicts: {{range .Legend}}{{template "verdict" .}} {{end}}<br>
 Changes since the baseline: <span class="v v-regression">regression</span> <span class="v v-fixed">fixed</span> <span class="v v-new-pass">new pass</span>.
 A simulated distribution is a cluster built on this machine in the shape of the platform named, not that platform.</p>
 

@@ -36,6 +36,9 @@ func Markdown(w io.Writer, r matrix.Results) error {
 		b.WriteString("\n")
 	}
 
+	for _, line := range passedOver(t) {
+		b.WriteString("\nKubernetes " + escapeCell(line) + ".\n")
+	}
 	b.WriteString("\nVerdicts: " + strings.Join(mapStrings(legend), ", ") + " (flaky: failed, then passed when run again). " +
 		"Each cell's first line is the CredentialIssuer strategy expected and the one the CredentialIssuer reports, with the verdict " +
 		"of the suite's Concierge checks (install, expected strategy, impersonation proxy); its last line the group's wall time " +

@@ -147,6 +147,17 @@ func layout(r matrix.Results) table {
 	return t
 }
 
+// passedOver lists the minors that run an older patch than the newest, and why.
+func passedOver(t table) []string {
+	var out []string
+	for _, v := range t.Versions {
+		if line := v.PassedOver(); line != "" {
+			out = append(out, v.Minor+" "+line)
+		}
+	}
+	return out
+}
+
 func versionHeader(v kubeversions.Version) string {
 	if v.Release == "" {
 		return v.Minor

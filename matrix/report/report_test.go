@@ -238,3 +238,28 @@ func TestShorten(t *testing.T) {
 		t.Errorf("error: %q", got)
 	}
 }
+
+// A minor run at an older patch than its newest says which patches were passed over and why.
+func TestPassedOverPatches(t *testing.T) {
+	t.Parallel()
+	v131 := kubeversions.Version{Minor: "1.31", Release: "v1.31.0", Passed: []kubeversions.Refusal{
+		{Release: "v1.31.14", Reason: "the Go module proxy does not serve k8s.io/endpointslice@v0.31.14: 403 Forbidden"}}}
+	r := matrix.Results{Groups: []matrix.GroupResult{
+		matrix.Unrun(group("kubeadm", v131), matrix.Outcome{Status: matrix.NotRun, Reason: "budget"}),
+		matrix.Unrun(group("kubeadm", v133), matrix.Outcome{Status: matrix.NotRun, Reason: "budget"}),
+	}}
+	want := "1.31 runs v1.31.0; newer patches passed over: v1.31.14 (the Go module proxy does not serve k8s.io/endpointslice@v0.31.14: 403 Forbidden)"
+	var md, html bytes.Buffer
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&html, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "\nKubernetes "+want+".\n") || strings.Contains(md.String(), "1.33 runs") {
+		t.Errorf("Markdown lacks %q, or names 1.33:\n%s", want, md.String())
+	}
+	if !strings.Contains(html.String(), "<p>Kubernetes "+want+".</p>") {
+		t.Errorf("HTML lacks %q:\n%s", want, html.String())
+	}
+}

@@ -361,19 +361,13 @@ func list(w io.Writer, cat matrix.Catalog, groups []matrix.Group, host hostcheck
 func passedOver(w io.Writer, groups []matrix.Group) {
 	seen := map[string]bool{}
 	for _, g := range groups {
-		v := g.Version
-		if len(v.Passed) == 0 || seen[v.Minor] {
-			continue
+		if line := g.Version.PassedOver(); line != "" && !seen[g.Version.Minor] {
+			seen[g.Version.Minor] = true
+			fmt.Fprintf(w, "\n%s %s", g.Version.Minor, line)
 		}
-		if len(seen) == 0 {
-			fmt.Fprintln(w, "\nNewer patches passed over (the Go module proxy does not serve all their modules):")
-		}
-		seen[v.Minor] = true
-		var passed []string
-		for _, p := range v.Passed {
-			passed = append(passed, p.Release+": "+strings.TrimPrefix(p.Reason, "the Go module proxy does not serve "))
-		}
-		fmt.Fprintf(w, "  %s runs %s, passed over %s\n", v.Minor, v.Release, strings.Join(passed, "; "))
+	}
+	if len(seen) > 0 {
+		fmt.Fprintln(w)
 	}
 }
 
