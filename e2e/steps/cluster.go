@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"sealion.dev/fixtures/tunnel"
 	"sealion.dev/providers"
 )
 
@@ -26,6 +28,35 @@ type Cluster struct {
 	Kubeconfig string
 	// CreateDuration is how long the provider took to bring the cluster up.
 	CreateDuration time.Duration
+
+	mu     sync.Mutex
+	tunnel *tunnel.Proxy
+}
+
+// Tunnel is the run's one proxy to servers in the cluster by their in-cluster names
+// (fixtures/tunnel), so that Chromium and HTTPS_PROXY name one address however many such servers
+// a test uses; made when first asked for and closed with the cluster (DeleteCluster).
+func (c *Cluster) Tunnel() (*tunnel.Proxy, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tunnel == nil {
+		p, err := tunnel.Listen()
+		if err != nil {
+			return nil, err
+		}
+		c.tunnel = p
+	}
+	return c.tunnel, nil
+}
+
+// closeTunnel closes the run's proxy, if one was made.
+func (c *Cluster) closeTunnel() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tunnel != nil {
+		_ = c.tunnel.Close()
+		c.tunnel = nil
+	}
 }
 
 type clusterKey struct{}
@@ -73,6 +104,7 @@ func DeleteCluster() env.Func {
 		if c == nil {
 			return ctx, nil
 		}
+		c.closeTunnel()
 		start := time.Now()
 		// Tear down even when the suite's context has ended.
 		// e2e-framework logs failed finish steps only at high verbosity, so say it here.

@@ -41,11 +41,15 @@ func DexInCluster(info providers.Info) bool {
 
 // StartDexForCluster runs the Dex fixture where both the cluster's pods (the Concierge fetches its
 // keys) and local clients (the CLI, the browser) reach it: on this machine's address for a cluster
-// of this machine, else in the cluster (fixtures/dex/incluster), with a proxy for local clients
-// (the returned Dex's ProxyURL).
+// of this machine, else in the cluster (fixtures/dex/incluster), tunnelled by the run's proxy for
+// local clients (Cluster.Tunnel, the returned Dex's ProxyURL).
 func StartDexForCluster(ctx context.Context, users ...dex.User) (*dex.Dex, error) {
 	if c := ClusterFrom(ctx); c != nil && DexInCluster(c.Info) {
-		return incluster.Start(ctx, incluster.Options{Kubeconfig: c.Kubeconfig, Image: Image(ctx, DexImage), Users: users})
+		proxy, err := c.Tunnel()
+		if err != nil {
+			return nil, err
+		}
+		return incluster.Start(ctx, incluster.Options{Kubeconfig: c.Kubeconfig, Image: Image(ctx, DexImage), Users: users, Tunnel: proxy})
 	}
 	hostIP, err := providers.HostIPv4()
 	if err != nil {
