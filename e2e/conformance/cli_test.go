@@ -183,7 +183,7 @@ func cliUserWithEnv(ctx context.Context, t *testing.T, cfg *envconf.Config, env 
 func newOIDCUser(ctx context.Context, t *testing.T, cfg *envconf.Config, idp *dex.Dex) cliUser {
 	t.Helper()
 	waitForStrategy(ctx, t, cfg, "")
-	env, err := steps.DexClientEnv(ctx, idp, cfg.KubeconfigFile())
+	env, err := steps.ProxyClientEnv(ctx, idp.ProxyURL, cfg.KubeconfigFile())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,14 +58,15 @@ func StartDexForCluster(ctx context.Context, users ...dex.User) (*dex.Dex, error
 	return dex.Start(ctx, dex.Options{ListenAddress: "0.0.0.0:0", IssuerHost: hostIP, Users: users})
 }
 
-// DexClientEnv is the environment in which a user's kubectl and pinniped CLI (`get kubeconfig`
-// included, which reads Dex's discovery document) reach idp through its proxy, an issuer in the
-// cluster: HTTPS_PROXY for Dex, and NO_PROXY naming every host they send anything else to, which
-// stay direct: the servers of the admin kubeconfig at path and the impersonation proxy endpoints
-// the CredentialIssuers advertise (the kubeconfigs `get kubeconfig` writes name nothing else).
-// Nil where Dex needs no proxy.
-func DexClientEnv(ctx context.Context, idp *dex.Dex, path string) ([]string, error) {
-	if idp.ProxyURL == "" {
+// ProxyClientEnv is the environment in which a user's kubectl and pinniped CLI (`get kubeconfig`
+// included, which reads the issuer's discovery document) reach servers in the cluster through
+// the run's tunnel proxy at proxyURL (Cluster.Tunnel; Dex's ProxyURL): HTTPS_PROXY for them, and
+// NO_PROXY naming every host they send anything else to, which stay direct: the servers of the
+// admin kubeconfig at path and the impersonation proxy endpoints the CredentialIssuers advertise
+// (the kubeconfigs `get kubeconfig` writes name nothing else). Nil where proxyURL is empty (no
+// server is in the cluster).
+func ProxyClientEnv(ctx context.Context, proxyURL, path string) ([]string, error) {
+	if proxyURL == "" {
 		return nil, nil
 	}
 	out, err := Kubectl(ctx, path, "", "get", "credentialissuers", "-o",
@@ -73,12 +74,12 @@ func DexClientEnv(ctx context.Context, idp *dex.Dex, path string) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	return dexClientEnv(idp.ProxyURL, path, strings.Fields(out))
+	return proxyClientEnv(proxyURL, path, strings.Fields(out))
 }
 
-// dexClientEnv is DexClientEnv's environment for the admin kubeconfig at path and the
+// proxyClientEnv is ProxyClientEnv's environment for the admin kubeconfig at path and the
 // impersonation proxy endpoints ("host", "host:port" or a URL).
-func dexClientEnv(proxyURL, path string, endpoints []string) ([]string, error) {
+func proxyClientEnv(proxyURL, path string, endpoints []string) ([]string, error) {
 	config, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the admin kubeconfig: %w", err)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"sealion.dev/fixtures/dex"
 	"sealion.dev/providers"
 )
 
@@ -29,9 +28,9 @@ func TestDexInCluster(t *testing.T) {
 	}
 }
 
-// Through Dex's proxy go requests for Dex only: the cluster and the Concierge's endpoints stay
+// Through the tunnel proxy go requests for servers in the cluster only: the cluster and the Concierge's endpoints stay
 // direct, or kubectl and the plugin would ask the proxy, which refuses them, for them.
-func TestDexClientEnv(t *testing.T) {
+func TestProxyClientEnv(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
 kind: Config
@@ -50,7 +49,7 @@ users:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := dexClientEnv("http://127.0.0.1:40000", kubeconfig, []string{"198.51.100.9", "proxy.cloud.example:8443", "https://203.0.113.7"})
+	got, err := proxyClientEnv("http://127.0.0.1:40000", kubeconfig, []string{"198.51.100.9", "proxy.cloud.example:8443", "https://203.0.113.7"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,13 +57,13 @@ users:
 	if !slices.Equal(got, want) {
 		t.Errorf("env %q, want %q", got, want)
 	}
-	if got, err := DexClientEnv(t.Context(), &dex.Dex{}, kubeconfig); got != nil || err != nil {
+	if got, err := ProxyClientEnv(t.Context(), "", kubeconfig); got != nil || err != nil {
 		t.Errorf("without a proxy: %q, %v; want nothing", got, err)
 	}
-	if _, err := dexClientEnv("http://127.0.0.1:40000", filepath.Join(t.TempDir(), "missing"), nil); err == nil {
+	if _, err := proxyClientEnv("http://127.0.0.1:40000", filepath.Join(t.TempDir(), "missing"), nil); err == nil {
 		t.Error("a missing kubeconfig gave no error")
 	}
-	if _, err := dexClientEnv("http://127.0.0.1:40000", kubeconfig, []string{"https://"}); err == nil {
+	if _, err := proxyClientEnv("http://127.0.0.1:40000", kubeconfig, []string{"https://"}); err == nil {
 		t.Error("an endpoint without a host gave no error")
 	}
 }
