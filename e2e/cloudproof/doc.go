@@ -3,5 +3,6 @@
 // loopback (tools/images registry), and runs e2e/conformance with the existing provider, the
 // kubeadm profile and SEALION_REGISTRY, so our images (the servers' and the Dex fixture's) are
 // pushed and pulled by digest, never loaded into the node, and no identity fixture of this machine
-// is used: Dex runs in the cluster, which this machine reaches only through the kube-apiserver.
+// is used: Dex and the Supervisor's endpoints are in the cluster, which this machine reaches only
+// through the kube-apiserver (fixtures/tunnel).
 package cloudproof

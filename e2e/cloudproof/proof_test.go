@@ -29,22 +29,32 @@ func TestMain(m *testing.M) {
 
 // suite are the conformance tests the proof runs: the install and strategy checks, the webhook
 // login (its identity system, the local-user-authenticator, runs in the cluster), the dex-browser
-// path (Dex runs in the cluster, fixtures/dex/incluster, reached from here through its proxy), and
-// the Active Directory login, which must report that it cannot run on such a cluster.
+// path (Dex runs in the cluster, fixtures/dex/incluster, reached from here through the run's
+// tunnel proxy, fixtures/tunnel), the supervisor path (the Supervisor at its ClusterIP Service's
+// name, tunnelled the same way, with the in-cluster Dex upstream), and the LDAP, GitHub and
+// Active Directory logins, which must report that they cannot run on such a cluster.
 var suite = []string{
 	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
 	"TestImpersonationProxyEnabledAtClusterIP", "TestImpersonationProxy", "TestImpersonationProxyAccess",
 	"TestImpersonationProxyExternalTLS", "TestGetKubeconfigWithoutClusterInfo",
 	"TestCLIStaticLogin", "TestTokenCredentialRequestWithLocalUsers",
-	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL",
-	"TestSupervisorActiveDirectoryLogin",
+	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL", "TestSupervisorDexLogin",
+	"TestSupervisorLDAPLogin", "TestSupervisorGitHubLogin", "TestSupervisorActiveDirectoryLogin",
 }
 
 // mustPass are the tests that prove the kubeadm profile's strategy and the logins; a skip fails.
 var mustPass = []string{
 	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
 	"TestCLIStaticLogin", "TestTokenCredentialRequestWithLocalUsers",
-	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL",
+	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL", "TestSupervisorDexLogin",
+}
+
+// mustSkip are the tests of identity systems that run on this machine only, with the reason
+// their skip must give.
+var mustSkip = map[string]string{
+	"TestSupervisorLDAPLogin":            steps.LDAPHostOnly,
+	"TestSupervisorGitHubLogin":          steps.GitHubHostOnly,
+	"TestSupervisorActiveDirectoryLogin": steps.ActiveDirectoryHostOnly,
 }
 
 func TestExistingClusterAsCloud(t *testing.T) {
@@ -94,7 +104,7 @@ func TestExistingClusterAsCloud(t *testing.T) {
 	if readErr != nil {
 		t.Fatalf("reading the suite's report: %v", readErr)
 	}
-	if err := checkVerdicts(results, suite, mustPass, map[string]string{"TestSupervisorActiveDirectoryLogin": steps.ActiveDirectoryHostOnly}); err != nil {
+	if err := checkVerdicts(results, suite, mustPass, mustSkip); err != nil {
 		t.Errorf("%v (go test: %v)", err, runErr)
 	} else if runErr != nil {
 		t.Errorf("the suite failed: %v", runErr)

@@ -96,3 +96,24 @@ func TestSuiteNamesExist(t *testing.T) {
 		}
 	}
 }
+
+// TestRequirementsAreRun: every test the proof requires to pass or to skip is one it runs, since
+// checkVerdicts can hold only those to their verdict (a required test left out of the run would
+// pass the proof unseen), and none is required both to pass and to skip.
+func TestRequirementsAreRun(t *testing.T) {
+	t.Parallel()
+	ran := map[string]bool{}
+	for _, name := range suite {
+		ran[name] = true
+	}
+	for _, name := range mustPass {
+		if !ran[name] || mustSkip[name] != "" {
+			t.Errorf("%s must pass: run %v, required to skip %q", name, ran[name], mustSkip[name])
+		}
+	}
+	for name, reason := range mustSkip {
+		if !ran[name] || !strings.HasPrefix(reason, "cannot run here: ") {
+			t.Errorf("%s must skip saying %q: run %v, want a reason starting \"cannot run here: \"", name, reason, ran[name])
+		}
+	}
+}

@@ -67,7 +67,7 @@ func TestCLIBrowserLogin(t *testing.T) {
 	f := features.New("pinniped login oidc through Dex in a browser").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			var err error
-			if idp, err = steps.StartDexForCluster(ctx, dex.DefaultUser, outsider); err != nil {
+			if idp, err = steps.StartDexForCluster(ctx, []dex.User{dex.DefaultUser, outsider}); err != nil {
 				t.Fatal(err)
 			}
 			if chromium, err = browser.Start(ctx, browser.Options{TrustedCABundle: idp.CABundle, ProxyServer: idp.ProxyURL}); err != nil {

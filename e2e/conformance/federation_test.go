@@ -15,35 +15,46 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/yaml"
 
 	"sealion.dev/core/certauthority"
 	"sealion.dev/e2e/steps"
+	"sealion.dev/fixtures/browser"
+	"sealion.dev/fixtures/tunnel"
 	"sealion.dev/providers"
 )
 
 // The Supervisor is installed once per cluster, by the first test that logs in through it, and
-// reached at a NodePort of the first node: an address both this machine (the CLI, the browser)
-// and the cluster's pods (the Concierge fetching the issuer's keys) reach, on every provider.
-// Its FederationDomains share that IP address as issuer host, so they are served with the
-// Supervisor's default certificate (there is no SNI for an IP address), issued by federationCA.
+// reached where both this machine (the CLI, the browser) and the cluster's pods (the Concierge
+// fetching the issuer's keys) reach it. On clusters of this machine that is a NodePort of the
+// first node, and its FederationDomains share that IP address as issuer host, so they are served
+// with the Supervisor's default certificate (there is no SNI for an IP address). Where Dex runs in
+// the cluster (steps.DexInCluster: clusters not on this machine, whose Services it cannot reach),
+// the issuer host is its ClusterIP Service's in-cluster name, which pods resolve and this machine
+// reaches through the run's tunnel proxy (steps.Cluster.Tunnel), the default certificate naming
+// it. Either certificate is issued by federationCA.
 const supervisorNamespace = "pinniped-supervisor"
+
+// supervisorService is the manifests' ClusterIP Service of the FederationDomains' endpoints.
+const supervisorService = "pinniped-supervisor-clusterip"
 
 var (
 	federationOnce sync.Once
-	federationHost string // "IP:port"
-	federationCA   *certauthority.CA
-	federationErr  error
+	federationHost string // "IP:port", or the Service's name (port 443)
+	// federationProxy is the run's tunnel proxy through which this machine reaches the
+	// Supervisor, empty when it is reached directly.
+	federationProxy string
+	federationCA    *certauthority.CA
+	federationErr   error
 )
 
 // supervisorHost installs and exposes the Supervisor on the test's cluster if that is not done
-// yet, and returns its address. Tests using it need fixtures on this machine that pods reach.
+// yet, and returns its address.
 func supervisorHost(ctx context.Context, t *testing.T, cfg *envconf.Config) string {
 	t.Helper()
-	if !steps.ClusterFrom(ctx).Info.ChangesHost {
-		t.Skip("the upstream identity providers run on this machine, which only the pods of clusters on this machine are sure to reach")
-	}
 	federationOnce.Do(func() { federationErr = installSupervisor(ctx, cfg) })
 	if federationErr != nil {
 		t.Fatalf("installing the Supervisor: %v", federationErr)
@@ -58,7 +69,26 @@ func installSupervisor(ctx context.Context, cfg *envconf.Config) error {
 			return err
 		}
 	}
-	kubeconfig := cfg.KubeconfigFile()
+	var err error
+	if federationCA, err = certauthority.New("e2e Supervisor CA", 24*time.Hour); err != nil {
+		return err
+	}
+	c := steps.ClusterFrom(ctx)
+	if steps.DexInCluster(c.Info) {
+		err = exposeSupervisorInCluster(ctx, c)
+	} else {
+		err = exposeSupervisorOnNode(ctx, cfg.KubeconfigFile())
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "e2e: Supervisor installed in %s, reached at %s\n", time.Since(began).Round(time.Second), federationHost)
+	return nil
+}
+
+// exposeSupervisorOnNode serves the Supervisor at a NodePort of the first node, its default
+// certificate naming that node's IP address.
+func exposeSupervisorOnNode(ctx context.Context, kubeconfig string) error {
 	nodeIP, err := steps.Kubectl(ctx, kubeconfig, "", "get", "nodes", "-o",
 		`jsonpath={.items[0].status.addresses[?(@.type=="InternalIP")].address}`)
 	if err != nil {
@@ -67,9 +97,6 @@ func installSupervisor(ctx context.Context, cfg *envconf.Config) error {
 	ip := net.ParseIP(strings.TrimSpace(nodeIP))
 	if ip == nil {
 		return fmt.Errorf("the first node has no InternalIP address (got %q)", nodeIP)
-	}
-	if federationCA, err = certauthority.New("e2e Supervisor CA", 24*time.Hour); err != nil {
-		return err
 	}
 	cert, key, err := federationCA.IssueServingCert(ip.String(), nil, []net.IP{ip}, 24*time.Hour)
 	if err != nil {
@@ -84,14 +111,7 @@ func installSupervisor(ctx context.Context, cfg *envconf.Config) error {
 			Ports:    []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)}},
 		},
 	}
-	// The chain holds the CA, which the browser trusts by its key's pin.
-	tlsSecret := &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: "pinniped-supervisor-default-tls-certificate", Namespace: supervisorNamespace},
-		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: append(cert, federationCA.Bundle()...), corev1.TLSPrivateKeyKey: key},
-	}
-	if err := applyObjects(ctx, kubeconfig, service, tlsSecret); err != nil {
+	if err := applyObjects(ctx, kubeconfig, service, defaultTLSSecret(cert, key)); err != nil {
 		return err
 	}
 	port, err := steps.Kubectl(ctx, kubeconfig, "", "get", "service", "-n", supervisorNamespace,
@@ -100,8 +120,49 @@ func installSupervisor(ctx context.Context, cfg *envconf.Config) error {
 		return err
 	}
 	federationHost = net.JoinHostPort(ip.String(), strings.TrimSpace(port))
-	fmt.Fprintf(os.Stderr, "e2e: Supervisor installed in %s, reached at %s\n", time.Since(began).Round(time.Second), federationHost)
 	return nil
+}
+
+// exposeSupervisorInCluster names the Supervisor by its ClusterIP Service, its default
+// certificate naming that, and tunnels that name's port 443 through the run's proxy to a
+// Supervisor pod. The tunnel lasts as long as the run (its port-forward ends with the process).
+func exposeSupervisorInCluster(ctx context.Context, c *steps.Cluster) error {
+	host := tunnel.ServiceHost(supervisorService, supervisorNamespace)
+	cert, key, err := federationCA.IssueServingCert(host, []string{host}, nil, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	if err := applyObjects(ctx, c.Kubeconfig, defaultTLSSecret(cert, key)); err != nil {
+		return err
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	proxy, err := c.Tunnel()
+	if err != nil {
+		return err
+	}
+	if _, err := tunnel.ExposeService(ctx, proxy, config, client, supervisorNamespace, supervisorService, 443); err != nil {
+		return err
+	}
+	federationHost, federationProxy = host, proxy.URL()
+	return nil
+}
+
+// defaultTLSSecret is the Supervisor's default certificate Secret; the chain holds the CA, which
+// the browser trusts by its key's pin.
+func defaultTLSSecret(cert, key []byte) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pinniped-supervisor-default-tls-certificate", Namespace: supervisorNamespace},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: append(cert, federationCA.Bundle()...), corev1.TLSPrivateKeyKey: key},
+	}
 }
 
 // applyObjects applies API objects (with their TypeMeta set) with kubectl.
@@ -125,6 +186,21 @@ type federatedLogin struct {
 	authName  string
 	caBundle  []byte
 	kubectlTo *envconf.Config
+	// proxyURL is the tunnel proxy through which this machine reaches the Supervisor (and any
+	// upstream in the cluster), for the CLI's HTTPS_PROXY and the browser; empty when direct.
+	proxyURL string
+}
+
+// browser starts Chromium trusting the Supervisor and the upstream's CA bundle, through the run's
+// tunnel proxy when the Supervisor is reached through it.
+func (fl *federatedLogin) browser(ctx context.Context, t *testing.T, upstreamCA []byte) *browser.Browser {
+	t.Helper()
+	b, err := browser.Start(ctx, browser.Options{TrustedCABundle: append(append([]byte{}, fl.caBundle...), upstreamCA...), ProxyServer: fl.proxyURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }
 
 // hostIP is this machine's address that pods reach: the fixtures listen there.
@@ -147,7 +223,7 @@ func issuerURL(host, name string) string { return "https://" + host + "/" + name
 func federate(ctx context.Context, t *testing.T, cfg *envconf.Config, host, name string, idps string) *federatedLogin {
 	t.Helper()
 	fl := &federatedLogin{issuer: issuerURL(host, name), audience: name + "-cluster", authName: name,
-		caBundle: federationCA.Bundle(), kubectlTo: cfg}
+		caBundle: federationCA.Bundle(), kubectlTo: cfg, proxyURL: federationProxy}
 	kubeconfig := cfg.KubeconfigFile()
 	fd := fmt.Sprintf(`apiVersion: config.supervisor.pinniped.dev/v1alpha1
 kind: FederationDomain
@@ -185,7 +261,7 @@ spec:
 	t.Cleanup(func() {
 		_, _ = steps.Kubectl(context.WithoutCancel(ctx), kubeconfig, "", "delete", "--ignore-not-found", "jwtauthenticator/"+authName)
 	})
-	// Ready means the Concierge fetched the issuer's discovery document and keys through the NodePort.
+	// Ready means the Concierge fetched the issuer's discovery document and keys.
 	if _, err := steps.WaitFor(2*time.Minute, "jsonpath={.status.phase}=Ready", "jwtauthenticator/"+authName)(ctx, fl.kubectlTo); err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +273,16 @@ spec:
 // says what it does (PINNIPED_DEBUG), for the tests to see refreshes and new logins.
 func (fl *federatedLogin) user(ctx context.Context, t *testing.T, idpName, flow string, env ...string) cliUser {
 	t.Helper()
+	waitForStrategy(ctx, t, fl.kubectlTo, "")
+	proxyEnv, err := steps.ProxyClientEnv(ctx, fl.proxyURL, fl.kubectlTo.KubeconfigFile())
+	if err != nil {
+		t.Fatal(err)
+	}
 	sessions := filepath.Join(t.TempDir(), "sessions.yaml")
-	u := newCLIUser(ctx, t, fl.kubectlTo, "--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", fl.authName,
+	u := cliUserWithEnv(ctx, t, fl.kubectlTo, proxyEnv, "--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", fl.authName,
 		"--oidc-skip-browser", "--oidc-session-cache", sessions,
 		"--upstream-identity-provider-name", idpName, "--upstream-identity-provider-flow", flow)
-	u.sessionCache, u.extraEnv = sessions, append(env, "PINNIPED_DEBUG=true")
+	u.sessionCache, u.extraEnv = sessions, append(append(proxyEnv, env...), "PINNIPED_DEBUG=true")
 	return u
 }
 

@@ -49,7 +49,7 @@ func TestJWTAuthenticatorCEL(t *testing.T) {
 	f := features.New("JWTAuthenticator CEL claim mappings and validation rules with Dex tokens").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			var err error
-			if idp, err = steps.StartDexForCluster(ctx, dex.DefaultUser, outsider); err != nil {
+			if idp, err = steps.StartDexForCluster(ctx, []dex.User{dex.DefaultUser, outsider}); err != nil {
 				t.Fatal(err)
 			}
 			for _, u := range []dex.User{dex.DefaultUser, outsider} {

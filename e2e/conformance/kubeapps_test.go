@@ -50,7 +50,7 @@ func TestKubeappsManagedClusterGuide(t *testing.T) {
 				t.Skip("the guide is for managed clusters: the proxy in mode auto behind its load balancer")
 			}
 			var err error
-			if idp, err = steps.StartDexForCluster(ctx, dex.DefaultUser); err != nil {
+			if idp, err = steps.StartDexForCluster(ctx, []dex.User{dex.DefaultUser}); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = idp.Close() })

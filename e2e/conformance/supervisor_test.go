@@ -33,9 +33,11 @@ import (
 const supervisorCallbackPath = "/callback"
 
 // The tests of this file log in through a Supervisor installed on the test's cluster, with the
-// upstream identity providers running on this machine: each has a FederationDomain of its own
-// and a JWTAuthenticator trusting it, and the user gets a kubeconfig from `pinniped get
-// kubeconfig`, which finds the Supervisor behind the authenticator's issuer.
+// upstream identity providers running on this machine, except Dex, which runs in the cluster
+// where the cluster's pods cannot reach this machine (steps.StartDexForCluster): each has a
+// FederationDomain of its own and a JWTAuthenticator trusting it, and the user gets a kubeconfig
+// from `pinniped get kubeconfig`, which finds the Supervisor behind the authenticator's issuer.
+// Those with an upstream only on this machine skip, saying so, on clusters not on it.
 
 func idpTypeMeta(kind string) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: idpv1alpha1.SchemeGroupVersion.String(), Kind: kind}
@@ -55,6 +57,9 @@ func TestSupervisorLDAPLogin(t *testing.T) {
 	const rejection = "wally may not use this cluster"
 	f := features.New("LDAP through the Supervisor").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if !steps.ClusterFrom(ctx).Info.ChangesHost {
+				t.Skip(steps.LDAPHostOnly)
+			}
 			host := supervisorHost(ctx, t, cfg)
 			var err error
 			if directory, err = ldap.Start(ctx, ldap.Options{ListenIP: hostIP(t)}); err != nil {
@@ -90,10 +95,7 @@ func TestSupervisorLDAPLogin(t *testing.T) {
 			bindGroup(ctx, t, cfg, "e2e-supervisor-ldap-seals", "seals")
 			// Users made here keep their caches across the assessments.
 			pinny = fl.user(ctx, t, "ldap", "cli_password", "PINNIPED_USERNAME=pinny", "PINNIPED_PASSWORD="+pinnyUser.Password)
-			if chromium, err = browser.Start(ctx, browser.Options{TrustedCABundle: fl.caBundle}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = chromium.Close() })
+			chromium = fl.browser(ctx, t, nil)
 			return ctx
 		}).
 		Assess("kubectl logs in with the CLI password flow", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -208,6 +210,9 @@ func TestSupervisorGitHubLogin(t *testing.T) {
 	)
 	f := features.New("GitHub through the Supervisor").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if steps.DexInCluster(steps.ClusterFrom(ctx).Info) {
+				t.Skip(steps.GitHubHostOnly)
+			}
 			host := supervisorHost(ctx, t, cfg)
 			gh, err := github.Start(ctx, github.Options{LoggedIn: github.DefaultUser.Login,
 				ListenAddress: hostIP(t).String() + ":0", CallbackURL: issuerURL(host, "github") + supervisorCallbackPath})
@@ -233,10 +238,7 @@ func TestSupervisorGitHubLogin(t *testing.T) {
 				map[string]string{"clientID": github.DefaultClientID, "clientSecret": github.DefaultClientSecret}))
 			fl = federate(ctx, t, cfg, host, "github", federationIDP("github", "GitHubIdentityProvider", "github", ""))
 			bindGroup(ctx, t, cfg, "e2e-supervisor-github-seals", "seals/harbor-seals")
-			if chromium, err = browser.Start(ctx, browser.Options{TrustedCABundle: append(append([]byte{}, fl.caBundle...), gh.CABundle...)}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = chromium.Close() })
+			chromium = fl.browser(ctx, t, gh.CABundle)
 			return ctx
 		}).
 		Assess("kubectl logs in through GitHub in the browser", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -270,11 +272,7 @@ func TestSupervisorDexLogin(t *testing.T) {
 			var idp *dex.Dex
 			fl, idp = federateDex(ctx, t, cfg, "dex")
 			user = fl.user(ctx, t, "dex", "browser_authcode")
-			var err error
-			if chromium, err = browser.Start(ctx, browser.Options{TrustedCABundle: append(append([]byte{}, fl.caBundle...), idp.CABundle...)}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = chromium.Close() })
+			chromium = fl.browser(ctx, t, idp.CABundle)
 			return ctx
 		}).
 		Assess("kubectl logs in through Dex in the browser", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -308,15 +306,15 @@ func TestSupervisorDexLogin(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// federateDex starts Dex on this machine with dex.DefaultUser, and federates it through the
-// Supervisor under name: the OIDCIdentityProvider, its client Secret, the FederationDomain and the
+// federateDex starts Dex with dex.DefaultUser where the Supervisor reaches it (on this machine, or
+// in the cluster, tunnelled by the run's proxy as the Supervisor is), and federates it through
+// the Supervisor under name: the OIDCIdentityProvider, its client Secret, the FederationDomain and the
 // JWTAuthenticator are all called name, and the group seals may view the cluster.
 func federateDex(ctx context.Context, t *testing.T, cfg *envconf.Config, name string) (*federatedLogin, *dex.Dex) {
 	t.Helper()
 	host := supervisorHost(ctx, t, cfg)
-	idp, err := dex.Start(ctx, dex.Options{ListenAddress: "0.0.0.0:0", IssuerHost: hostIP(t).String(),
-		Users: []dex.User{dex.DefaultUser}, Clients: []dex.Client{{ID: "supervisor", Secret: "supervisor-secret",
-			RedirectURIs: []string{issuerURL(host, name) + supervisorCallbackPath}}}})
+	idp, err := steps.StartDexForCluster(ctx, []dex.User{dex.DefaultUser}, dex.Client{ID: "supervisor", Secret: "supervisor-secret",
+		RedirectURIs: []string{issuerURL(host, name) + supervisorCallbackPath}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func run(providerName string, down bool, out string) (err error) {
 		step("trust the local-user-authenticator with a WebhookAuthenticator", webhookAuthenticator),
 		step("start Dex on this machine with user "+dexUser.Email+" and trust it with a JWTAuthenticator",
 			func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-				if idp, err = steps.StartDexForCluster(ctx, dexUser); err != nil {
+				if idp, err = steps.StartDexForCluster(ctx, []dex.User{dexUser}); err != nil {
 					return ctx, err
 				}
 				return ctx, steps.TrustDex(ctx, cfg, "dex", idp)

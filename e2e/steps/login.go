@@ -42,20 +42,21 @@ func DexInCluster(info providers.Info) bool {
 // StartDexForCluster runs the Dex fixture where both the cluster's pods (the Concierge fetches its
 // keys) and local clients (the CLI, the browser) reach it: on this machine's address for a cluster
 // of this machine, else in the cluster (fixtures/dex/incluster), tunnelled by the run's proxy for
-// local clients (Cluster.Tunnel, the returned Dex's ProxyURL).
-func StartDexForCluster(ctx context.Context, users ...dex.User) (*dex.Dex, error) {
+// local clients (Cluster.Tunnel, the returned Dex's ProxyURL). Users and clients default as
+// dex.Start's.
+func StartDexForCluster(ctx context.Context, users []dex.User, clients ...dex.Client) (*dex.Dex, error) {
 	if c := ClusterFrom(ctx); c != nil && DexInCluster(c.Info) {
 		proxy, err := c.Tunnel()
 		if err != nil {
 			return nil, err
 		}
-		return incluster.Start(ctx, incluster.Options{Kubeconfig: c.Kubeconfig, Image: Image(ctx, DexImage), Users: users, Tunnel: proxy})
+		return incluster.Start(ctx, incluster.Options{Kubeconfig: c.Kubeconfig, Image: Image(ctx, DexImage), Users: users, Clients: clients, Tunnel: proxy})
 	}
 	hostIP, err := providers.HostIPv4()
 	if err != nil {
 		return nil, err
 	}
-	return dex.Start(ctx, dex.Options{ListenAddress: "0.0.0.0:0", IssuerHost: hostIP, Users: users})
+	return dex.Start(ctx, dex.Options{ListenAddress: "0.0.0.0:0", IssuerHost: hostIP, Users: users, Clients: clients})
 }
 
 // ProxyClientEnv is the environment in which a user's kubectl and pinniped CLI (`get kubeconfig`
