@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -282,7 +283,7 @@ func (fl *federatedLogin) user(ctx context.Context, t *testing.T, idpName, flow 
 	u := cliUserWithEnv(ctx, t, fl.kubectlTo, proxyEnv, "--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", fl.authName,
 		"--oidc-skip-browser", "--oidc-session-cache", sessions,
 		"--upstream-identity-provider-name", idpName, "--upstream-identity-provider-flow", flow)
-	u.sessionCache, u.extraEnv = sessions, append(append(proxyEnv, env...), "PINNIPED_DEBUG=true")
+	u.sessionCache, u.extraEnv = sessions, slices.Concat(proxyEnv, env, []string{"PINNIPED_DEBUG=true"})
 	return u
 }
 
