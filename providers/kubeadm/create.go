@@ -345,8 +345,11 @@ func (cr *creation) startKubelet(context.Context) error {
 }
 
 // preflightIgnored are kubeadm preflight checks that fail by design here: no systemd unit for
-// the kubelet, and swap may be on (the kubelet is told to tolerate it).
-var preflightIgnored = []string{"Service-Kubelet", "Swap", "SystemVerification"}
+// the kubelet, and swap may be on (the kubelet is told to tolerate it). HTTPProxyCIDR only warns
+// about HTTP proxies the cluster's networks would go through (we set none), and kubeadm releases
+// such as v1.31.0 built with a newer Go fail it outright: they write the service network's IPv4
+// address in brackets, a URL Go's parser now refuses.
+var preflightIgnored = []string{"HTTPProxyCIDR", "Service-Kubelet", "Swap", "SystemVerification"}
 
 func kubeadmInitArgs(config string) []string {
 	return []string{"init", "--config", config, "--ignore-preflight-errors=" + strings.Join(preflightIgnored, ","), "--v=1"}

@@ -151,7 +151,7 @@ func TestImageLists(t *testing.T) {
 func TestCommandLines(t *testing.T) {
 	t.Parallel()
 	if got, want := strings.Join(kubeadmInitArgs("/w/kubeadm.yaml"), " "),
-		"init --config /w/kubeadm.yaml --ignore-preflight-errors=Service-Kubelet,Swap,SystemVerification --v=1"; got != want {
+		"init --config /w/kubeadm.yaml --ignore-preflight-errors=HTTPProxyCIDR,Service-Kubelet,Swap,SystemVerification --v=1"; got != want {
 		t.Errorf("init args = %q, want %q", got, want)
 	}
 	if got, want := strings.Join(kubeadmResetArgs("/w/c.sock"), " "),
