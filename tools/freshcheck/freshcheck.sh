@@ -74,6 +74,9 @@ tar -C "$root" -xf "$base"
 
 say "the user's prerequisites: make, git, ca-certificates (apt), Go $(go env GOVERSION) (copied)"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The machine's trust store, as its resolver: a new machine on this network trusts the
+# certificates this one does (the Go module proxy's among them), whatever Debian's package lists.
+cp /etc/ssl/certs/ca-certificates.crt "$root/machine-ca-certificates.crt"
 # Every installed machine has these, written by its installer rather than by a package.
 printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
 echo fresh-check >"$root/etc/hostname"
@@ -99,6 +102,7 @@ fi
 cat >"$root/fresh-check.sh" <<EOF
 set -e
 apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends make git ca-certificates >/dev/null
+cp /machine-ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 cd /src
 make $target
 EOF
