@@ -286,7 +286,7 @@ spec:
       terminationGracePeriodSeconds: 1
       containers:
         - name: sleeper
-          image: %s
+          image: %[3]s
           imagePullPolicy: IfNotPresent
           command: [/usr/local/bin/pinniped-concierge-kube-cert-agent, sleep]
 `, ns, greeting, image)
