@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/matrix"
 	"sealion.dev/matrix/ciworkflow"
 	"sealion.dev/matrix/kubeversions"
@@ -165,9 +166,7 @@ func TestShardListAndReleases(t *testing.T) {
 func TestColorTerminal(t *testing.T) {
 	t.Parallel()
 	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal here: %v", err)
-	}
+	testdeps.Require(t, err)
 	defer tty.Close()
 	devNull, err := os.Open(os.DevNull)
 	if err != nil {
