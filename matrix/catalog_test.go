@@ -143,17 +143,21 @@ func TestParseCatalogRejects(t *testing.T) {
 	}
 }
 
-// Where the conformance suite runs Dex in the cluster (steps.DexInCluster: clusters not on this
-// machine), it pushes the Dex fixture's image with the server's, so the distribution needs both.
-func TestOffHostDistributionsNeedDexImage(t *testing.T) {
+// Where the conformance suite runs its fixtures in the cluster (steps.DexInCluster: clusters not
+// on this machine), it pushes the Dex and LDAP fixtures' images with the server's, so the
+// distribution needs all three.
+func TestOffHostDistributionsNeedFixtureImages(t *testing.T) {
 	t.Parallel()
 	c, err := DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := []string{"server-image", "dex-image", "slapd-image"}
 	for _, d := range c.Distributions {
-		if !d.OnHost && (!slices.Contains(d.Needs, "server-image") || !slices.Contains(d.Needs, "dex-image")) {
-			t.Errorf("%s runs off this machine but needs %q, want server-image and dex-image", d.Name, d.Needs)
+		for _, artifact := range want {
+			if !d.OnHost && !slices.Contains(d.Needs, artifact) {
+				t.Errorf("%s runs off this machine but needs %q, want %q", d.Name, d.Needs, want)
+			}
 		}
 	}
 }

@@ -279,7 +279,7 @@ func TestFaultUpstreamDown(t *testing.T) {
 	f := features.New("the upstream identity provider down, then back").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if !steps.ClusterFrom(ctx).Info.ChangesHost {
-				t.Skip(steps.LDAPHostOnly)
+				t.Skip(steps.LDAPOutageHostOnly)
 			}
 			host := supervisorHost(ctx, t, cfg)
 			directory, err := ldap.Start(ctx, ldap.Options{ListenIP: hostIP(t)})

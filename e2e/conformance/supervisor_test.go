@@ -33,8 +33,9 @@ import (
 const supervisorCallbackPath = "/callback"
 
 // The tests of this file log in through a Supervisor installed on the test's cluster, with the
-// upstream identity providers running on this machine, except Dex, which runs in the cluster
-// where the cluster's pods cannot reach this machine (steps.StartDexForCluster): each has a
+// upstream identity providers running on this machine, except Dex and LDAP, which run in the
+// cluster where the cluster's pods cannot reach this machine (steps.StartDexForCluster,
+// steps.StartLDAPForCluster): each has a
 // FederationDomain of its own and a JWTAuthenticator trusting it, and the user gets a kubeconfig
 // from `pinniped get kubeconfig`, which finds the Supervisor behind the authenticator's issuer.
 // Those with an upstream only on this machine skip, saying so, on clusters not on it.
@@ -57,12 +58,9 @@ func TestSupervisorLDAPLogin(t *testing.T) {
 	const rejection = "wally may not use this cluster"
 	f := features.New("LDAP through the Supervisor").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if !steps.ClusterFrom(ctx).Info.ChangesHost {
-				t.Skip(steps.LDAPHostOnly)
-			}
 			host := supervisorHost(ctx, t, cfg)
 			var err error
-			if directory, err = ldap.Start(ctx, ldap.Options{ListenIP: hostIP(t)}); err != nil {
+			if directory, err = steps.StartLDAPForCluster(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = directory.Close() })
