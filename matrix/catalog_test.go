@@ -143,7 +143,7 @@ func TestParseCatalogRejects(t *testing.T) {
 	}
 }
 
-// Where the conformance suite runs its fixtures in the cluster (steps.DexInCluster: clusters not
+// Where the conformance suite runs its fixtures in the cluster (steps.FixturesInCluster: clusters not
 // on this machine), it pushes the Dex and LDAP fixtures' images with the server's, so the
 // distribution needs all three.
 func TestOffHostDistributionsNeedFixtureImages(t *testing.T) {

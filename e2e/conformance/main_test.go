@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 	// digest, for clusters no image can be loaded into (a cloud's); else they are loaded into the
 	// nodes. The Dex and LDAP fixtures' images go along where those fixtures run in the cluster.
 	archives := []string{steps.RepoPath("_output/images/pinniped-server.tar")}
-	if steps.DexInCluster(p.Info()) {
+	if steps.FixturesInCluster(p.Info()) {
 		archives = append(archives, steps.RepoPath("_output/images/dex-fixture.tar"), steps.RepoPath("_output/images/slapd-fixture.tar"))
 	}
 	if registry := os.Getenv(steps.RegistryEnv); registry != "" {

@@ -208,7 +208,7 @@ func TestSupervisorGitHubLogin(t *testing.T) {
 	)
 	f := features.New("GitHub through the Supervisor").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if steps.DexInCluster(steps.ClusterFrom(ctx).Info) {
+			if steps.FixturesInCluster(steps.ClusterFrom(ctx).Info) {
 				t.Skip(steps.GitHubHostOnly)
 			}
 			host := supervisorHost(ctx, t, cfg)

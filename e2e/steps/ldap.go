@@ -18,7 +18,7 @@ const SlapdImage = "localhost/sealion/slapd-fixture:dev"
 // (fixtures/ldap/incluster), where this machine seeds and changes it through a port-forward.
 // Users default as ldap.Start's.
 func StartLDAPForCluster(ctx context.Context, users []ldap.User) (*ldap.LDAP, error) {
-	if c := ClusterFrom(ctx); c != nil && DexInCluster(c.Info) {
+	if c := ClusterFrom(ctx); c != nil && FixturesInCluster(c.Info) {
 		return incluster.Start(ctx, incluster.Options{Kubeconfig: c.Kubeconfig, Image: Image(ctx, SlapdImage), Users: users})
 	}
 	hostIP, err := providers.HostIPv4()
