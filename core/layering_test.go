@@ -112,8 +112,9 @@ func TestCoreIsShared(t *testing.T) {
 }
 
 // TestPackageNames fails when two packages with different paths share a name, unless they are
-// the same job in parallel places (each server's own config, server, apiserver...): those share
-// the last folder and sit at the same depth under different servers.
+// the same job in parallel places (each server's own config, server, apiserver...; each
+// fixture's incluster, which runs it in a cluster): those share the last folder and sit at the
+// same depth under different servers, or under different fixtures.
 func TestPackageNames(t *testing.T) {
 	byName := map[string][]string{}
 	for p, info := range loadPackages(t) {
@@ -133,18 +134,30 @@ func TestPackageNames(t *testing.T) {
 	}
 }
 
-// parallel reports whether every path is the same place under a different server:
-// servers/<a>/X and servers/<b>/X.
+// parallel reports whether every path is the same place under a different server
+// (servers/<a>/X and servers/<b>/X) or a different fixture (fixtures/<a>/X and fixtures/<b>/X).
 func parallel(paths []string) bool {
 	rest := map[string]bool{}
 	for _, p := range paths {
-		s := server(p)
-		if s == "" || s == "servers/internal" {
+		home := server(p)
+		if home == "" {
+			home = fixture(p)
+		}
+		if home == "" || home == "servers/internal" {
 			return false
 		}
-		rest[strings.TrimPrefix(p, s)] = true
+		rest[strings.TrimPrefix(p, home)] = true
 	}
 	return len(rest) == 1
+}
+
+// fixture is "fixtures/<name>" for a package below a fixture's own, "" otherwise.
+func fixture(p string) string {
+	parts := strings.Split(p, "/")
+	if len(parts) < 3 || parts[0] != "fixtures" {
+		return ""
+	}
+	return parts[0] + "/" + parts[1]
 }
 
 // server is "servers/<name>" for a package under a server, "" otherwise.
