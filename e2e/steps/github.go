@@ -19,11 +19,11 @@ type GitHubDouble struct {
 	Host     string
 	CABundle []byte
 
-	close func() error
+	stop func() error
 }
 
 // Close stops the double.
-func (g *GitHubDouble) Close() error { return g.close() }
+func (g *GitHubDouble) Close() error { return g.stop() }
 
 // StartGitHubForCluster runs the GitHub double (users github.DefaultUser, app
 // github.DefaultClientID with callbackURL, loggedIn signed in to every browser) where both the
@@ -42,7 +42,7 @@ func StartGitHubForCluster(ctx context.Context, callbackURL, loggedIn string) (*
 		if err != nil {
 			return nil, err
 		}
-		return &GitHubDouble{Host: g.Host, CABundle: g.CABundle, close: g.Close}, nil
+		return &GitHubDouble{Host: g.Host, CABundle: g.CABundle, stop: g.Close}, nil
 	}
 	hostIP, err := providers.HostIPv4()
 	if err != nil {
@@ -52,5 +52,5 @@ func StartGitHubForCluster(ctx context.Context, callbackURL, loggedIn string) (*
 	if err != nil {
 		return nil, err
 	}
-	return &GitHubDouble{Host: g.Host, CABundle: g.CABundle, close: g.Close}, nil
+	return &GitHubDouble{Host: g.Host, CABundle: g.CABundle, stop: g.Close}, nil
 }
