@@ -29,8 +29,8 @@ func (g *GitHubDouble) Close() error { return g.stop() }
 // github.DefaultClientID with callbackURL, loggedIn signed in to every browser) where both the
 // cluster's pods (the Supervisor) and this machine's browser reach it: on this machine's address
 // for a cluster of this machine, else (DexInCluster) in the cluster
-// (fixtures/github/incluster), tunnelled for the browser by the run's proxy (Cluster.Tunnel),
-// through which a browser reaching the Supervisor is sent already.
+// (fixtures/github/incluster), tunnelled for the browser by the run's proxy (Cluster.Tunnel), the
+// one through which the browser reaches the Supervisor there.
 func StartGitHubForCluster(ctx context.Context, callbackURL, loggedIn string) (*GitHubDouble, error) {
 	if c := ClusterFrom(ctx); c != nil && DexInCluster(c.Info) {
 		proxy, err := c.Tunnel()
