@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,8 +33,9 @@ func TestMain(m *testing.M) {
 // path (Dex runs in the cluster, fixtures/dex/incluster, reached from here through the run's
 // tunnel proxy, fixtures/tunnel), the supervisor path (the Supervisor at its ClusterIP Service's
 // name, tunnelled the same way, with the in-cluster Dex upstream), the ldap path (slapd runs in
-// the cluster, fixtures/ldap/incluster, seeded from here through a port-forward), and the GitHub
-// and Active Directory logins, which must report that they cannot run on such a cluster.
+// the cluster, fixtures/ldap/incluster, seeded from here through a port-forward), the github path
+// (the GitHub double in the cluster, fixtures/github/incluster, behind that Supervisor), and the
+// Active Directory logins, which must report that they cannot run on such a cluster.
 var suite = []string{
 	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
 	"TestImpersonationProxyEnabledAtClusterIP", "TestImpersonationProxy", "TestImpersonationProxyAccess",
@@ -48,12 +50,12 @@ var mustPass = []string{
 	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
 	"TestCLIStaticLogin", "TestTokenCredentialRequestWithLocalUsers",
 	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL", "TestSupervisorDexLogin", "TestSupervisorLDAPLogin",
+	"TestSupervisorGitHubLogin",
 }
 
 // mustSkip are the tests of identity systems that run on this machine only, with the reason
 // their skip must give.
 var mustSkip = map[string]string{
-	"TestSupervisorGitHubLogin":          steps.GitHubHostOnly,
 	"TestSupervisorActiveDirectoryLogin": steps.ActiveDirectoryHostOnly,
 }
 
@@ -111,7 +113,7 @@ func TestExistingClusterAsCloud(t *testing.T) {
 	}
 
 	// The servers run the pushed image, pinned by digest, and the node never had ours loaded: the
-	// server's, Dex's and slapd's images were pulled from the registry.
+	// images of the server, Dex, slapd and the GitHub double were pulled from the registry.
 	image, err := steps.Kubectl(ctx, kubeconfig, "", "get", "deployment", "-n", "pinniped-concierge", "pinniped-concierge",
 		"-o", "jsonpath={.spec.template.spec.containers[0].image}")
 	if err != nil || !strings.HasPrefix(image, registry+"/pinniped-server@sha256:") {
@@ -119,9 +121,9 @@ func TestExistingClusterAsCloud(t *testing.T) {
 	}
 	// The kubelet reports a newly pulled image in the node's status at its next status update
 	// (every 10 s by default), so the fixtures', pulled last, may take that long to show.
-	fixtures := []string{registry + "/dex-fixture@sha256:", registry + "/slapd-fixture@sha256:"}
+	fixtures := []string{registry + "/dex-fixture@sha256:", registry + "/slapd-fixture@sha256:", registry + "/github-fixture@sha256:"}
 	pulled := func(images string) bool {
-		return strings.Contains(images, fixtures[0]) && strings.Contains(images, fixtures[1])
+		return !slices.ContainsFunc(fixtures, func(f string) bool { return !strings.Contains(images, f) })
 	}
 	var nodeImages string
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Second) {
@@ -133,7 +135,7 @@ func TestExistingClusterAsCloud(t *testing.T) {
 	if err != nil {
 		t.Errorf("reading the nodes' images: %v", err)
 	}
-	for _, local := range []string{steps.ServerImage, steps.DexImage, steps.SlapdImage} {
+	for _, local := range []string{steps.ServerImage, steps.DexImage, steps.SlapdImage, steps.GitHubImage} {
 		if strings.Contains(nodeImages, local) {
 			t.Errorf("node images %s: %s was loaded, not pulled", nodeImages, local)
 		}

@@ -25,12 +25,6 @@ const ActiveDirectoryHostOnly = "cannot run here: Active Directory runs on the r
 // the cluster (StartLDAPForCluster).
 const LDAPOutageHostOnly = "cannot run here: the LDAP outage forwarder and its slapd run on the runner's host only"
 
-// GitHubHostOnly is why GitHub logins are not tested where the Supervisor is reached through the
-// run's tunnel proxy (FixturesInCluster): the GitHub double runs on this machine, which those
-// clusters' pods are not sure to reach, and the browser, sent through the tunnel proxy, could not
-// reach it either.
-const GitHubHostOnly = "cannot run here: the GitHub double runs on the runner's host only"
-
 // Cluster is the cluster a suite runs against.
 type Cluster struct {
 	Name     string
