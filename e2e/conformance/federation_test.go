@@ -125,8 +125,9 @@ func exposeSupervisorOnNode(ctx context.Context, kubeconfig string) error {
 }
 
 // exposeSupervisorInCluster names the Supervisor by its ClusterIP Service, its default
-// certificate naming that, and tunnels that name's port 443 through the run's proxy to a
-// Supervisor pod. The tunnel lasts as long as the run (its port-forward ends with the process).
+// certificate naming that, and tunnels that name's port 443 through the run's proxy to the
+// Supervisor's pods, each connection to one ready when it is made. The tunnel lasts as long as
+// the run.
 func exposeSupervisorInCluster(ctx context.Context, c *steps.Cluster) error {
 	host := tunnel.ServiceHost(supervisorService, supervisorNamespace)
 	cert, key, err := federationCA.IssueServingCert(host, []string{host}, nil, 24*time.Hour)
