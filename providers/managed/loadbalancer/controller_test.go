@@ -132,9 +132,28 @@ func waitForIngress(t *testing.T, client kubernetes.Interface, name string, ok f
 		return ok(last), nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for the ingress of Service %s: %v (last: %+v)", name, err, last)
+		t.Fatalf("waiting for the ingress of Service %s: %v (last: %+v); its Events: %s", name, err, last, serviceEvents(client, name))
 	}
 	return last
+}
+
+// serviceEvents lists the reasons and messages of the Events about Service name, which say why
+// the controller gave it no address (a port it could not listen on, say).
+func serviceEvents(client kubernetes.Interface, name string) string {
+	events, err := client.CoreV1().Events(testNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var seen []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == name {
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+	}
+	if len(seen) == 0 {
+		return "none"
+	}
+	return strings.Join(seen, "; ")
 }
 
 func hasIP(ip string) func([]corev1.LoadBalancerIngress) bool {
