@@ -178,6 +178,9 @@ func TestFailedSyncIsRetriedWithBackoff(t *testing.T) {
 	// The second failure doubles the delay: one second is not enough.
 	waitForRequeues(t, w.c, "x", 2)
 	w.rec.setFailing("x", false)
+	// Nothing syncs before the clock moves; the quiet spell also lets the retry be scheduled (see
+	// waitForRequeues) before the clock is stepped.
+	w.rec.none(t)
 	w.clock.Step(time.Second)
 	w.rec.none(t)
 	w.clock.Step(time.Second)
@@ -229,8 +232,9 @@ func drain(t *testing.T, rec *recorder, key string) {
 	}
 }
 
-// waitForRequeues waits until key's failures have put it back on the queue n times, so that
-// stepping the clock afterwards is measured from the retry's scheduling.
+// waitForRequeues waits until key has failed n times. The retry is scheduled just after the count
+// rises (AddRateLimited counts, then reads the clock), so a test steps the clock only after a
+// quiet spell (rec.none): a step in between would move the retry's time along with it.
 func waitForRequeues(t *testing.T, c *Controller, key string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
