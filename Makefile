@@ -109,10 +109,12 @@ test-deps:
 	else $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(TEST_PACKAGES)" || echo "the tests that need them skip"; fi
 
 .PHONY: images
-images: kube-binaries ## build the cluster images (cached per version), our server image and the Dex fixture's into _output/images
+images: kube-binaries ## build the cluster images (cached per version), our server image and the Dex, LDAP and GitHub fixtures' into _output/images
 	cd tools && $(GO) run ./images cluster --kube-version $(KUBE_VERSION) --cache-dir $(SEALION_CACHE)
 	cd tools && $(GO) run ./images server --repo-root $(CURDIR)
 	cd tools && $(GO) run ./images dex --repo-root $(CURDIR)
+	cd tools && $(GO) run ./images slapd --repo-root $(CURDIR) --cache-dir $(SEALION_CACHE)
+	cd tools && $(GO) run ./images github --repo-root $(CURDIR)
 
 # Host-based clusters change this machine (containerd, kubelet, /etc/kubernetes, iptables), so they
 # run only when asked: CI=true, SEALION_ALLOW_HOST_CHANGES=true, or `make e2e ALLOW_HOST_CHANGES=true`.
@@ -170,7 +172,8 @@ matrix-ci-if-allowed:
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) matrix-ci cloud-proof; else echo "skipping the end-to-end suites (make matrix-ci cloud-proof): they need clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"; fi
 
 # The existing distribution as a cloud provider runs it, proven on a kubeadm cluster of ours: our
-# images pushed to a registry on loopback and pulled by digest, Dex in the cluster, no host fixture.
+# images pushed to a registry on loopback and pulled by digest, Dex, slapd and the GitHub double in
+# the cluster, no host fixture.
 .PHONY: cloud-proof
 cloud-proof: deps ## the existing provider against a kubeadm cluster of ours treated as a cloud (needs ALLOW_HOST_CHANGES=true)
 	$(MAKE) test-deps images

@@ -112,8 +112,9 @@ func TestCoreIsShared(t *testing.T) {
 }
 
 // TestPackageNames fails when two packages with different paths share a name, unless they are
-// the same job in parallel places (each server's own config, server, apiserver...): those share
-// the last folder and sit at the same depth under different servers.
+// the same job in parallel places (each server's own config, server, apiserver...; each fixture's
+// runner in a cluster, incluster): those share the last folder and sit at the same depth under
+// different servers, or under different fixtures.
 func TestPackageNames(t *testing.T) {
 	byName := map[string][]string{}
 	for p, info := range loadPackages(t) {
@@ -133,18 +134,28 @@ func TestPackageNames(t *testing.T) {
 	}
 }
 
-// parallel reports whether every path is the same place under a different server:
-// servers/<a>/X and servers/<b>/X.
+// parallel reports whether every path is the same place under a different server, or under a
+// different fixture: servers/<a>/X and servers/<b>/X, fixtures/<a>/X and fixtures/<b>/X.
 func parallel(paths []string) bool {
 	rest := map[string]bool{}
 	for _, p := range paths {
-		s := server(p)
-		if s == "" || s == "servers/internal" {
+		o := owner(p)
+		if o == "" {
 			return false
 		}
-		rest[strings.TrimPrefix(p, s)] = true
+		rest[topFolder(p)+" "+strings.TrimPrefix(p, o)] = true
 	}
 	return len(rest) == 1
+}
+
+// owner is "servers/<name>" for a package under a server and "fixtures/<name>" for one under a
+// fixture, "" otherwise (their shared internal folders included).
+func owner(p string) string {
+	parts := strings.Split(p, "/")
+	if len(parts) < 2 || (parts[0] != "servers" && parts[0] != "fixtures") || parts[1] == "internal" {
+		return ""
+	}
+	return parts[0] + "/" + parts[1]
 }
 
 // server is "servers/<name>" for a package under a server, "" otherwise.
@@ -288,5 +299,24 @@ func TestOneControllerLoop(t *testing.T) {
 	}
 	if checked < 100 {
 		t.Fatalf("checked only %d files; is the test run from core/?", checked)
+	}
+}
+
+func TestParallel(t *testing.T) {
+	for _, tt := range []struct {
+		paths []string
+		want  bool
+	}{
+		{[]string{"servers/concierge/server", "servers/supervisor/server"}, true},
+		{[]string{"fixtures/dex/incluster", "fixtures/ldap/incluster"}, true},
+		{[]string{"fixtures/dex/incluster", "servers/supervisor/incluster"}, false},
+		{[]string{"fixtures/dex/incluster", "fixtures/ldap/cluster/incluster"}, false},
+		{[]string{"fixtures/internal/incluster", "fixtures/ldap/incluster"}, false},
+		{[]string{"servers/internal/config", "servers/concierge/config"}, false},
+		{[]string{"core/config", "servers/concierge/config"}, false},
+	} {
+		if got := parallel(tt.paths); got != tt.want {
+			t.Errorf("parallel(%v) = %v, want %v", tt.paths, got, tt.want)
+		}
 	}
 }

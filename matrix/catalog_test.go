@@ -143,17 +143,19 @@ func TestParseCatalogRejects(t *testing.T) {
 	}
 }
 
-// Where the conformance suite runs Dex in the cluster (steps.DexInCluster: clusters not on this
-// machine), it pushes the Dex fixture's image with the server's, so the distribution needs both.
-func TestOffHostDistributionsNeedDexImage(t *testing.T) {
+// Where the conformance suite runs its fixtures in the cluster (steps.FixturesInCluster: clusters
+// not on this machine), it pushes the Dex, LDAP and GitHub fixtures' images with the server's, so
+// the distribution needs all four.
+func TestOffHostDistributionsNeedFixtureImages(t *testing.T) {
 	t.Parallel()
 	c, err := DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := []string{"server-image", "dex-image", "slapd-image", "github-image"}
 	for _, d := range c.Distributions {
-		if !d.OnHost && (!slices.Contains(d.Needs, "server-image") || !slices.Contains(d.Needs, "dex-image")) {
-			t.Errorf("%s runs off this machine but needs %q, want server-image and dex-image", d.Name, d.Needs)
+		if !d.OnHost && slices.ContainsFunc(want, func(a string) bool { return !slices.Contains(d.Needs, a) }) {
+			t.Errorf("%s runs off this machine but needs %q, want %q", d.Name, d.Needs, want)
 		}
 	}
 }

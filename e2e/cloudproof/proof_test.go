@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,9 @@ func TestMain(m *testing.M) {
 // login (its identity system, the local-user-authenticator, runs in the cluster), the dex-browser
 // path (Dex runs in the cluster, fixtures/dex/incluster, reached from here through the run's
 // tunnel proxy, fixtures/tunnel), the supervisor path (the Supervisor at its ClusterIP Service's
-// name, tunnelled the same way, with the in-cluster Dex upstream), and the LDAP, GitHub and
+// name, tunnelled the same way, with the in-cluster Dex upstream), the ldap path (slapd runs in
+// the cluster, fixtures/ldap/incluster, seeded from here through a port-forward), the github path
+// (the GitHub double in the cluster, fixtures/github/incluster, behind that Supervisor), and the
 // Active Directory logins, which must report that they cannot run on such a cluster.
 var suite = []string{
 	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
@@ -46,14 +49,13 @@ var suite = []string{
 var mustPass = []string{
 	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
 	"TestCLIStaticLogin", "TestTokenCredentialRequestWithLocalUsers",
-	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL", "TestSupervisorDexLogin",
+	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL", "TestSupervisorDexLogin", "TestSupervisorLDAPLogin",
+	"TestSupervisorGitHubLogin",
 }
 
 // mustSkip are the tests of identity systems that run on this machine only, with the reason
 // their skip must give.
 var mustSkip = map[string]string{
-	"TestSupervisorLDAPLogin":            steps.LDAPHostOnly,
-	"TestSupervisorGitHubLogin":          steps.GitHubHostOnly,
 	"TestSupervisorActiveDirectoryLogin": steps.ActiveDirectoryHostOnly,
 }
 
@@ -111,26 +113,37 @@ func TestExistingClusterAsCloud(t *testing.T) {
 	}
 
 	// The servers run the pushed image, pinned by digest, and the node never had ours loaded: the
-	// server's and Dex's images were pulled from the registry.
+	// images of the server, Dex, slapd and the GitHub double were pulled from the registry.
 	image, err := steps.Kubectl(ctx, kubeconfig, "", "get", "deployment", "-n", "pinniped-concierge", "pinniped-concierge",
 		"-o", "jsonpath={.spec.template.spec.containers[0].image}")
 	if err != nil || !strings.HasPrefix(image, registry+"/pinniped-server@sha256:") {
 		t.Errorf("the Concierge runs %q (%v), want %s/pinniped-server@sha256:...", image, err, registry)
 	}
 	// The kubelet reports a newly pulled image in the node's status at its next status update
-	// (every 10 s by default), so Dex's, pulled last, may take that long to show.
+	// (every 10 s by default), so the fixtures', pulled last, may take that long to show.
+	fixtures := []string{registry + "/dex-fixture@sha256:", registry + "/slapd-fixture@sha256:", registry + "/github-fixture@sha256:"}
+	pulled := func(images string) bool {
+		return !slices.ContainsFunc(fixtures, func(f string) bool { return !strings.Contains(images, f) })
+	}
 	var nodeImages string
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Second) {
 		nodeImages, err = steps.Kubectl(ctx, kubeconfig, "", "get", "nodes", "-o", "jsonpath={.items[*].status.images[*].names}")
-		if err == nil && strings.Contains(nodeImages, registry+"/dex-fixture@sha256:") || time.Now().After(deadline) {
+		if err == nil && pulled(nodeImages) || time.Now().After(deadline) {
 			break
 		}
 	}
-	if err != nil || strings.Contains(nodeImages, steps.ServerImage) || strings.Contains(nodeImages, steps.DexImage) {
-		t.Errorf("node images %s (%v): %s or %s was loaded, not pulled", nodeImages, err, steps.ServerImage, steps.DexImage)
+	if err != nil {
+		t.Errorf("reading the nodes' images: %v", err)
 	}
-	if !strings.Contains(nodeImages, registry+"/dex-fixture@sha256:") {
-		t.Errorf("node images %s: Dex's was not pulled from %s", nodeImages, registry)
+	for _, local := range []string{steps.ServerImage, steps.DexImage, steps.SlapdImage, steps.GitHubImage} {
+		if strings.Contains(nodeImages, local) {
+			t.Errorf("node images %s: %s was loaded, not pulled", nodeImages, local)
+		}
+	}
+	for _, f := range fixtures {
+		if !strings.Contains(nodeImages, f) {
+			t.Errorf("node images %s: no %s... was pulled", nodeImages, f)
+		}
 	}
 	strategies, err := steps.Kubectl(ctx, kubeconfig, "", "get", "credentialissuers",
 		"-o", `jsonpath={range .items[*].status.strategies[*]}{.type}={.status}{"\n"}{end}`)

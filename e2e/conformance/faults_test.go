@@ -196,7 +196,7 @@ func TestFaultSupervisorRestarted(t *testing.T) {
 	)
 	f := features.New("the Supervisor restarted during a login and during refreshes").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if steps.DexInCluster(steps.ClusterFrom(ctx).Info) {
+			if steps.FixturesInCluster(steps.ClusterFrom(ctx).Info) {
 				t.Skip("cannot run here: this machine reaches the Supervisor through a port-forward to one of its pods, which their restart ends")
 			}
 			var idp *dex.Dex
@@ -279,7 +279,7 @@ func TestFaultUpstreamDown(t *testing.T) {
 	f := features.New("the upstream identity provider down, then back").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if !steps.ClusterFrom(ctx).Info.ChangesHost {
-				t.Skip(steps.LDAPHostOnly)
+				t.Skip(steps.LDAPOutageHostOnly)
 			}
 			host := supervisorHost(ctx, t, cfg)
 			directory, err := ldap.Start(ctx, ldap.Options{ListenIP: hostIP(t)})

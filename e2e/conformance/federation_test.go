@@ -32,8 +32,8 @@ import (
 // reached where both this machine (the CLI, the browser) and the cluster's pods (the Concierge
 // fetching the issuer's keys) reach it. On clusters of this machine that is a NodePort of the
 // first node, and its FederationDomains share that IP address as issuer host, so they are served
-// with the Supervisor's default certificate (there is no SNI for an IP address). Where Dex runs in
-// the cluster (steps.DexInCluster: clusters not on this machine, whose Services it cannot reach),
+// with the Supervisor's default certificate (there is no SNI for an IP address). Where fixtures run in
+// the cluster (steps.FixturesInCluster: clusters not on this machine, whose Services it cannot reach),
 // the issuer host is its ClusterIP Service's in-cluster name, which pods resolve and this machine
 // reaches through the run's tunnel proxy (steps.Cluster.Tunnel), the default certificate naming
 // it. Either certificate is issued by federationCA.
@@ -75,7 +75,7 @@ func installSupervisor(ctx context.Context, cfg *envconf.Config) error {
 		return err
 	}
 	c := steps.ClusterFrom(ctx)
-	if steps.DexInCluster(c.Info) {
+	if steps.FixturesInCluster(c.Info) {
 		err = exposeSupervisorInCluster(ctx, c)
 	} else {
 		err = exposeSupervisorOnNode(ctx, cfg.KubeconfigFile())
@@ -125,8 +125,9 @@ func exposeSupervisorOnNode(ctx context.Context, kubeconfig string) error {
 }
 
 // exposeSupervisorInCluster names the Supervisor by its ClusterIP Service, its default
-// certificate naming that, and tunnels that name's port 443 through the run's proxy to a
-// Supervisor pod. The tunnel lasts as long as the run (its port-forward ends with the process).
+// certificate naming that, and tunnels that name's port 443 through the run's proxy to the
+// Supervisor's pods, each connection to one ready when it is made. The tunnel lasts as long as
+// the run.
 func exposeSupervisorInCluster(ctx context.Context, c *steps.Cluster) error {
 	host := tunnel.ServiceHost(supervisorService, supervisorNamespace)
 	cert, key, err := federationCA.IssueServingCert(host, []string{host}, nil, 24*time.Hour)

@@ -60,10 +60,11 @@ func TestMain(m *testing.M) {
 	}
 	// $SEALION_REGISTRY (registry.example.com/team) pushes our images there and installs them by
 	// digest, for clusters no image can be loaded into (a cloud's); else they are loaded into the
-	// nodes. The Dex fixture's image goes along where Dex runs in the cluster.
+	// nodes. The images of the Dex, LDAP and GitHub fixtures go along where those run in the cluster.
 	archives := []string{steps.RepoPath("_output/images/pinniped-server.tar")}
-	if steps.DexInCluster(p.Info()) {
-		archives = append(archives, steps.RepoPath("_output/images/dex-fixture.tar"))
+	if steps.FixturesInCluster(p.Info()) {
+		archives = append(archives, steps.RepoPath("_output/images/dex-fixture.tar"),
+			steps.RepoPath("_output/images/slapd-fixture.tar"), steps.RepoPath("_output/images/github-fixture.tar"))
 	}
 	if registry := os.Getenv(steps.RegistryEnv); registry != "" {
 		setup = append(setup, steps.PushImages(registry, archives...))

@@ -33,8 +33,9 @@ import (
 const supervisorCallbackPath = "/callback"
 
 // The tests of this file log in through a Supervisor installed on the test's cluster, with the
-// upstream identity providers running on this machine, except Dex, which runs in the cluster
-// where the cluster's pods cannot reach this machine (steps.StartDexForCluster): each has a
+// upstream identity providers running on this machine, except Dex, LDAP and the GitHub double,
+// which run in the cluster where the cluster's pods cannot reach this machine
+// (steps.StartDexForCluster, steps.StartLDAPForCluster, steps.StartGitHubForCluster): each has a
 // FederationDomain of its own and a JWTAuthenticator trusting it, and the user gets a kubeconfig
 // from `pinniped get kubeconfig`, which finds the Supervisor behind the authenticator's issuer.
 // Those with an upstream only on this machine skip, saying so, on clusters not on it.
@@ -57,12 +58,9 @@ func TestSupervisorLDAPLogin(t *testing.T) {
 	const rejection = "wally may not use this cluster"
 	f := features.New("LDAP through the Supervisor").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if !steps.ClusterFrom(ctx).Info.ChangesHost {
-				t.Skip(steps.LDAPHostOnly)
-			}
 			host := supervisorHost(ctx, t, cfg)
 			var err error
-			if directory, err = ldap.Start(ctx, ldap.Options{ListenIP: hostIP(t)}); err != nil {
+			if directory, err = steps.StartLDAPForCluster(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = directory.Close() })
@@ -202,7 +200,9 @@ func TestSupervisorActiveDirectoryLogin(t *testing.T) {
 }
 
 // TestSupervisorGitHubLogin: the GitHub double behind the Supervisor, in a browser where the user
-// is already signed in to GitHub; teams of the allowed organisation become groups.
+// is already signed in to GitHub; teams of the allowed organisation become groups. Where the
+// double runs in the cluster, the browser reaches it by its Service's name through the run's
+// tunnel proxy, as it reaches the Supervisor.
 func TestSupervisorGitHubLogin(t *testing.T) {
 	var (
 		fl       *federatedLogin
@@ -210,12 +210,8 @@ func TestSupervisorGitHubLogin(t *testing.T) {
 	)
 	f := features.New("GitHub through the Supervisor").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if steps.DexInCluster(steps.ClusterFrom(ctx).Info) {
-				t.Skip(steps.GitHubHostOnly)
-			}
 			host := supervisorHost(ctx, t, cfg)
-			gh, err := github.Start(ctx, github.Options{LoggedIn: github.DefaultUser.Login,
-				ListenAddress: hostIP(t).String() + ":0", CallbackURL: issuerURL(host, "github") + supervisorCallbackPath})
+			gh, err := steps.StartGitHubForCluster(ctx, issuerURL(host, "github")+supervisorCallbackPath, github.DefaultUser.Login)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,15 +19,11 @@ import (
 // of its own, and cannot be deployed into a cluster.
 const ActiveDirectoryHostOnly = "cannot run here: Active Directory runs on the runner's host only"
 
-// LDAPHostOnly is why LDAP logins are not tested on those clusters: slapd runs on this machine,
-// which their pods (the Supervisor's) are not sure to reach.
-const LDAPHostOnly = "cannot run here: LDAP (slapd) runs on the runner's host only"
-
-// GitHubHostOnly is why GitHub logins are not tested where the Supervisor is reached through the
-// run's tunnel proxy (DexInCluster): the GitHub double runs on this machine, which those
-// clusters' pods are not sure to reach, and the browser, sent through the tunnel proxy, could not
-// reach it either.
-const GitHubHostOnly = "cannot run here: the GitHub double runs on the runner's host only"
+// LDAPOutageHostOnly is why the upstream LDAP directory's outage is not tested on those clusters:
+// the outage is a forwarder on this machine (e2e/outage) in front of a slapd here, which their
+// pods (the Supervisor's) are not sure to reach. LDAP logins themselves run there, with slapd in
+// the cluster (StartLDAPForCluster).
+const LDAPOutageHostOnly = "cannot run here: the LDAP outage forwarder and its slapd run on the runner's host only"
 
 // Cluster is the cluster a suite runs against.
 type Cluster struct {

@@ -29,14 +29,16 @@ import (
 // this machine; the installs push or load it with the server image.
 const DexImage = "localhost/sealion/dex-fixture:dev"
 
-// DexInClusterEnv set to "true" runs Dex in the cluster on clusters of this machine too.
-const DexInClusterEnv = "SEALION_DEX_IN_CLUSTER"
+// FixturesInClusterEnv set to "true" runs the fixtures in the cluster on clusters of this machine
+// too.
+const FixturesInClusterEnv = "SEALION_FIXTURES_IN_CLUSTER"
 
-// DexInCluster says whether StartDexForCluster runs Dex in the cluster: where the cluster is not
-// on this machine, whose address its pods are then not sure to reach, or where $SEALION_DEX_IN_CLUSTER
-// asks for it.
-func DexInCluster(info providers.Info) bool {
-	return !info.ChangesHost || os.Getenv(DexInClusterEnv) == "true"
+// FixturesInCluster says whether the fixtures the cluster's pods must reach run in the cluster
+// (StartDexForCluster, StartLDAPForCluster), and so whether this machine reaches the Supervisor
+// through the run's tunnel proxy: where the cluster is not on this machine, whose address its pods
+// are then not sure to reach, or where $SEALION_FIXTURES_IN_CLUSTER asks for it.
+func FixturesInCluster(info providers.Info) bool {
+	return !info.ChangesHost || os.Getenv(FixturesInClusterEnv) == "true"
 }
 
 // StartDexForCluster runs the Dex fixture where both the cluster's pods (the Concierge fetches its
@@ -45,7 +47,7 @@ func DexInCluster(info providers.Info) bool {
 // local clients (Cluster.Tunnel, the returned Dex's ProxyURL). Users and clients default as
 // dex.Start's.
 func StartDexForCluster(ctx context.Context, users []dex.User, clients ...dex.Client) (*dex.Dex, error) {
-	if c := ClusterFrom(ctx); c != nil && DexInCluster(c.Info) {
+	if c := ClusterFrom(ctx); c != nil && FixturesInCluster(c.Info) {
 		proxy, err := c.Tunnel()
 		if err != nil {
 			return nil, err

@@ -9,8 +9,8 @@ import (
 	"sealion.dev/providers"
 )
 
-// Dex runs in the cluster where the cluster is not on this machine, or when asked.
-func TestDexInCluster(t *testing.T) {
+// The fixtures run in the cluster where the cluster is not on this machine, or when asked.
+func TestFixturesInCluster(t *testing.T) {
 	for _, tt := range []struct {
 		changesHost bool
 		env         string
@@ -21,9 +21,9 @@ func TestDexInCluster(t *testing.T) {
 		{changesHost: false, want: true},
 		{changesHost: false, env: "false", want: true},
 	} {
-		t.Setenv(DexInClusterEnv, tt.env)
-		if got := DexInCluster(providers.Info{Capabilities: providers.Capabilities{ChangesHost: tt.changesHost}}); got != tt.want {
-			t.Errorf("ChangesHost %v, $%s=%q: in the cluster %v, want %v", tt.changesHost, DexInClusterEnv, tt.env, got, tt.want)
+		t.Setenv(FixturesInClusterEnv, tt.env)
+		if got := FixturesInCluster(providers.Info{Capabilities: providers.Capabilities{ChangesHost: tt.changesHost}}); got != tt.want {
+			t.Errorf("ChangesHost %v, $%s=%q: in the cluster %v, want %v", tt.changesHost, FixturesInClusterEnv, tt.env, got, tt.want)
 		}
 	}
 }

@@ -11,6 +11,13 @@
 //	go run ./images dex [--repo-root ..] [--tag localhost/sealion/dex-fixture:dev]
 //	    the Dex fixture's image (fixtures/dex/server, entrypoint dex-fixture), for clusters whose
 //	    pods cannot reach this machine, into <repo-root>/_output/images/dex-fixture.tar
+//	go run ./images slapd [--repo-root ..] [--tag localhost/sealion/slapd-fixture:dev] [--cache-dir DIR]
+//	    the LDAP fixture's image (Debian's slapd, unpacked from its packages, with the modules and
+//	    schema files fixtures/ldap loads), for clusters whose pods cannot reach this machine, into
+//	    <repo-root>/_output/images/slapd-fixture.tar
+//	go run ./images github [--repo-root ..] [--tag localhost/sealion/github-fixture:dev]
+//	    the GitHub double's image (fixtures/github/cmd/github-fixture, its entrypoint), for the
+//	    same clusters, into <repo-root>/_output/images/github-fixture.tar
 //	go run ./images push [--registry REGISTRY/PREFIX] [--insecure] [ARCHIVE...]
 //	    pushes image archives (default the server image's) to the registry named by the flag or
 //	    $SEALION_REGISTRY, each as <prefix>/<name>:<tag>, and prints "<archive's ref> <pushed ref
@@ -43,9 +50,13 @@ func main() {
 	case "cluster":
 		err = runCluster(os.Args[2:])
 	case "server":
-		err = runServer(os.Args[2:])
+		err = serverImageBuild.run(os.Args[2:])
 	case "dex":
-		err = runDex(os.Args[2:])
+		err = dexImageBuild.run(os.Args[2:])
+	case "slapd":
+		err = runSlapd(os.Args[2:])
+	case "github":
+		err = githubImageBuild.run(os.Args[2:])
 	case "kind-node":
 		err = runKindNode(os.Args[2:])
 	case "registry":
@@ -66,10 +77,12 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: images cluster|server|dex|kind-node|push|registry [flags]
+	fmt.Fprint(os.Stderr, `usage: images cluster|server|dex|slapd|github|kind-node|push|registry [flags]
   cluster    images kubeadm expects for a Kubernetes version, from the cached Kubernetes binaries
   server     the sealion server image, from the main module
   dex        the Dex fixture's image, from fixtures/dex/server, to run Dex in a cluster
+  slapd      the LDAP fixture's image, Debian's slapd, to run the LDAP directory in a cluster
+  github     the GitHub double's image, from fixtures/github, to run it in a cluster
   kind-node  a kind node image from the cached binaries and cluster images, loaded into Docker
   push       image archives to a registry (--registry or $SEALION_REGISTRY), printed by digest
   registry   serves an image registry in memory on a local address until interrupted

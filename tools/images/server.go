@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"path/filepath"
 
 	"sealion.dev/tools/internal/imagebuild"
@@ -17,24 +16,16 @@ var serverBinaries = []goBinary{
 	{Package: "sealion.dev/servers/local-user-authenticator", Name: "local-user-authenticator"},
 }
 
-func runServer(args []string) error {
-	fl := flag.NewFlagSet("server", flag.ExitOnError)
-	repoRoot := fl.String("repo-root", "..", "root of the main module (sealion.dev)")
-	tag := fl.String("tag", "localhost/sealion/pinniped-server:dev", "image name and tag")
-	output := fl.String("output", "", "archive to write (default <repo-root>/_output/images/pinniped-server.tar)")
-	caBundle := fl.String("ca-bundle", defaultCABundle, "CA bundle copied to /etc/ssl/certs/ca-certificates.crt")
-	force := fl.Bool("force", false, "rebuild the archive even when it is up to date")
-	fl.Parse(args)
-
-	outDir := filepath.Join(*repoRoot, "_output", "images")
-	if *output == "" {
-		*output = filepath.Join(outDir, "pinniped-server.tar")
-	}
-	binDir := filepath.Join(outDir, "bin")
-	if err := buildGo(*repoRoot, binDir, serverBinaries); err != nil {
-		return err
-	}
-	return writeIfStale(serverImage(*tag, *caBundle, binDir, serverBinaries), *output, *force)
+// serverImageBuild is the sealion server image, from the main module.
+var serverImageBuild = goImage{
+	name:    "server",
+	tag:     "localhost/sealion/pinniped-server:dev",
+	archive: "pinniped-server.tar",
+	module:  ".",
+	bins:    serverBinaries,
+	image: func(tag, caBundle, binDir string) imagebuild.Image {
+		return serverImage(tag, caBundle, binDir, serverBinaries)
+	},
 }
 
 // serverImage runs as the unprivileged nonroot user and has no shell; pods name the binary to run.
