@@ -180,13 +180,18 @@ func RunWithBrowserLogin(ctx context.Context, cmd *exec.Cmd, b *browser.Browser,
 	case err := <-loggedIn:
 		if err != nil {
 			SaveLoginScreenshot(err, login.Username)
-			return stop(fmt.Errorf("browser login as %q: %w", login.Username, err))
+			return stop(fmt.Errorf("browser login as %q: %w%s", login.Username, err, tunnelStory(ctx)))
 		}
 	case <-copied:
 		// The command ended, so the browser's part is over, whether or not the browser reported
 		// the request that handed the code over (a fetch of the page's script may end unseen).
+		// When it ended because time ran out, the browser's story is the failure's cause.
 		cancelLogin()
-		<-loggedIn
+		if err := <-loggedIn; err != nil && ctx.Err() != nil {
+			SaveLoginScreenshot(err, login.Username)
+			out, _ := stop(nil)
+			return out, fmt.Errorf("%w; the browser login as %q: %w%s", ctx.Err(), login.Username, err, tunnelStory(ctx))
+		}
 	}
 	<-copied // all of stderr, before Wait closes the pipe
 	err = cmd.Wait()
@@ -208,4 +213,20 @@ func loginURL(stderr io.Reader) (string, io.Reader) {
 			return "", strings.NewReader(seen.String())
 		}
 	}
+}
+
+// tunnelStory tells of the run's last tunnels (fixtures/tunnel), if the run has its proxy: a
+// login that failed through it may have waited on one.
+func tunnelStory(ctx context.Context) string {
+	c := ClusterFrom(ctx)
+	if c == nil {
+		return ""
+	}
+	c.mu.Lock()
+	p := c.tunnel
+	c.mu.Unlock()
+	if p == nil {
+		return ""
+	}
+	return "\nthe run's tunnels, last ones:\n  " + strings.Join(p.Recent(), "\n  ")
 }
