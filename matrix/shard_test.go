@@ -28,7 +28,8 @@ func groupNames(groups []Group) []string {
 }
 
 // Shards split a plan into whole groups, each in exactly one shard, in plan order, costliest
-// first to the least loaded shard.
+// first to the least loaded shard; while shards are no more than minors, whole minors, so that
+// each shard builds only its own Kubernetes versions.
 func TestShardSelect(t *testing.T) {
 	t.Parallel()
 	c, err := DefaultCatalog()
@@ -40,10 +41,20 @@ func TestShardSelect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// gke (21) to shard 1, kubeadm/1.31 (20) to 2, kubeadm/1.32 to 2 (20 < 21), kind (0) to 1.
-	for i, want := range [][]string{{"kind/1.31", "gke/1.31"}, {"kubeadm/1.31", "kubeadm/1.32"}} {
-		if got := groupNames(Shard{i + 1, 2}.Select(c, groups)); !slices.Equal(got, want) {
-			t.Errorf("shard %d/2: %v, want %v", i+1, got, want)
+	for _, tt := range []struct {
+		count int
+		want  [][]string
+	}{
+		// Two minors, two shards: 1.31 (41) to shard 1, 1.32 (20) to shard 2.
+		{2, [][]string{{"kubeadm/1.31", "kind/1.31", "gke/1.31"}, {"kubeadm/1.32"}}},
+		// More shards than minors: by group, gke (21) to 1, kubeadm/1.31 (20) to 2, kubeadm/1.32
+		// (20) to 3, kind (0) to 2, the lowest of the least loaded.
+		{3, [][]string{{"gke/1.31"}, {"kubeadm/1.31", "kind/1.31"}, {"kubeadm/1.32"}}},
+	} {
+		for i, want := range tt.want {
+			if got := groupNames(Shard{i + 1, tt.count}.Select(c, groups)); !slices.Equal(got, want) {
+				t.Errorf("shard %d/%d: %v, want %v", i+1, tt.count, got, want)
+			}
 		}
 	}
 
@@ -51,14 +62,21 @@ func TestShardSelect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for n := 1; n <= 5; n++ {
+	for n := 1; n <= 9; n++ {
 		var union []string
+		minorShard := map[string]int{}
 		for i := 1; i <= n; i++ {
 			part := Shard{i, n}.Select(c, all)
 			if len(part) == 0 {
 				t.Errorf("shard %d/%d is empty", i, n)
 			}
 			union = append(union, CellNames(part)...)
+			for _, g := range part {
+				if n <= distinctMinors(all) && minorShard[g.Version.Minor] != 0 && minorShard[g.Version.Minor] != i {
+					t.Errorf("%d shards: minor %s is on shards %d and %d", n, g.Version.Minor, minorShard[g.Version.Minor], i)
+				}
+				minorShard[g.Version.Minor] = i
+			}
 		}
 		slices.Sort(union)
 		want := slices.Sorted(slices.Values(CellNames(all)))

@@ -136,11 +136,11 @@ func TestShardListAndReleases(t *testing.T) {
 		}
 		return lines[0], cells
 	}
-	// 19 groups: six distributions on three minors, and existing.
+	// 19 groups: six distributions on three minors, and existing; two shards split them by minor.
 	_, whole := cells()
 	h1, one := cells("--shard", "1/2")
 	h2, two := cells("--shard", "2/2")
-	if h1 != "shard 1/2: 9 of the plan's 19 groups" || h2 != "shard 2/2: 10 of the plan's 19 groups" || len(one) == 0 || len(two) == 0 {
+	if h1 != "shard 1/2: 12 of the plan's 19 groups" || h2 != "shard 2/2: 7 of the plan's 19 groups" || len(one) == 0 || len(two) == 0 {
 		t.Errorf("headers %q, %q; %d and %d cells", h1, h2, len(one), len(two))
 	}
 	if union := slices.Sorted(slices.Values(append(one, two...))); !slices.Equal(union, slices.Sorted(slices.Values(whole))) {
@@ -154,6 +154,9 @@ func TestShardListAndReleases(t *testing.T) {
 		{[]string{"--releases"}, "v1.32.2 v1.33.13 v1.34.4\n"},
 		{[]string{"--releases", "--cells", "kubeadm/1.34,kind/1.33,existing"}, "v1.33.13 v1.34.4\n"},
 		{[]string{"--releases", "--cells", "existing"}, "\n"},
+		// Each shard builds only its own minors.
+		{[]string{"--releases", "--shard", "1/2"}, "v1.32.2 v1.34.4\n"},
+		{[]string{"--releases", "--shard", "2/2"}, "v1.33.13\n"},
 	} {
 		var out bytes.Buffer
 		if code, err := matrixMain(tc.args, &out, io.Discard); code != 0 || err != nil || out.String() != tc.want {
