@@ -172,6 +172,11 @@ func RunWithBrowserLogin(ctx context.Context, cmd *exec.Cmd, b *browser.Browser,
 		return stop(err)
 	}
 	login.AuthorizeURL, login.RedirectPrefix = authURL, redirect.Query().Get("redirect_uri")
+	if login.Restarted == nil {
+		login.Restarted = func(page string) {
+			fmt.Fprintf(os.Stderr, "e2e: Chromium dropped %s on a network change (pods coming and going on this machine): the login as %q starts again\n", page, login.Username)
+		}
+	}
 	loginCtx, cancelLogin := context.WithCancel(ctx)
 	defer cancelLogin()
 	loggedIn := make(chan error, 1)
