@@ -4,7 +4,9 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
-KUBE_VERSION ?= v1.33.13
+# The default Kubernetes: the newest minor served in full (providers.DefaultKubernetesVersion, a
+# test keeps the two equal), so that matrix-ci's newest minor is this one and CI builds one.
+KUBE_VERSION ?= v1.37.2
 # Expensive artefacts live outside the clone, keyed by version, so fresh clones reuse them.
 SEALION_CACHE ?= $(HOME)/.cache/sealion
 export SEALION_CACHE

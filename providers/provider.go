@@ -8,6 +8,13 @@ import (
 	"time"
 )
 
+// DefaultKubernetesVersion is the Kubernetes every provider runs when CreateOptions leave the
+// version empty, and what the tools build by default; the Makefile's KUBE_VERSION default names
+// the same (a test keeps them equal). It is the newest minor the module proxy serves in full, so
+// that CI's subset (matrix-ci) builds one Kubernetes, not one for the default and another for the
+// newest minor.
+const DefaultKubernetesVersion = "v1.37.2"
+
 // Provider creates, describes and deletes clusters of one kind. Every method takes the cluster
 // name given to Create, so one Provider value can serve several clusters where the backend allows.
 type Provider interface {
@@ -64,7 +71,8 @@ type Capabilities struct {
 // CreateOptions tune Create. The zero value asks for the provider's default version and refuses
 // host changes unless the environment allows them.
 type CreateOptions struct {
-	// KubernetesVersion selects binaries and images ("v1.33.13"); empty means the provider's default.
+	// KubernetesVersion selects binaries and images ("v1.33.13"); empty means
+	// DefaultKubernetesVersion.
 	KubernetesVersion string
 	// BinDir holds kubeadm, kubelet and kubectl; empty means the cache folder of KubernetesVersion.
 	BinDir string

@@ -43,7 +43,7 @@ func (p *provider) Create(ctx context.Context, name string, opts providers.Creat
 		return fail("check host-change opt-in", err)
 	}
 	if opts.KubernetesVersion == "" {
-		opts.KubernetesVersion = DefaultKubernetesVersion
+		opts.KubernetesVersion = providers.DefaultKubernetesVersion
 	}
 	if opts.WaitTimeout == 0 {
 		opts.WaitTimeout = defaultWaitTimeout

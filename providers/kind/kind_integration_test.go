@@ -228,11 +228,11 @@ func TestClusterLifecycle(t *testing.T) {
 // default version: the test never pulls one.
 func requireLocalNodeImage(ctx context.Context, t *testing.T, d docker) {
 	t.Helper()
-	_, err := chooseNodeImage(ctx, "", DefaultKubernetesVersion, d.imagePresent, func(context.Context, string) error {
+	_, err := chooseNodeImage(ctx, "", providers.DefaultKubernetesVersion, d.imagePresent, func(context.Context, string) error {
 		return errors.New("this test does not pull")
 	})
 	if err != nil {
-		testdeps.Require(t, fmt.Errorf("no node image for %s in Docker (make kind-node-image ALLOW_HOST_CHANGES=true builds one): %w", DefaultKubernetesVersion, err))
+		testdeps.Require(t, fmt.Errorf("no node image for %s in Docker (make kind-node-image ALLOW_HOST_CHANGES=true builds one): %w", providers.DefaultKubernetesVersion, err))
 	}
 }
 

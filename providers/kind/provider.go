@@ -35,8 +35,6 @@ import (
 const (
 	// Name is the provider's name in Info.
 	Name = "kind"
-	// DefaultKubernetesVersion is used when CreateOptions.KubernetesVersion is empty.
-	DefaultKubernetesVersion = "v1.33.13"
 	// NodeImageEnv names a node image to use instead of looking for one.
 	NodeImageEnv = "SEALION_KIND_NODE_IMAGE"
 	// LocalNodeImageRepository is the repository of node images built on this machine.

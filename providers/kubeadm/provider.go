@@ -33,8 +33,6 @@ import (
 const (
 	// Name is the provider's name in Info.
 	Name = "kubeadm"
-	// DefaultKubernetesVersion is used when CreateOptions.KubernetesVersion is empty.
-	DefaultKubernetesVersion = "v1.33.13"
 
 	defaultWorkDir     = "/var/tmp/sealion/clusters"
 	defaultWaitTimeout = 3 * time.Minute

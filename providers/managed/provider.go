@@ -27,8 +27,6 @@ import (
 )
 
 const (
-	// DefaultKubernetesVersion is the version Create runs when CreateOptions leave it empty.
-	DefaultKubernetesVersion = "v1.33.13"
 	// CacheEnv names sealion's cache root (default <user cache dir>/sealion), which holds the
 	// Kubernetes binaries (kubernetes/<version>/bin) and the cluster images (images/<version>).
 	CacheEnv = "SEALION_CACHE"
@@ -120,7 +118,7 @@ func (p *provider) clusterConfig(name string, opts providers.CreateOptions) (clu
 		WaitTimeout:       opts.WaitTimeout,
 	}
 	if cfg.KubernetesVersion == "" {
-		cfg.KubernetesVersion = DefaultKubernetesVersion
+		cfg.KubernetesVersion = providers.DefaultKubernetesVersion
 	}
 	if cfg.WaitTimeout == 0 {
 		cfg.WaitTimeout = defaultWaitTimeout

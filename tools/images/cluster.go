@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"sealion.dev/providers"
 	"sealion.dev/tools/internal/debpkg"
 	"sealion.dev/tools/internal/elfdeps"
 	"sealion.dev/tools/internal/imagebuild"
@@ -48,7 +49,7 @@ type cluster struct {
 
 func runCluster(args []string) error {
 	fl := flag.NewFlagSet("cluster", flag.ExitOnError)
-	version := fl.String("kube-version", "v1.33.13", "Kubernetes version; its binaries must be in <cache-dir>/kubernetes/<version>/bin (make kube-binaries)")
+	version := fl.String("kube-version", providers.DefaultKubernetesVersion, "Kubernetes version; its binaries must be in <cache-dir>/kubernetes/<version>/bin (make kube-binaries)")
 	cacheDir := fl.String("cache-dir", defaultCacheDir(), "cache root (default $SEALION_CACHE or ~/.cache/sealion)")
 	caBundle := fl.String("ca-bundle", defaultCABundle, "CA bundle copied to /etc/ssl/certs/ca-certificates.crt")
 	force := fl.Bool("force", false, "rebuild archives that are up to date")

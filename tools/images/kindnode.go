@@ -19,6 +19,7 @@ import (
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 
+	"sealion.dev/providers"
 	"sealion.dev/providers/kind"
 	"sealion.dev/tools/internal/imagebuild"
 	"sealion.dev/tools/internal/kubeadmimages"
@@ -69,7 +70,7 @@ type kindNode struct {
 
 func runKindNode(args []string) error {
 	fl := flag.NewFlagSet("kind-node", flag.ExitOnError)
-	version := fl.String("kube-version", "v1.33.13", "Kubernetes version; binaries and cluster images must be in the cache (make images)")
+	version := fl.String("kube-version", providers.DefaultKubernetesVersion, "Kubernetes version; binaries and cluster images must be in the cache (make images)")
 	cacheDir := fl.String("cache-dir", defaultCacheDir(), "cache root (default $SEALION_CACHE or ~/.cache/sealion)")
 	tag := fl.String("tag", "", "image name (default "+kind.LocalNodeImage("<version>")+")")
 	mirror := fl.String("mirror", "http://deb.debian.org/debian", "Debian mirror for debootstrap")

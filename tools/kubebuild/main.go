@@ -23,6 +23,7 @@ import (
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/semver"
 
+	"sealion.dev/providers"
 	"sealion.dev/tools/internal/kubeadmimages"
 )
 
@@ -32,7 +33,7 @@ var kubeCommands = []string{
 }
 
 func main() {
-	version := flag.String("version", "v1.33.13", "Kubernetes version to build")
+	version := flag.String("version", providers.DefaultKubernetesVersion, "Kubernetes version to build")
 	etcdVersion := flag.String("etcd-version", "", "etcd version to build (default: the patch of etcdPatches for the etcd minor this version's kubeadm expects)")
 	cacheDir := flag.String("cache-dir", defaultCacheDir(), "cache root; binaries go to <cache-dir>/kubernetes/<version>/bin")
 	printDir := flag.Bool("print-bin-dir", false, "only print the binary directory for the version")
