@@ -169,6 +169,10 @@ func apiserverFlags(dir string, port int, etcdURL string, certs *pki, opts Optio
 	return []string{
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// The default Service's endpoints would name this loopback address, which kube-apiserver
+		// 1.37 refuses to reconcile (earlier ones wrote it); nothing here reaches the API server
+		// through them, and no kubelet could route to them.
+		"--endpoint-reconciler-type=none",
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(dir, "apiserver-certs"), // unused with --tls-cert-file, but keeps the default path clean
 		"--etcd-servers=" + etcdURL,
