@@ -207,6 +207,11 @@ matrix-ci: ## the matrix's CI subset: kubeadm, gke, talos-like and kind on KUBE_
 generate: deps ## regenerate deepcopy, conversion, OpenAPI, clients, listers, informers and CRDs
 	bash tools/codegen/update.sh
 
+.PHONY: verify-format
+verify-format: deps ## fail when a Go file is not as gofmt prints it (the toolchain's own gofmt)
+	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go')); \
+	[ -z "$$out" ] || { echo "not formatted as gofmt prints them (run gofmt -w on them):"; echo "$$out"; exit 1; }
+
 .PHONY: verify-generate
 verify-generate: deps ## fail when generated files are stale
 	bash tools/codegen/verify.sh
@@ -279,7 +284,7 @@ vulncheck: deps ## report known advisories (as of VULNDB_VERSION) in our modules
 	cd tools && $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db file://$(VULNDB_DIR) ./...
 
 .PHONY: test
-test: verify-generate unit integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof)
+test: verify-format verify-generate unit integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof)
 
 .PHONY: bench
 bench: kube-binaries ## benchmarks: in-server exchange cost, load runs through the aggregation layer and the Supervisor, the proxy on a cluster
