@@ -1,16 +1,17 @@
 // Package lockedfile updates the small per-user files of the CLI (its caches), which several
 // kubectl-started plugin processes may change at once: every read-modify-write holds an exclusive
-// flock on a sibling "<file>.lock", and the new contents replace the file atomically with mode 0600,
+// lock on a sibling "<file>.lock", and the new contents replace the file atomically with mode 0600,
 // so that neither a concurrent writer nor a crash loses or truncates it.
 package lockedfile
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 const lockPollInterval = 10 * time.Millisecond
@@ -70,26 +71,20 @@ func (f File) write(data []byte) error {
 	return nil
 }
 
-// lock takes the exclusive flock on "<file>.lock", polling until the timeout.
+// lock takes the exclusive lock on "<file>.lock" (flock on Unix, LockFileEx on Windows), polling
+// until the timeout.
 func (f File) lock() (func(), error) {
 	lockPath := f.Path + ".lock"
-	lf, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening the %s lock: %w", f.Name, err)
+	fl := flock.New(lockPath, flock.SetPermissions(0o600))
+	locked, err := fl.TryLock()
+	if !locked && err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), f.LockTimeout)
+		defer cancel()
+		locked, err = fl.TryLockContext(ctx, lockPollInterval)
 	}
-	deadline := time.Now().Add(f.LockTimeout)
-	for {
-		err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
-				_ = lf.Close()
-			}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
-			_ = lf.Close()
-			return nil, fmt.Errorf("locking the %s %s: %w", f.Name, lockPath, err)
-		}
-		time.Sleep(lockPollInterval)
+	if !locked {
+		_ = fl.Close()
+		return nil, fmt.Errorf("locking the %s %s: %w", f.Name, lockPath, err)
 	}
+	return func() { _ = fl.Unlock() }, nil
 }

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientauthv1 "k8s.io/client-go/pkg/apis/clientauthentication/v1"
 	clientauthv1beta1 "k8s.io/client-go/pkg/apis/clientauthentication/v1beta1"
@@ -177,24 +177,22 @@ func TestConcurrentWritersKeepEveryEntry(t *testing.T) {
 
 func TestLockTimeout(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "credentials.yaml")
-	held, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+	held := flock.New(path + ".lock")
+	if err := held.Lock(); err != nil {
 		t.Fatal(err)
 	}
 	c := New(path, WithLockTimeout(100*time.Millisecond))
 	begin := time.Now()
-	err = c.Put(Key{Args: []string{"a"}}, cred("t", time.Now().Add(time.Hour)))
+	err := c.Put(Key{Args: []string{"a"}}, cred("t", time.Now().Add(time.Hour)))
 	if err == nil || !strings.Contains(err.Error(), "locking the credential cache") {
 		t.Fatalf("err = %v, want a lock error", err)
 	}
 	if waited := time.Since(begin); waited < 100*time.Millisecond {
 		t.Errorf("gave up after %s, before the timeout", waited)
 	}
-	_ = syscall.Flock(int(held.Fd()), syscall.LOCK_UN)
+	if err := held.Unlock(); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Put(Key{Args: []string{"a"}}, cred("t", time.Now().Add(time.Hour))); err != nil {
 		t.Fatalf("after the lock was released: %v", err)
 	}

@@ -12,8 +12,8 @@
 //     The browser comes back to a listener on 127.0.0.1 (a random port unless one is given), with
 //     response_mode=form_post when the issuer supports it; at the same time, on a terminal, the user
 //     may paste the code (or the whole redirect URL) instead, for hosts whose browser cannot reach
-//     the listener. The authorization URL is opened with $BROWSER or xdg-open, and printed on a
-//     line of its own.
+//     the listener. The authorization URL is opened with $BROWSER or the system's opener, and
+//     printed on a line of its own.
 //   - cli_password (Pinniped Supervisor only): the username and password go as the headers
 //     Pinniped-Username and Pinniped-Password on the authorization request, whose redirect carries
 //     the code; nothing listens and no browser is involved.

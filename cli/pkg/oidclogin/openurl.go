@@ -5,21 +5,38 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 )
 
 // OpenURL opens rawURL in the user's browser without waiting for it: with the first command of
-// $BROWSER that starts (a colon-separated list in which "%s" stands for the URL, else the URL is
-// the last argument), or else with xdg-open.
+// $BROWSER that starts (a list separated by the system's path list separator, ":" or ";" on
+// Windows, in which "%s" stands for the URL, else the URL is the last argument), or else with the
+// system's own opener.
 func OpenURL(rawURL string) error {
 	return openURL(rawURL, os.Getenv("BROWSER"))
 }
 
+// systemOpener is the command that opens a URL in the default browser on goos: open on macOS;
+// on Windows url.dll's handler, which takes the URL as one argument (cmd's start would split it
+// at every "&"); xdg-open elsewhere (Linux and the BSDs).
+func systemOpener(goos, rawURL string) []string {
+	switch goos {
+	case "darwin":
+		return []string{"open", rawURL}
+	case "windows":
+		return []string{"rundll32", "url.dll,FileProtocolHandler", rawURL}
+	default:
+		return []string{"xdg-open", rawURL}
+	}
+}
+
 func openURL(rawURL, browserEnv string) error {
-	commands := [][]string{{"xdg-open", rawURL}}
+	commands := [][]string{systemOpener(runtime.GOOS, rawURL)}
 	if browserEnv != "" {
 		commands = nil
-		for _, entry := range strings.Split(browserEnv, ":") {
+		for _, entry := range filepath.SplitList(browserEnv) {
 			args := strings.Fields(entry)
 			if len(args) == 0 {
 				continue

@@ -3,12 +3,17 @@ package oidclogin
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestOpenURLHonoursBrowserVariable(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the browser here is a shell script")
+	}
 	dir := t.TempDir()
 	got := filepath.Join(dir, "args")
 	script := filepath.Join(dir, "browser")
@@ -21,7 +26,7 @@ func TestOpenURLHonoursBrowserVariable(t *testing.T) {
 	}{
 		{name: "URL appended", browser: script, want: u},
 		{name: "URL substituted", browser: script + " --new-window %s --private", want: "--new-window " + u + " --private"},
-		{name: "first command that starts", browser: filepath.Join(dir, "missing") + ":" + script, want: u},
+		{name: "first command that starts", browser: filepath.Join(dir, "missing") + string(os.PathListSeparator) + script, want: u},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +63,21 @@ func TestWarningText(t *testing.T) {
 	} {
 		if got := warningText(in); got != want {
 			t.Errorf("warningText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Each system's own opener receives the URL whole, as one argument.
+func TestSystemOpener(t *testing.T) {
+	const u = "https://issuer.example/authorize?state=s&code_challenge=c"
+	for goos, want := range map[string][]string{
+		"linux":   {"xdg-open", u},
+		"freebsd": {"xdg-open", u},
+		"darwin":  {"open", u},
+		"windows": {"rundll32", "url.dll,FileProtocolHandler", u},
+	} {
+		if got := systemOpener(goos, u); !slices.Equal(got, want) {
+			t.Errorf("systemOpener(%s) = %q, want %q", goos, got, want)
 		}
 	}
 }
