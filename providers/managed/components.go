@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 
 	"sealion.dev/providers/internal/cni"
@@ -54,6 +55,13 @@ func (c clusterConfig) etcdClientURL() string {
 
 func (c clusterConfig) bin(name string) string { return filepath.Join(c.BinDir, name) }
 
+// atLeastMinor reports whether the cluster runs Kubernetes 1.minor or newer (clusterConfig
+// refuses a version that does not parse).
+func (c clusterConfig) atLeastMinor(minor uint) bool {
+	v, err := version.ParseGeneric(c.KubernetesVersion)
+	return err == nil && v.AtLeast(version.MajorMinor(1, minor))
+}
+
 func etcdCommand(l layout, c clusterConfig) []string {
 	peer := "http://127.0.0.1:" + strconv.Itoa(c.EtcdPeerPort)
 	return []string{
@@ -73,7 +81,7 @@ func etcdCommand(l layout, c clusterConfig) []string {
 // client certificate and the request-header flags), and routes aggregated requests to endpoint
 // IPs as clusters without kube-proxy on the control plane must.
 func apiserverCommand(l layout, c clusterConfig, p profile) []string {
-	return []string{
+	argv := []string{
 		c.bin("kube-apiserver"),
 		"--bind-address=" + c.HostIP,
 		"--advertise-address=" + c.HostIP,
@@ -98,12 +106,16 @@ func apiserverCommand(l layout, c clusterConfig, p profile) []string {
 		"--requestheader-client-ca-file=" + l.pkiFile(frontProxyCACertFile),
 		"--requestheader-allowed-names=" + proxyClientName,
 		"--requestheader-username-headers=X-Remote-User",
-		"--requestheader-uid-headers=X-Remote-Uid",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + l.pkiFile(proxyClientCertFile),
 		"--proxy-client-key-file=" + l.pkiFile(proxyClientKeyFile),
 	}
+	// The front proxy forwards the user's UID from 1.32 on; 1.31 refuses the flag and exits.
+	if c.atLeastMinor(32) {
+		argv = append(argv, "--requestheader-uid-headers=X-Remote-Uid")
+	}
+	return argv
 }
 
 // controllerManagerCommand signs CSRs with the cluster CA, as managed clusters do, but from a

@@ -124,7 +124,7 @@ func TestDeleteMissingCluster(t *testing.T) {
 
 func testConfig() clusterConfig {
 	return clusterConfig{
-		Name: "demo", BinDir: "/bin/k8s", HostIP: "192.0.2.2", NodeName: "gke-demo-default-pool-0",
+		Name: "demo", KubernetesVersion: "v1.37.2", BinDir: "/bin/k8s", HostIP: "192.0.2.2", NodeName: "gke-demo-default-pool-0",
 		EtcdClientPort: 40001, EtcdPeerPort: 40002,
 	}
 }
@@ -169,6 +169,20 @@ func TestAPIServerFlags(t *testing.T) {
 			if !slices.Contains(argv, want) {
 				t.Errorf("%s: kube-apiserver lacks %s in %v", tc.profile, want, argv)
 			}
+		}
+	}
+}
+
+// The front proxy's UID header flag exists from Kubernetes 1.32 on; 1.31's kube-apiserver exits on
+// it, so it is passed from 1.32 only.
+func TestAPIServerUIDHeaderFromKube132(t *testing.T) {
+	t.Parallel()
+	const flag = "--requestheader-uid-headers=X-Remote-Uid"
+	for v, want := range map[string]bool{"v1.31.0": false, "v1.32.2": true, "v1.37.2": true} {
+		c := testConfig()
+		c.KubernetesVersion = v
+		if got := slices.Contains(apiserverCommand(layout("/state/demo"), c, profiles[0]), flag); got != want {
+			t.Errorf("%s: kube-apiserver has %s: %v, want %v", v, flag, got, want)
 		}
 	}
 }
@@ -351,5 +365,15 @@ func TestCopyTreeMissingSource(t *testing.T) {
 	t.Parallel()
 	if err := copyTree(filepath.Join(t.TempDir(), "missing"), t.TempDir()); err != nil {
 		t.Errorf("copyTree of a missing folder = %v, want nil", err)
+	}
+}
+
+// A Kubernetes version that does not parse is refused before anything starts.
+func TestClusterConfigRefusesBadVersion(t *testing.T) {
+	t.Parallel()
+	p := &provider{profile: profiles[0], getenv: func(string) string { return "" }}
+	_, err := p.clusterConfig("demo", providers.CreateOptions{KubernetesVersion: "latest"})
+	if err == nil || !strings.Contains(err.Error(), `Kubernetes version "latest"`) {
+		t.Errorf("clusterConfig = %v, want the version refused", err)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/version"
+
 	"sealion.dev/providers"
 	"sealion.dev/providers/internal/command"
 	"sealion.dev/providers/internal/containerd"
@@ -119,6 +121,9 @@ func (p *provider) clusterConfig(name string, opts providers.CreateOptions) (clu
 	}
 	if cfg.KubernetesVersion == "" {
 		cfg.KubernetesVersion = providers.DefaultKubernetesVersion
+	}
+	if _, err := version.ParseGeneric(cfg.KubernetesVersion); err != nil {
+		return cfg, fmt.Errorf("Kubernetes version %q: %w", cfg.KubernetesVersion, err)
 	}
 	if cfg.WaitTimeout == 0 {
 		cfg.WaitTimeout = defaultWaitTimeout

@@ -285,7 +285,11 @@ func (c *cluster) waitForAPIServer(ctx context.Context) (kubernetes.Interface, e
 		return last == nil, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("kube-apiserver not ready at %s (see %s): %w (last: %v)", c.config.server(), c.layout.logFile("kube-apiserver"), err, last)
+		// A kube-apiserver that refuses its flags exits at once and says why at the end of its log.
+		logFile := c.layout.logFile("kube-apiserver")
+		logEnd, _ := os.ReadFile(logFile)
+		return nil, fmt.Errorf("kube-apiserver not ready at %s: %w (last: %v); the end of %s:\n%s",
+			c.config.server(), err, last, logFile, command.Tail(logEnd, 4))
 	}
 	return client, nil
 }

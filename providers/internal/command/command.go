@@ -28,7 +28,7 @@ type RunError struct {
 
 func (e *RunError) Error() string {
 	msg := fmt.Sprintf("command %s failed: %v", Pretty(e.Command), e.Err)
-	if tail := tail(e.Output, outputTailLines); tail != "" {
+	if tail := Tail(e.Output, outputTailLines); tail != "" {
 		msg += "\noutput:\n" + tail
 	}
 	return msg
@@ -131,8 +131,8 @@ func needsQuoting(r rune) bool {
 	return true
 }
 
-// tail returns the last n lines of out without the trailing newline.
-func tail(out []byte, n int) string {
+// Tail returns the last n lines of out without the trailing newline.
+func Tail(out []byte, n int) string {
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	if len(lines) > n {
 		lines = append([]string{fmt.Sprintf("... (%d lines omitted)", len(lines)-n)}, lines[len(lines)-n:]...)
