@@ -4,6 +4,9 @@ package clientconfig
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,10 +32,19 @@ type Loaded struct {
 func Load(path, contextName string) (*Loaded, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
+	// The files read, for the messages: the user must know which kubeconfig was meant.
+	files := rules.GetLoadingPrecedence()
+	if path != "" {
+		files = []string{path}
+	}
+	where := strings.Join(files, ", ")
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: contextName})
 	raw, err := cc.RawConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		return nil, fmt.Errorf("loading the kubeconfig %s: %w (pass --kubeconfig, or set $KUBECONFIG, to a readable kubeconfig)", where, err)
+	}
+	if len(raw.Contexts) == 0 {
+		return nil, fmt.Errorf("no kubeconfig context found in %s: pass --kubeconfig, or set $KUBECONFIG, to the cluster's kubeconfig", where)
 	}
 	name := contextName
 	if name == "" {
@@ -41,19 +53,29 @@ func Load(path, contextName string) (*Loaded, error) {
 	ctx, ok := raw.Contexts[name]
 	if !ok {
 		if name == "" {
-			return nil, fmt.Errorf("the kubeconfig has no current context")
+			return nil, fmt.Errorf("the kubeconfig %s has no current context: choose one of %s with --kubeconfig-context", where, contextNames(raw))
 		}
-		return nil, fmt.Errorf("the kubeconfig has no context %q", name)
+		return nil, fmt.Errorf("the kubeconfig %s has no context %q: it has %s", where, name, contextNames(raw))
 	}
 	cluster, ok := raw.Clusters[ctx.Cluster]
 	if !ok {
-		return nil, fmt.Errorf("context %q names cluster %q, which the kubeconfig does not define", name, ctx.Cluster)
+		return nil, fmt.Errorf("context %q names cluster %q, which the kubeconfig %s does not define", name, ctx.Cluster, where)
 	}
 	restCfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("building a client for context %q: %w", name, err)
+		return nil, fmt.Errorf("building a client for context %q of the kubeconfig %s: %w", name, where, err)
 	}
 	return &Loaded{Raw: &raw, ContextName: name, Context: ctx, Cluster: cluster, REST: restCfg}, nil
+}
+
+// contextNames lists the kubeconfig's contexts, sorted and quoted.
+func contextNames(raw clientcmdapi.Config) string {
+	names := make([]string, 0, len(raw.Contexts))
+	for n := range raw.Contexts {
+		names = append(names, strconv.Quote(n))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 // WithAPIGroupSuffix returns a copy of cfg whose requests use the Concierge API group suffix.
