@@ -225,6 +225,12 @@ verify-format: deps ## fail when a Go file is not as gofmt prints it (the toolch
 	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go')); \
 	[ -z "$$out" ] || { echo "not formatted as gofmt prints them (run gofmt -w on them):"; echo "$$out"; exit 1; }
 
+.PHONY: verify-modules
+verify-modules: deps ## fail when a module's go.mod or go.sum is not as go mod tidy writes it (tools/ follows the root's versions)
+	@for m in $$(git ls-files '*go.mod' | xargs -n1 dirname); do \
+		(cd $$m && $(GO) mod tidy -diff >/dev/null) || { echo "$$m: go.mod or go.sum is not tidy: run (cd $$m && go mod tidy)"; exit 1; }; \
+	done
+
 .PHONY: verify-generate
 verify-generate: deps ## fail when generated files are stale
 	bash tools/codegen/verify.sh
@@ -297,7 +303,7 @@ vulncheck: deps ## report known advisories (as of VULNDB_VERSION) in our modules
 	cd tools && $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db file://$(VULNDB_DIR) ./...
 
 .PHONY: test
-test: verify-format verify-generate unit cli-cross integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof)
+test: verify-format verify-modules verify-generate unit cli-cross integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof)
 
 .PHONY: bench
 bench: kube-binaries ## benchmarks: in-server exchange cost, load runs through the aggregation layer and the Supervisor, the proxy on a cluster
