@@ -16,6 +16,7 @@ import (
 	"sealion.dev/providers"
 	"sealion.dev/tools/internal/debpkg"
 	"sealion.dev/tools/internal/elfdeps"
+	"sealion.dev/tools/internal/gobuild"
 	"sealion.dev/tools/internal/imagebuild"
 	"sealion.dev/tools/internal/kubeadmimages"
 )
@@ -23,8 +24,8 @@ import (
 // Our own sandbox program and the iptables backend selector of the kube-proxy image, built from
 // the tools module.
 var (
-	pauseBinary   = goBinary{Package: "sealion.dev/tools/images/pause", Name: "pause"}
-	wrapperBinary = goBinary{Package: "sealion.dev/tools/images/iptables-wrapper", Name: "iptables-wrapper"}
+	pauseBinary   = gobuild.Binary{Package: "sealion.dev/tools/images/pause", Name: "pause"}
+	wrapperBinary = gobuild.Binary{Package: "sealion.dev/tools/images/iptables-wrapper", Name: "iptables-wrapper"}
 )
 
 // iptablesCommands are the commands kube-proxy runs in iptables mode.
@@ -71,7 +72,7 @@ func runCluster(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := buildGo(".", c.toolsBin, []goBinary{pauseBinary, wrapperBinary}); err != nil {
+	if err := gobuild.Build(".", c.toolsBin, gobuild.Target{OS: "linux", Arch: runtime.GOARCH}, []gobuild.Binary{pauseBinary, wrapperBinary}); err != nil {
 		return fmt.Errorf("%w (run from the tools module)", err)
 	}
 	for _, want := range images {
@@ -117,7 +118,7 @@ func (c cluster) recipe(want kubeadmimages.Image) (imagebuild.Image, error) {
 		Ref:    want.Ref,
 		Config: imagebuild.Config{Env: []string{imagebuild.DefaultPath}},
 	}
-	base := baseLayer(c.caBundle)
+	base := imagebuild.Base(c.caBundle)
 	switch want.Component {
 	case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd":
 		bin := "/usr/local/bin/" + want.Component
@@ -226,12 +227,12 @@ func buildCoreDNS(cacheDir, version string) (string, error) {
 		return "", err
 	}
 	env := []string{"GOFLAGS=-mod=mod", "GOOS=linux", "GOARCH=" + runtime.GOARCH}
-	if err := goCommand(src, env, "get", "github.com/coredns/coredns@"+version); err != nil {
+	if err := gobuild.Go(src, env, "get", "github.com/coredns/coredns@"+version); err != nil {
 		return "", fmt.Errorf("resolving CoreDNS %s: %w", version, err)
 	}
 	// Build next to the final name and rename, so an interrupted build is never taken as finished.
-	args := append(append([]string{"build"}, reproducibleFlags...), "-o", bin+".tmp", "github.com/coredns/coredns")
-	if err := goCommand(src, env, args...); err != nil {
+	args := gobuild.BuildArgs(gobuild.Target{OS: "linux", Arch: runtime.GOARCH}, bin+".tmp", "github.com/coredns/coredns")
+	if err := gobuild.Go(src, env, args...); err != nil {
 		return "", fmt.Errorf("building CoreDNS %s: %w", version, err)
 	}
 	return bin, os.Rename(bin+".tmp", bin)

@@ -3,7 +3,9 @@ package main
 import (
 	"flag"
 	"path/filepath"
+	"runtime"
 
+	"sealion.dev/tools/internal/gobuild"
 	"sealion.dev/tools/internal/imagebuild"
 )
 
@@ -19,7 +21,7 @@ type goImage struct {
 	archive string
 	// module is the directory of the binaries' module below the repository root.
 	module string
-	bins   []goBinary
+	bins   []gobuild.Binary
 	// image packs the binaries, found in binDir, under tag.
 	image func(tag, caBundle, binDir string) imagebuild.Image
 }
@@ -38,7 +40,7 @@ func (g goImage) run(args []string) error {
 		*output = filepath.Join(outDir, g.archive)
 	}
 	binDir := filepath.Join(outDir, "bin")
-	if err := buildGo(filepath.Join(*repoRoot, g.module), binDir, g.bins); err != nil {
+	if err := gobuild.Build(filepath.Join(*repoRoot, g.module), binDir, gobuild.Target{OS: "linux", Arch: runtime.GOARCH}, g.bins); err != nil {
 		return err
 	}
 	return writeIfStale(g.image(*tag, *caBundle, binDir), *output, *force)
@@ -46,15 +48,15 @@ func (g goImage) run(args []string) error {
 
 // entrypointImage runs one program as nonroot; its entrypoint is the program, so pods give only
 // its flags.
-func entrypointImage(b goBinary, tag, caBundle, binDir string) imagebuild.Image {
+func entrypointImage(b gobuild.Binary, tag, caBundle, binDir string) imagebuild.Image {
 	bin := "/usr/local/bin/" + b.Name
 	return imagebuild.Image{
 		Ref:    tag,
-		Layers: []*imagebuild.Layer{baseLayer(caBundle), imagebuild.NewLayer().CopyFile(bin, filepath.Join(binDir, b.Name))},
+		Layers: []*imagebuild.Layer{imagebuild.Base(caBundle), imagebuild.NewLayer().CopyFile(bin, filepath.Join(binDir, b.Name))},
 		Config: imagebuild.Config{
 			Entrypoint: []string{bin},
 			Env:        []string{imagebuild.DefaultPath},
-			User:       nonrootUser,
+			User:       imagebuild.NonrootUser,
 			WorkingDir: "/home/nonroot",
 		},
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"sealion.dev/tools/internal/imagebuild"
 )
 
 // A fixture's image has the fixture it packs as its entrypoint, so a pod's args are the
@@ -54,8 +56,8 @@ func TestFixtureImages(t *testing.T) {
 			if want := []string{"/usr/local/bin/" + bin}; !slices.Equal(cf.Config.Entrypoint, want) || len(cf.Config.Cmd) != 0 {
 				t.Errorf("entrypoint %q cmd %q, want %q and no cmd", cf.Config.Entrypoint, cf.Config.Cmd, want)
 			}
-			if cf.Config.User != nonrootUser {
-				t.Errorf("user %q, want %s", cf.Config.User, nonrootUser)
+			if cf.Config.User != imagebuild.NonrootUser {
+				t.Errorf("user %q, want %s", cf.Config.User, imagebuild.NonrootUser)
 			}
 			layers, err := img.Layers()
 			if err != nil {

@@ -89,11 +89,11 @@ func slapdImage(tag, caBundle, root string) (imagebuild.Image, error) {
 	}
 	return imagebuild.Image{
 		Ref:    tag,
-		Layers: []*imagebuild.Layer{baseLayer(caBundle), l},
+		Layers: []*imagebuild.Layer{imagebuild.Base(caBundle), l},
 		Config: imagebuild.Config{
 			Entrypoint: []string{slapdProgram},
 			Env:        []string{imagebuild.DefaultPath},
-			User:       nonrootUser,
+			User:       imagebuild.NonrootUser,
 			WorkingDir: "/home/nonroot",
 		},
 	}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"sealion.dev/tools/internal/elfdeps"
+	"sealion.dev/tools/internal/imagebuild"
 )
 
 // The slapd image packs, from the unpacked packages, slapd, the modules the fixture loads (the
@@ -96,8 +97,8 @@ func TestSlapdImage(t *testing.T) {
 	if want := []string{"/usr/sbin/slapd"}; !slices.Equal(cf.Config.Entrypoint, want) || len(cf.Config.Cmd) != 0 {
 		t.Errorf("entrypoint %q cmd %q, want %q and no cmd", cf.Config.Entrypoint, cf.Config.Cmd, want)
 	}
-	if cf.Config.User != nonrootUser {
-		t.Errorf("user %q, want %s", cf.Config.User, nonrootUser)
+	if cf.Config.User != imagebuild.NonrootUser {
+		t.Errorf("user %q, want %s", cf.Config.User, imagebuild.NonrootUser)
 	}
 	layers, err := img.Layers()
 	if err != nil {

@@ -39,12 +39,22 @@ type Config struct {
 
 // Image describes one image: the name it is tagged with, its layers from bottom to top, and its
 // configuration. One name per image keeps the archive byte-for-byte reproducible (go-containerregistry
-// orders several tags of one image by map iteration). The platform is linux on the build host's architecture, since the binaries
-// packed are the host's.
+// orders several tags of one image by map iteration). The platform is linux on Arch, which must be
+// the architecture of the binaries packed.
 type Image struct {
 	Ref    string
 	Layers []*Layer
 	Config Config
+	// Arch is a GOARCH; empty means the build host's (runtime.GOARCH).
+	Arch string
+}
+
+// arch is the image's architecture, the host's unless Arch says otherwise.
+func (img Image) arch() string {
+	if img.Arch != "" {
+		return img.Arch
+	}
+	return runtime.GOARCH
 }
 
 // Recipe returns the digest stored under RecipeLabel.
@@ -54,7 +64,7 @@ func (img Image) Recipe() string {
 		Ref    string
 		Config Config
 		Arch   string
-	}{img.Ref, img.Config, runtime.GOARCH})
+	}{img.Ref, img.Config, img.arch()})
 	h.Write(cfg)
 	for i, l := range img.Layers {
 		fmt.Fprintf(h, "\nlayer %d\n", i)
@@ -97,7 +107,7 @@ func (img Image) Build() (v1.Image, error) {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.OS, cf.Architecture = "linux", img.arch()
 	cf.Created = v1.Time{Time: Epoch}
 	labels := maps.Clone(img.Config.Labels)
 	if labels == nil {

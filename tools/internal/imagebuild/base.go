@@ -1,25 +1,23 @@
-package main
+package imagebuild
 
-import (
-	"io/fs"
+import "io/fs"
 
-	"sealion.dev/tools/internal/imagebuild"
-)
+// NonrootUser is the unprivileged user our programs run as, in every image of ours.
+const NonrootUser = "65532:65532"
 
-// The users of distroless images: root, nobody, and the unprivileged nonroot our servers run as.
+// The users of distroless images: root, nobody, and nonroot.
 const (
-	nonrootUser = "65532:65532"
-	passwd      = "root:x:0:0:root:/root:/sbin/nologin\n" +
+	passwd = "root:x:0:0:root:/root:/sbin/nologin\n" +
 		"nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n" +
 		"nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
 	group = "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n"
 )
 
-// baseLayer is what every image shares: users, a writable /tmp and the public CA bundle, so that
+// Base is what every image of ours shares: users, a writable /tmp and the public CA bundle, so that
 // TLS clients inside trust public issuers. It is byte-identical across images, so containerd
 // stores it once.
-func baseLayer(caBundle string) *imagebuild.Layer {
-	return imagebuild.NewLayer().
+func Base(caBundle string) *Layer {
+	return NewLayer().
 		File("/etc/passwd", 0o644, []byte(passwd)).
 		File("/etc/group", 0o644, []byte(group)).
 		File("/etc/nsswitch.conf", 0o644, []byte("hosts: files dns\n")).
