@@ -103,6 +103,11 @@ cli-cross: deps ## the CLI for each of CLI_PLATFORMS into _output/cli, its unit 
 		GOOS=$$os GOARCH=$$arch $(GO) vet ./cli/... || exit 1; \
 	done
 
+# make release VERSION=v0.1.0 [REGISTRY=registry.example.com/team]: see tools/release.
+.PHONY: release
+release: deps ## the release of VERSION into _output/release/VERSION: server image (OCI tarball), install YAMLs, Helm charts, CLIs, SHA256SUMS; REGISTRY also pushes the image
+	cd tools && $(GO) run ./release --version "$(VERSION)" --repo-root $(CURDIR) $(if $(REGISTRY),--registry $(REGISTRY))
+
 .PHONY: kube-binaries
 kube-binaries: deps ## build etcd and the Kubernetes binaries from source into the cache (no-op when warm)
 	cd tools && $(GO) run ./kubebuild --version $(KUBE_VERSION) --cache-dir $(SEALION_CACHE)

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/semver"
+
+	"sealion.dev/tools/internal/gobuild"
+)
+
+// versionPkg holds the version stamps that `pinniped version` and the servers' /version report.
+const versionPkg = "k8s.io/component-base/version"
+
+// cliPlatforms are the CLI's release targets.
+var cliPlatforms = []struct{ os, arch string }{
+	{"linux", "amd64"}, {"linux", "arm64"},
+	{"darwin", "amd64"}, {"darwin", "arm64"},
+	{"windows", "amd64"}, {"windows", "arm64"},
+}
+
+// imageArchs are the server image's architectures.
+var imageArchs = []string{"amd64", "arm64"}
+
+// release is one run: where the sources are, what they are stamped with, where the artefacts go.
+type release struct {
+	version  string
+	repoRoot string
+	out      string
+	registry string
+	insecure bool
+	caBundle string
+	// commit, treeState and date describe the sources: the commit's hash, clean or dirty, and the
+	// commit's time, which dates every artefact so that a rebuild gives the same bytes.
+	commit    string
+	treeState string
+	date      time.Time
+}
+
+func newRelease(version, repoRoot, out, registry string, insecure bool, caBundle string) (*release, error) {
+	if err := checkVersion(version); err != nil {
+		return nil, err
+	}
+	repoRoot, err := filepath.Abs(repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	out, err = filepath.Abs(out)
+	if err != nil {
+		return nil, err
+	}
+	r := &release{version: version, repoRoot: repoRoot, out: out, registry: registry, insecure: insecure, caBundle: caBundle}
+	if r.commit, err = r.git("rev-parse", "HEAD"); err != nil {
+		return nil, err
+	}
+	status, err := r.git("status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return nil, err
+	}
+	r.treeState = "clean"
+	if status != "" {
+		r.treeState = "dirty"
+	}
+	unix, err := r.git("log", "-1", "--format=%ct")
+	if err != nil {
+		return nil, err
+	}
+	var seconds int64
+	if _, err := fmt.Sscan(unix, &seconds); err != nil {
+		return nil, fmt.Errorf("the commit's time %q: %w", unix, err)
+	}
+	r.date = time.Unix(seconds, 0).UTC()
+	return r, nil
+}
+
+// checkVersion accepts what Helm and users expect of a release: vMAJOR.MINOR.PATCH with an
+// optional pre-release, and nothing shortened.
+func checkVersion(v string) error {
+	if v == "" {
+		return fmt.Errorf("a version is needed: --version v0.1.0 (make release VERSION=v0.1.0)")
+	}
+	if !semver.IsValid(v) || semver.Canonical(v) != v {
+		return fmt.Errorf("version %q is not of the form vMAJOR.MINOR.PATCH[-PRERELEASE] (e.g. v0.1.0, v0.2.0-rc.1)", v)
+	}
+	return nil
+}
+
+func (r *release) git(args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = r.repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s in %s: %w", strings.Join(args, " "), r.repoRoot, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// ldflags stamp the version, as `make build` does for development builds.
+func (r *release) ldflags() []string {
+	major, minor, _ := strings.Cut(strings.TrimPrefix(semver.MajorMinor(r.version), "v"), ".")
+	stamps := [][2]string{
+		{"gitVersion", r.version},
+		{"gitMajor", major},
+		{"gitMinor", minor},
+		{"gitCommit", r.commit},
+		{"gitTreeState", r.treeState},
+		{"buildDate", r.date.Format(time.RFC3339)},
+	}
+	flags := make([]string, 0, len(stamps))
+	for _, s := range stamps {
+		flags = append(flags, fmt.Sprintf("-X %s.%s=%s", versionPkg, s[0], s[1]))
+	}
+	return flags
+}
+
+// make writes every artefact and the sums, starting from an empty folder.
+func (r *release) make() error {
+	if err := os.RemoveAll(r.out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.out, 0o755); err != nil {
+		return err
+	}
+	imageRef, err := r.serverImage()
+	if err != nil {
+		return err
+	}
+	if err := r.installManifests(imageRef); err != nil {
+		return err
+	}
+	if err := r.charts(imageRef); err != nil {
+		return err
+	}
+	if err := r.clis(); err != nil {
+		return err
+	}
+	if err := writeSums(r.out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "release %s (commit %s, %s) in %s; image %s\n", r.version, r.commit, r.treeState, r.out, imageRef)
+	return nil
+}
+
+// clis cross-compiles the CLI for every platform, named as Pinniped's release names them.
+func (r *release) clis() error {
+	for _, p := range cliPlatforms {
+		name := "pinniped-cli-" + p.os + "-" + p.arch
+		if p.os == "windows" {
+			name += ".exe"
+		}
+		target := gobuild.Target{OS: p.os, Arch: p.arch, LDFlags: r.ldflags()}
+		if err := gobuild.Go(r.repoRoot, []string{"GOOS=" + p.os, "GOARCH=" + p.arch}, gobuild.BuildArgs(target, filepath.Join(r.out, name), "sealion.dev/cli/cmd/pinniped")...); err != nil {
+			return fmt.Errorf("building %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// writeSums writes SHA256SUMS, as sha256sum -c reads it, over every other file in dir, in the
+// order of their names.
+func writeSums(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for _, e := range entries {
+		if e.IsDir() || e.Name() == "SHA256SUMS" {
+			continue
+		}
+		sum, err := fileSHA256(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		lines = append(lines, sum+"  "+e.Name()+"\n")
+	}
+	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(strings.Join(lines, "")), 0o644)
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
