@@ -141,6 +141,28 @@ func sortedKeys(m map[Key]*unstructured.Unstructured) []string {
 	return keys
 }
 
+// `helm uninstall` deletes every object of its release but those Helm's resource policy keeps: the
+// CRDs must be kept, for deleting one deletes every object of its kind, made by users.
+func TestChartsKeepCRDsOnUninstall(t *testing.T) {
+	for name, chart := range map[string]string{"concierge": conciergeChart, "supervisor": supervisorChart} {
+		t.Run(name, func(t *testing.T) {
+			crds := 0
+			for _, obj := range render(t, chart, nil) {
+				if obj.GetKind() != "CustomResourceDefinition" {
+					continue
+				}
+				crds++
+				if policy := obj.GetAnnotations()["helm.sh/resource-policy"]; policy != "keep" {
+					t.Errorf("%s: resource policy %q, want keep", KeyOf(obj), policy)
+				}
+			}
+			if crds == 0 {
+				t.Error("no CRDs")
+			}
+		})
+	}
+}
+
 // `kubectl apply -f <folder>` and `kubectl apply -k <folder>` must install the same objects.
 func TestKustomizationListsEveryFile(t *testing.T) {
 	for dir, subfolders := range map[string][]string{
