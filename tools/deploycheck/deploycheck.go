@@ -36,13 +36,19 @@ func Kustomize(dir string) ([]*unstructured.Unstructured, error) {
 }
 
 // RenderChart renders the chart in dir as `helm template` would, with values over the chart's
-// defaults, and returns every object of every template, hooks included.
+// defaults, and returns every object of every template, hooks included. The release's namespace is
+// "default", Helm's when no --namespace is given.
 func RenderChart(dir string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	return RenderChartInNamespace(dir, "default", values)
+}
+
+// RenderChartInNamespace renders the chart in dir as `helm template --namespace namespace` would.
+func RenderChartInNamespace(dir, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	chrt, err := loader.Load(dir)
 	if err != nil {
 		return nil, fmt.Errorf("loading chart %s: %w", dir, err)
 	}
-	release := chartutil.ReleaseOptions{Name: "sealion", Namespace: "default", Revision: 1, IsInstall: true}
+	release := chartutil.ReleaseOptions{Name: "sealion", Namespace: namespace, Revision: 1, IsInstall: true}
 	// ToRenderValues also checks the values against the chart's values.schema.json.
 	renderValues, err := chartutil.ToRenderValues(chrt, values, release, chartutil.DefaultCapabilities)
 	if err != nil {

@@ -49,6 +49,10 @@ const (
 
 	// signerSecret is the Secret the signer-secret component mounts.
 	signerSecret = "pinniped-concierge-signer"
+
+	// releaseNamespace is where render installs the charts: Helm's namespace without --namespace,
+	// and so the servers' namespace unless the value namespace names another.
+	releaseNamespace = "default"
 )
 
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
@@ -85,7 +89,7 @@ func withComponent(t *testing.T, base, component string) []*unstructured.Unstruc
 
 func render(t *testing.T, chart string, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
-	objects, err := RenderChart(chart, values)
+	objects, err := RenderChartInNamespace(chart, releaseNamespace, values)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +105,9 @@ func byKey(t *testing.T, objects []*unstructured.Unstructured) map[Key]*unstruct
 	return m
 }
 
+// The plain manifests install into a namespace of their own, which they create: the chart does the
+// same when its value namespace names one, and that is the only value these set but for the
+// signer's (the chart's default namespace is the release's).
 func TestChartMatchesPlainManifests(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -108,13 +115,13 @@ func TestChartMatchesPlainManifests(t *testing.T) {
 		chart  string
 		values map[string]any
 	}{
-		{name: "concierge", plain: kustomize(t, conciergeDeploy), chart: conciergeChart},
+		{name: "concierge", plain: kustomize(t, conciergeDeploy), chart: conciergeChart, values: map[string]any{"namespace": "pinniped-concierge"}},
 		{
 			name: "concierge with a signer Secret", plain: withComponent(t, conciergeDeploy, signerComponent), chart: conciergeChart,
-			values: map[string]any{"signer": map[string]any{"secretName": signerSecret}},
+			values: map[string]any{"namespace": "pinniped-concierge", "signer": map[string]any{"secretName": signerSecret}},
 		},
-		{name: "local-user-authenticator", plain: kustomize(t, usersDeploy), chart: usersChart},
-		{name: "supervisor", plain: kustomize(t, supervisorDeploy), chart: supervisorChart},
+		{name: "local-user-authenticator", plain: kustomize(t, usersDeploy), chart: usersChart, values: map[string]any{"namespace": "local-user-authenticator"}},
+		{name: "supervisor", plain: kustomize(t, supervisorDeploy), chart: supervisorChart, values: map[string]any{"namespace": "pinniped-supervisor"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,6 +146,91 @@ func sortedKeys(m map[Key]*unstructured.Unstructured) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// `helm install --namespace` puts the objects into that namespace, which exists before the chart is
+// installed; the value namespace, when it names another, puts them there, and the chart creates
+// that one (labelled for the server's pods) and keeps it on uninstall.
+func TestChartNamespace(t *testing.T) {
+	charts := []struct {
+		name, dir string
+		labels    map[string]string
+	}{
+		{"concierge", conciergeChart, map[string]string{"app": "pinniped-concierge", "pod-security.kubernetes.io/enforce": "privileged"}},
+		{"local-user-authenticator", usersChart, map[string]string{"app": "local-user-authenticator"}},
+		{"supervisor", supervisorChart, map[string]string{"app": "pinniped-supervisor", "pod-security.kubernetes.io/enforce": "restricted"}},
+	}
+	tests := []struct {
+		name, release, value, want string
+		creates                    bool
+	}{
+		{name: "release namespace", release: "my-ns", want: "my-ns"},
+		{name: "value naming the release namespace", release: "my-ns", value: "my-ns", want: "my-ns"},
+		{name: "value naming another", release: "my-ns", value: "tuna", want: "tuna", creates: true},
+	}
+	for _, c := range charts {
+		for _, tt := range tests {
+			t.Run(c.name+"/"+tt.name, func(t *testing.T) {
+				objects, err := RenderChartInNamespace(c.dir, tt.release, map[string]any{"namespace": tt.value})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var created []*unstructured.Unstructured
+				for _, obj := range objects {
+					if obj.GetKind() == "Namespace" {
+						created = append(created, obj)
+						continue
+					}
+					for _, ns := range namespaceRefs(obj) {
+						if ns != tt.want {
+							t.Errorf("%s is in or names namespace %q, want %q", KeyOf(obj), ns, tt.want)
+						}
+					}
+				}
+				if !tt.creates {
+					if len(created) != 0 {
+						t.Errorf("the chart creates %v, the release's namespace exists already", created)
+					}
+					return
+				}
+				if len(created) != 1 || created[0].GetName() != tt.want {
+					t.Fatalf("the chart creates %v, want the namespace %s", created, tt.want)
+				}
+				if diff := cmp.Diff(c.labels, Normalize(created[0]).GetLabels()); diff != "" {
+					t.Errorf("labels of the namespace (-want +got):\n%s", diff)
+				}
+				if policy := created[0].GetAnnotations()["helm.sh/resource-policy"]; policy != "keep" {
+					t.Errorf("resource policy %q, want keep: uninstalling would delete what users made in the namespace", policy)
+				}
+			})
+		}
+	}
+}
+
+// namespaceRefs returns the namespaces obj is in or names: its own, its subjects', its backend
+// Service's and its containers' --namespace flags; but kube-system and kube-public, where the
+// servers read what the cluster publishes.
+func namespaceRefs(obj *unstructured.Unstructured) []string {
+	refs := []string{obj.GetNamespace()}
+	subjects, _, _ := unstructured.NestedSlice(obj.Object, "subjects")
+	for _, s := range subjects {
+		if ns, ok := s.(map[string]any)["namespace"].(string); ok {
+			refs = append(refs, ns)
+		}
+	}
+	if ns, ok, _ := unstructured.NestedString(obj.Object, "spec", "service", "namespace"); ok {
+		refs = append(refs, ns)
+	}
+	containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		command, _, _ := unstructured.NestedStringSlice(c.(map[string]any), "command")
+		for _, arg := range command {
+			if ns, ok := strings.CutPrefix(arg, "--namespace="); ok {
+				refs = append(refs, ns)
+			}
+		}
+	}
+	return slices.DeleteFunc(refs, func(ns string) bool { return ns == "" || ns == "kube-system" || ns == "kube-public" })
 }
 
 // `helm uninstall` deletes every object of its release but those Helm's resource policy keeps: the
@@ -435,7 +527,7 @@ func TestChartRendersKubeCertAgentSettings(t *testing.T) {
 	objects := render(t, conciergeChart, map[string]any{"kubeCertAgent": map[string]any{
 		"image": "example.com/agent:1", "imagePullSecrets": []any{"pull"}, "priorityClassName": "system-cluster-critical",
 	}})
-	cfg := conciergeConfig(t, objects, "pinniped-concierge")
+	cfg := conciergeConfig(t, objects, releaseNamespace)
 	want := conciergeconfig.KubeCertAgent{
 		NamePrefix: cfg.KubeCertAgent.NamePrefix, Image: "example.com/agent:1",
 		ImagePullSecrets: []string{"pull"}, PriorityClassName: "system-cluster-critical",
@@ -444,26 +536,26 @@ func TestChartRendersKubeCertAgentSettings(t *testing.T) {
 		t.Errorf("kubeCertAgent (-want +got):\n%s", diff)
 	}
 	// The ServiceAccount the Concierge names in the agent Deployment exists.
-	if name := cfg.Names.AgentServiceAccount; byKey(t, objects)[Key{APIVersion: "v1", Kind: "ServiceAccount", Namespace: "pinniped-concierge", Name: name}] == nil {
+	if name := cfg.Names.AgentServiceAccount; byKey(t, objects)[Key{APIVersion: "v1", Kind: "ServiceAccount", Namespace: releaseNamespace, Name: name}] == nil {
 		t.Errorf("no ServiceAccount %s for the kube cert agent", name)
 	}
 }
 
 // Reserved names are refused by default; the charts' exceptions reach both servers' configurations.
 func TestChartRendersAllowedReservedNames(t *testing.T) {
-	cfg := conciergeConfig(t, render(t, conciergeChart, nil), "pinniped-concierge")
+	cfg := conciergeConfig(t, render(t, conciergeChart, nil), releaseNamespace)
 	if got := cfg.AllowedReservedNames.Refused("pinny", []string{"system:masters"}); got == "" {
 		t.Error("the default chart lets a credential carry system:masters")
 	}
 	values := map[string]any{"allowedReservedNames": map[string]any{"usernames": []any{"system:robot"}, "groups": []any{"system:monitoring"}}}
 	want := reservednames.Exceptions{Usernames: []string{"system:robot"}, Groups: []string{"system:monitoring"}}
-	cfg = conciergeConfig(t, render(t, conciergeChart, values), "pinniped-concierge")
+	cfg = conciergeConfig(t, render(t, conciergeChart, values), releaseNamespace)
 	if diff := cmp.Diff(want, cfg.AllowedReservedNames); diff != "" {
 		t.Errorf("Concierge allowedReservedNames (-want +got):\n%s", diff)
 	}
 
 	supervisor := func(values map[string]any) *supervisorconfig.Config {
-		cm := byKey(t, render(t, supervisorChart, values))[Key{APIVersion: "v1", Kind: "ConfigMap", Namespace: "pinniped-supervisor", Name: "pinniped-supervisor-static-config"}]
+		cm := byKey(t, render(t, supervisorChart, values))[Key{APIVersion: "v1", Kind: "ConfigMap", Namespace: releaseNamespace, Name: "pinniped-supervisor-static-config"}]
 		if cm == nil {
 			t.Fatal("no ConfigMap pinniped-supervisor-static-config")
 		}

@@ -4,6 +4,14 @@ app: pinniped-concierge
 {{- end }}
 
 {{/*
+The namespace of the Concierge's objects: the value namespace, or when it is empty the release's
+(`helm install --namespace`). templates/namespace.yaml says which of the two the chart creates.
+*/}}
+{{- define "concierge.namespace" -}}
+{{- .Values.namespace | default .Release.Namespace }}
+{{- end }}
+
+{{/*
 The CredentialIssuer's spec.impersonationProxy, as YAML: the impersonationProxy values, and over
 them those of concierge.credentialIssuerConfig. That is where the community (Bitnami) Pinniped
 chart takes the whole CredentialIssuer spec from, as YAML text (rendered as a template first) or
