@@ -122,7 +122,18 @@ func ByKey(objects []*unstructured.Unstructured) (map[Key]*unstructured.Unstruct
 	return m, nil
 }
 
-// Normalize returns a copy of obj without what only Helm needs: its hook annotations.
+// HelmLabels are the labels the charts add to every object's metadata and the plain manifests do
+// not: those Helm and Kubernetes recommend, naming the chart, its version and the release.
+var HelmLabels = []string{
+	"app.kubernetes.io/name",
+	"app.kubernetes.io/instance",
+	"app.kubernetes.io/version",
+	"app.kubernetes.io/managed-by",
+	"helm.sh/chart",
+}
+
+// Normalize returns a copy of obj without what only Helm needs: its annotations (hooks, resource
+// policies) and HelmLabels in its metadata. Labels elsewhere (selectors, pod templates) stay.
 func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	out := obj.DeepCopy()
 	annotations := out.GetAnnotations()
@@ -135,6 +146,15 @@ func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 		unstructured.RemoveNestedField(out.Object, "metadata", "annotations")
 	} else {
 		out.SetAnnotations(annotations)
+	}
+	labels := out.GetLabels()
+	for _, k := range HelmLabels {
+		delete(labels, k)
+	}
+	if len(labels) == 0 {
+		unstructured.RemoveNestedField(out.Object, "metadata", "labels")
+	} else {
+		out.SetLabels(labels)
 	}
 	return out
 }

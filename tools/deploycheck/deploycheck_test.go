@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/yaml"
@@ -231,6 +233,56 @@ func namespaceRefs(obj *unstructured.Unstructured) []string {
 		}
 	}
 	return slices.DeleteFunc(refs, func(ns string) bool { return ns == "" || ns == "kube-system" || ns == "kube-public" })
+}
+
+// Every object the charts render carries the labels Helm and Kubernetes recommend, with the chart's
+// and the release's names and versions; pod templates and selectors do not, so that upgrading from
+// a chart without them changes no Deployment's immutable selector.
+func TestChartLabels(t *testing.T) {
+	for name, c := range map[string]struct {
+		dir    string
+		values map[string]any
+	}{
+		"concierge":                {conciergeChart, map[string]any{"namespace": "tuna"}},
+		"local-user-authenticator": {usersChart, map[string]any{"namespace": "tuna"}},
+		"supervisor":               {supervisorChart, map[string]any{"namespace": "tuna"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			chrt, err := loader.Load(c.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{
+				"app.kubernetes.io/name":       chrt.Metadata.Name,
+				"app.kubernetes.io/instance":   "sealion",
+				"app.kubernetes.io/version":    chrt.Metadata.AppVersion,
+				"app.kubernetes.io/managed-by": "Helm",
+				"helm.sh/chart":                chrt.Metadata.Name + "-" + chrt.Metadata.Version,
+			}
+			if len(want) != len(HelmLabels) {
+				t.Fatalf("want %v, HelmLabels %v", want, HelmLabels)
+			}
+			for _, obj := range render(t, c.dir, c.values) {
+				labels := obj.GetLabels()
+				for _, k := range HelmLabels {
+					if labels[k] != want[k] {
+						t.Errorf("%s: label %s %q, want %q", KeyOf(obj), k, labels[k], want[k])
+					}
+					if problems := validation.IsValidLabelValue(labels[k]); len(problems) > 0 {
+						t.Errorf("%s: label %s: %v", KeyOf(obj), k, problems)
+					}
+				}
+				for _, path := range [][]string{{"spec", "selector", "matchLabels"}, {"spec", "template", "metadata", "labels"}} {
+					inner, _, _ := unstructured.NestedStringMap(obj.Object, path...)
+					for _, k := range HelmLabels {
+						if _, ok := inner[k]; ok {
+							t.Errorf("%s: %s has label %s", KeyOf(obj), strings.Join(path, "."), k)
+						}
+					}
+				}
+			}
+		})
+	}
 }
 
 // `helm uninstall` deletes every object of its release but those Helm's resource policy keeps: the
