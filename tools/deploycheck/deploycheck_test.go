@@ -839,6 +839,129 @@ func TestChartRejectsInvalidValues(t *testing.T) {
 	}
 }
 
+// A misspelt value is refused, at any depth, with the key and where it is: ignored, it would
+// install something else than its author meant.
+func TestChartsRefuseUnknownValues(t *testing.T) {
+	tests := []struct {
+		name   string
+		chart  string
+		values map[string]any
+		want   []string
+	}{
+		{name: "concierge top level", chart: conciergeChart, values: map[string]any{"replica": 3}, want: []string{"at ''", "'replica'"}},
+		{name: "concierge nested", chart: conciergeChart, values: map[string]any{"image": map[string]any{"tagg": "v1"}}, want: []string{"'/image'", "'tagg'"}},
+		{
+			name: "concierge deeper", chart: conciergeChart,
+			values: map[string]any{"impersonationProxy": map[string]any{"service": map[string]any{"typ": "None"}}},
+			want:   []string{"'/impersonationProxy/service'", "'typ'"},
+		},
+		{
+			name: "concierge resources", chart: conciergeChart,
+			values: map[string]any{"resources": map[string]any{"limit": map[string]any{"cpu": "1"}}},
+			want:   []string{"'/resources'", "'limit'"},
+		},
+		{
+			name: "community values as a map", chart: conciergeChart,
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": map[string]any{"impersonationProxy": map[string]any{"mod": "enabled"}}}},
+			want:   []string{"'/concierge/credentialIssuerConfig/impersonationProxy'", "'mod'"},
+		},
+		{
+			name: "community values as text", chart: conciergeChart,
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": "impersonationProxy: {mod: enabled}\n"}},
+			want:   []string{`concierge.credentialIssuerConfig: "mod" is not a field of impersonationProxy`},
+		},
+		{
+			name: "community values as text, nested", chart: conciergeChart,
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": "impersonationProxy: {tls: {secret: proxy-tls}}\n"}},
+			want:   []string{`concierge.credentialIssuerConfig: "secret" is not a field of impersonationProxy.tls`},
+		},
+		{name: "local-user-authenticator top level", chart: usersChart, values: map[string]any{"replica": 1}, want: []string{"at ''", "'replica'"}},
+		{name: "local-user-authenticator nested", chart: usersChart, values: map[string]any{"image": map[string]any{"pullpolicy": "Always"}}, want: []string{"'/image'", "'pullpolicy'"}},
+		{name: "supervisor top level", chart: supervisorChart, values: map[string]any{"loglevel": "debug"}, want: []string{"at ''", "'loglevel'"}},
+		{
+			name: "supervisor nested", chart: supervisorChart,
+			values: map[string]any{"allowedReservedNames": map[string]any{"users": []any{"system:robot"}}},
+			want:   []string{"'/allowedReservedNames'", "'users'"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := RenderChart(tt.chart, tt.values)
+			for _, want := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("got error %v, want one mentioning %s", err, want)
+				}
+			}
+		})
+	}
+}
+
+// The values schemas refuse every key they do not declare, at every level: each object schema
+// either declares its properties and refuses others, or is a map whose values it types. Only
+// global, Helm's values shared with parent charts, is left open.
+func TestChartSchemasAreStrict(t *testing.T) {
+	for name, chart := range map[string]string{"concierge": conciergeChart, "local-user-authenticator": usersChart, "supervisor": supervisorChart} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(chart, "values.schema.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var schema map[string]any
+			if err := json.Unmarshal(data, &schema); err != nil {
+				t.Fatal(err)
+			}
+			checkStrict(t, "", schema)
+		})
+	}
+}
+
+func checkStrict(t *testing.T, path string, schema map[string]any) {
+	t.Helper()
+	if path == "/properties/global" {
+		return
+	}
+	if admitsObject(schema["type"]) {
+		switch additional := schema["additionalProperties"].(type) {
+		case bool:
+			if additional || schema["properties"] == nil {
+				t.Errorf("%s: additionalProperties %v with properties %v", path, additional, schema["properties"])
+			}
+		case map[string]any:
+			if schema["properties"] != nil {
+				t.Errorf("%s: a map with fixed properties too", path)
+			}
+		default:
+			t.Errorf("%s: an object schema that accepts any key", path)
+		}
+	}
+	for _, key := range []string{"properties", "definitions"} {
+		children, _ := schema[key].(map[string]any)
+		for name, child := range children {
+			checkStrict(t, path+"/"+key+"/"+name, child.(map[string]any))
+		}
+	}
+	for _, key := range []string{"items", "additionalProperties"} {
+		if child, ok := schema[key].(map[string]any); ok {
+			checkStrict(t, path+"/"+key, child)
+		}
+	}
+	branches, _ := schema["allOf"].([]any)
+	for i, branch := range branches {
+		checkStrict(t, fmt.Sprintf("%s/allOf/%d", path, i), branch.(map[string]any))
+	}
+}
+
+// admitsObject tells whether a schema's type admits an object.
+func admitsObject(typ any) bool {
+	switch typ := typ.(type) {
+	case string:
+		return typ == "object"
+	case []any:
+		return slices.Contains(typ, any("object"))
+	}
+	return false
+}
+
 // TestManifestsApplyToAPIServer installs everything into a real kube-apiserver (no nodes, so no
 // Pod runs): the plain manifests with kubectl apply -f and -k, the overlay, and a second
 // Concierge from the chart with another namespace and API group suffix next to the first.

@@ -57,11 +57,34 @@ as a map, so values written for that chart install here unchanged and mean the s
 {{- end }}
 {{- end }}
 {{- with $spec.impersonationProxy }}
-{{- if not (kindIs "map" .) }}
-{{- fail "concierge.credentialIssuerConfig: impersonationProxy must be a map" }}
+{{- include "concierge.credentialIssuerConfigFields" (list "impersonationProxy" . (list "mode" "service" "externalEndpoint" "tls")) }}
+{{- with .service }}
+{{- include "concierge.credentialIssuerConfigFields" (list "impersonationProxy.service" . (list "type" "annotations" "loadBalancerIP")) }}
+{{- end }}
+{{- with .tls }}
+{{- include "concierge.credentialIssuerConfigFields" (list "impersonationProxy.tls" . (list "certificateAuthorityData" "secretName")) }}
 {{- end }}
 {{- $proxy = mergeOverwrite $proxy (deepCopy .) }}
 {{- end }}
 {{- end }}
 {{- toYaml $proxy }}
+{{- end }}
+
+{{/*
+Fails unless the map at a path of concierge.credentialIssuerConfig has only the given fields: the
+values schema checks that value only as a map, not as the YAML text it may be, and a misspelt
+field would otherwise be left out of the spec unnoticed. Takes (list path value fields).
+*/}}
+{{- define "concierge.credentialIssuerConfigFields" -}}
+{{- $path := index . 0 }}
+{{- $value := index . 1 }}
+{{- $fields := index . 2 }}
+{{- if not (kindIs "map" $value) }}
+{{- fail (printf "concierge.credentialIssuerConfig: %s must be a map" $path) }}
+{{- end }}
+{{- range $key, $_ := $value }}
+{{- if not (has $key $fields) }}
+{{- fail (printf "concierge.credentialIssuerConfig: %q is not a field of %s (%s)" $key $path (join ", " $fields)) }}
+{{- end }}
+{{- end }}
 {{- end }}
