@@ -709,6 +709,43 @@ func TestChartRendersImpersonationProxySettings(t *testing.T) {
 	}
 }
 
+// impersonationProxy.tls reaches the CredentialIssuer's spec.impersonationProxy.tls, field by field,
+// from our values, from the community chart's, or from both, the latter over the former.
+func TestChartRendersImpersonationProxyTLS(t *testing.T) {
+	ours := func(tls map[string]any) map[string]any {
+		return map[string]any{"impersonationProxy": map[string]any{"tls": tls}}
+	}
+	tests := []struct {
+		name   string
+		values map[string]any
+		want   *configv1alpha1.ImpersonationProxyTLSSpec
+	}{
+		{name: "defaults", values: nil, want: nil},
+		{name: "empty", values: ours(map[string]any{"secretName": "", "certificateAuthorityData": ""}), want: nil},
+		{name: "a Secret", values: ours(map[string]any{"secretName": "proxy-cert"}), want: &configv1alpha1.ImpersonationProxyTLSSpec{SecretName: "proxy-cert"}},
+		{
+			name:   "a Secret and a CA bundle",
+			values: ours(map[string]any{"secretName": "proxy-cert", "certificateAuthorityData": "Q0E="}),
+			want:   &configv1alpha1.ImpersonationProxyTLSSpec{SecretName: "proxy-cert", CertificateAuthorityData: "Q0E="},
+		},
+		{
+			name: "community Secret over our CA bundle",
+			values: map[string]any{
+				"impersonationProxy": map[string]any{"tls": map[string]any{"secretName": "ours", "certificateAuthorityData": "Q0E="}},
+				"concierge":          map[string]any{"credentialIssuerConfig": "impersonationProxy:\n  tls:\n    secretName: theirs\n"},
+			},
+			want: &configv1alpha1.ImpersonationProxyTLSSpec{SecretName: "theirs", CertificateAuthorityData: "Q0E="},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, credentialIssuerSpec(t, tt.values).ImpersonationProxy.TLS); diff != "" {
+				t.Errorf("spec.impersonationProxy.tls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // credentialIssuerSpec renders the Concierge chart with values and returns its CredentialIssuer's spec.
 func credentialIssuerSpec(t *testing.T, values map[string]any) configv1alpha1.CredentialIssuerSpec {
 	t.Helper()
