@@ -1163,6 +1163,27 @@ func TestHighAvailability(t *testing.T) {
 	}
 }
 
+// The local-user-authenticator runs one replica at most, as each signs its serving certificate with
+// a CA of its own and only one CA is published; and no PodDisruptionBudget, which for one replica
+// would either protect nothing or block every node drain.
+func TestLocalUserAuthenticatorRunsOneReplica(t *testing.T) {
+	for _, objects := range [][]*unstructured.Unstructured{kustomize(t, usersDeploy), render(t, usersChart, nil)} {
+		for _, obj := range objects {
+			if obj.GetKind() == "PodDisruptionBudget" {
+				t.Errorf("%s: a budget for one replica", KeyOf(obj))
+			}
+			if obj.GetKind() == "Deployment" {
+				if replicas, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas"); fmt.Sprint(replicas) != "1" {
+					t.Errorf("%s: %v replicas, want 1", KeyOf(obj), replicas)
+				}
+			}
+		}
+	}
+	if _, err := RenderChart(usersChart, map[string]any{"replicas": 2}); err == nil || !strings.Contains(err.Error(), "'/replicas'") {
+		t.Errorf("two replicas: got error %v, want one naming replicas", err)
+	}
+}
+
 // The Supervisor reads its Deployment, the owner of its CSRF cookie key's Secret, as upstream's.
 func TestSupervisorReadsItsDeployment(t *testing.T) {
 	for name, set := range map[string]struct {
