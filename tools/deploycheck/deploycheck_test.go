@@ -17,7 +17,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -96,6 +98,15 @@ func render(t *testing.T, chart string, values map[string]any) []*unstructured.U
 		t.Fatal(err)
 	}
 	return objects
+}
+
+// everyOption returns values that make the charts render every object they can: those made on
+// request, and the Namespace (another than the release's).
+func everyOption() map[string]any {
+	return map[string]any{
+		"namespace":     "tuna",
+		"networkPolicy": map[string]any{"enabled": true},
+	}
 }
 
 func byKey(t *testing.T, objects []*unstructured.Unstructured) map[Key]*unstructured.Unstructured {
@@ -239,16 +250,9 @@ func namespaceRefs(obj *unstructured.Unstructured) []string {
 // and the release's names and versions; pod templates and selectors do not, so that upgrading from
 // a chart without them changes no Deployment's immutable selector.
 func TestChartLabels(t *testing.T) {
-	for name, c := range map[string]struct {
-		dir    string
-		values map[string]any
-	}{
-		"concierge":                {conciergeChart, map[string]any{"namespace": "tuna"}},
-		"local-user-authenticator": {usersChart, map[string]any{"namespace": "tuna"}},
-		"supervisor":               {supervisorChart, map[string]any{"namespace": "tuna"}},
-	} {
+	for name, dir := range map[string]string{"concierge": conciergeChart, "local-user-authenticator": usersChart, "supervisor": supervisorChart} {
 		t.Run(name, func(t *testing.T) {
-			chrt, err := loader.Load(c.dir)
+			chrt, err := loader.Load(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,7 +266,7 @@ func TestChartLabels(t *testing.T) {
 			if len(want) != len(HelmLabels) {
 				t.Fatalf("want %v, HelmLabels %v", want, HelmLabels)
 			}
-			for _, obj := range render(t, c.dir, c.values) {
+			for _, obj := range render(t, dir, everyOption()) {
 				labels := obj.GetLabels()
 				for _, k := range HelmLabels {
 					if labels[k] != want[k] {
@@ -409,13 +413,16 @@ func decodeStrict(decoder runtime.Decoder, obj *unstructured.Unstructured) error
 func TestManifestsDecodeStrictly(t *testing.T) {
 	decoder := strictDecoder(t)
 	sets := map[string][]*unstructured.Unstructured{
-		"concierge":                      kustomize(t, conciergeDeploy),
-		"concierge signer component":     withComponent(t, conciergeDeploy, signerComponent),
-		"local-user-authenticator":       kustomize(t, usersDeploy),
-		"supervisor":                     kustomize(t, supervisorDeploy),
-		"concierge chart":                render(t, conciergeChart, nil),
-		"local-user-authenticator chart": render(t, usersChart, nil),
-		"supervisor chart":               render(t, supervisorChart, nil),
+		"concierge":                                    kustomize(t, conciergeDeploy),
+		"concierge signer component":                   withComponent(t, conciergeDeploy, signerComponent),
+		"local-user-authenticator":                     kustomize(t, usersDeploy),
+		"supervisor":                                   kustomize(t, supervisorDeploy),
+		"concierge chart":                              render(t, conciergeChart, nil),
+		"local-user-authenticator chart":               render(t, usersChart, nil),
+		"supervisor chart":                             render(t, supervisorChart, nil),
+		"concierge chart, every option":                render(t, conciergeChart, everyOption()),
+		"local-user-authenticator chart, every option": render(t, usersChart, everyOption()),
+		"supervisor chart, every option":               render(t, supervisorChart, everyOption()),
 	}
 	for name, objects := range sets {
 		t.Run(name, func(t *testing.T) {
@@ -1181,6 +1188,69 @@ func TestLocalUserAuthenticatorRunsOneReplica(t *testing.T) {
 	}
 	if _, err := RenderChart(usersChart, map[string]any{"replicas": 2}); err == nil || !strings.Contains(err.Error(), "'/replicas'") {
 		t.Errorf("two replicas: got error %v, want one naming replicas", err)
+	}
+}
+
+// The opt-in NetworkPolicy, named after the Deployment, selects its pods and allows ingress to every
+// port they serve, from anywhere, and to no other; it restricts no egress.
+func TestChartNetworkPolicy(t *testing.T) {
+	decoder := strictDecoder(t)
+	for name, dir := range map[string]string{"pinniped-concierge": conciergeChart, "local-user-authenticator": usersChart, "pinniped-supervisor": supervisorChart} {
+		t.Run(name, func(t *testing.T) {
+			for _, obj := range render(t, dir, nil) {
+				if obj.GetKind() == "NetworkPolicy" {
+					t.Errorf("%s by default", KeyOf(obj))
+				}
+			}
+			m := byKey(t, render(t, dir, map[string]any{"networkPolicy": map[string]any{"enabled": true}}))
+			var deployment appsv1.Deployment
+			fromObject(t, m, Key{APIVersion: "apps/v1", Kind: "Deployment", Namespace: releaseNamespace, Name: name}, &deployment)
+			policyKey := Key{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy", Namespace: releaseNamespace, Name: name}
+			var policy networkingv1.NetworkPolicy
+			fromObject(t, m, policyKey, &policy)
+			if err := decodeStrict(decoder, m[policyKey]); err != nil {
+				t.Error(err)
+			}
+			if diff := cmp.Diff(*deployment.Spec.Selector, policy.Spec.PodSelector); diff != "" {
+				t.Errorf("the policy selects other pods than the Deployment's (-Deployment +policy):\n%s", diff)
+			}
+			if want := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}; !slices.Equal(policy.Spec.PolicyTypes, want) {
+				t.Errorf("policy types %v, want %v", policy.Spec.PolicyTypes, want)
+			}
+			if len(policy.Spec.Ingress) != 1 || len(policy.Spec.Ingress[0].From) != 0 {
+				t.Fatalf("ingress rules %+v, want one from anywhere", policy.Spec.Ingress)
+			}
+			var served, allowed []string
+			for _, c := range deployment.Spec.Template.Spec.Containers {
+				for _, p := range c.Ports {
+					served = append(served, string(p.Protocol)+"/"+p.Name)
+				}
+			}
+			for _, p := range policy.Spec.Ingress[0].Ports {
+				protocol := corev1.ProtocolTCP // the API's default
+				if p.Protocol != nil {
+					protocol = *p.Protocol
+				}
+				allowed = append(allowed, string(protocol)+"/"+p.Port.String())
+			}
+			sort.Strings(served)
+			sort.Strings(allowed)
+			if diff := cmp.Diff(served, allowed); diff != "" {
+				t.Errorf("ports the pods serve and the policy allows differ (-served +allowed):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fromObject converts the object with key k among m into a typed object, failing on unknown fields.
+func fromObject(t *testing.T, m map[Key]*unstructured.Unstructured, k Key, into any) {
+	t.Helper()
+	obj, ok := m[k]
+	if !ok {
+		t.Fatalf("no %s", k)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, into, true); err != nil {
+		t.Fatalf("%s: %v", k, err)
 	}
 }
 
