@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -22,7 +23,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -53,6 +56,11 @@ const (
 
 	// signerSecret is the Secret the signer-secret component mounts.
 	signerSecret = "pinniped-concierge-signer"
+
+	// caCertificateKey is where the servers keep the CA of their aggregated API's serving
+	// certificate in its Secret: servingcert.SecretKeyCACertificate, whose package would bring
+	// dependencies into this module that nothing else here needs.
+	caCertificateKey = "caCertificate"
 
 	// releaseNamespace is where render installs the charts: Helm's namespace without --namespace,
 	// and so the servers' namespace unless the value namespace names another.
@@ -100,13 +108,17 @@ func render(t *testing.T, chart string, values map[string]any) []*unstructured.U
 	return objects
 }
 
-// everyOption returns values that make the charts render every object they can: those made on
-// request, and the Namespace (another than the release's).
-func everyOption() map[string]any {
-	return map[string]any{
+// everyOption returns values that make chart render every object it can: those made on request,
+// and the Namespace (another than the release's).
+func everyOption(chart string) map[string]any {
+	values := map[string]any{
 		"namespace":     "tuna",
 		"networkPolicy": map[string]any{"enabled": true},
 	}
+	if chart != usersChart { // the local-user-authenticator serves no metrics
+		values["serviceMonitor"] = map[string]any{"enabled": true}
+	}
+	return values
 }
 
 func byKey(t *testing.T, objects []*unstructured.Unstructured) map[Key]*unstructured.Unstructured {
@@ -266,7 +278,7 @@ func TestChartLabels(t *testing.T) {
 			if len(want) != len(HelmLabels) {
 				t.Fatalf("want %v, HelmLabels %v", want, HelmLabels)
 			}
-			for _, obj := range render(t, dir, everyOption()) {
+			for _, obj := range render(t, dir, everyOption(dir)) {
 				labels := obj.GetLabels()
 				for _, k := range HelmLabels {
 					if labels[k] != want[k] {
@@ -420,9 +432,9 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		"concierge chart":                              render(t, conciergeChart, nil),
 		"local-user-authenticator chart":               render(t, usersChart, nil),
 		"supervisor chart":                             render(t, supervisorChart, nil),
-		"concierge chart, every option":                render(t, conciergeChart, everyOption()),
-		"local-user-authenticator chart, every option": render(t, usersChart, everyOption()),
-		"supervisor chart, every option":               render(t, supervisorChart, everyOption()),
+		"concierge chart, every option":                render(t, conciergeChart, everyOption(conciergeChart)),
+		"local-user-authenticator chart, every option": render(t, usersChart, everyOption(usersChart)),
+		"supervisor chart, every option":               render(t, supervisorChart, everyOption(supervisorChart)),
 	}
 	for name, objects := range sets {
 		t.Run(name, func(t *testing.T) {
@@ -430,6 +442,10 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 				t.Fatal("no objects")
 			}
 			for _, obj := range objects {
+				if obj.GetKind() == "ServiceMonitor" { // not in the scheme: the Prometheus Operator's
+					decodeServiceMonitor(t, obj)
+					continue
+				}
 				if err := decodeStrict(decoder, obj); err != nil {
 					t.Errorf("%s: %v", KeyOf(obj), err)
 				}
@@ -475,6 +491,22 @@ func conciergeConfig(t *testing.T, objects []*unstructured.Unstructured, namespa
 	cfg, err := conciergeconfig.Parse([]byte(text))
 	if err != nil {
 		t.Fatalf("the Concierge would reject its configuration: %v", err)
+	}
+	return cfg
+}
+
+// supervisorConfig parses the Supervisor configuration in the ConfigMap among objects, as the
+// server does.
+func supervisorConfig(t *testing.T, objects []*unstructured.Unstructured, namespace string) *supervisorconfig.Config {
+	t.Helper()
+	cm, ok := byKey(t, objects)[Key{APIVersion: "v1", Kind: "ConfigMap", Namespace: namespace, Name: "pinniped-supervisor-static-config"}]
+	if !ok {
+		t.Fatal("no ConfigMap pinniped-supervisor-static-config")
+	}
+	text, _, _ := unstructured.NestedString(cm.Object, "data", "pinniped.yaml")
+	cfg, err := supervisorconfig.Parse([]byte(text))
+	if err != nil {
+		t.Fatalf("the Supervisor would reject its configuration: %v", err)
 	}
 	return cfg
 }
@@ -1240,6 +1272,163 @@ func TestChartNetworkPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The opt-in ServiceMonitor has Prometheus scrape /metrics where the server serves it, on its
+// aggregated API's port, through that API's Service alone, verifying the certificate the server
+// issues for that Service with the CA it publishes. The local-user-authenticator serves no metrics,
+// and its chart has no ServiceMonitor.
+func TestChartServiceMonitor(t *testing.T) {
+	type names struct{ apiService, servingCertificateSecret string }
+	for name, c := range map[string]struct {
+		dir    string
+		config func(t *testing.T, objects []*unstructured.Unstructured) (names, int64)
+	}{
+		"concierge": {conciergeChart, func(t *testing.T, objects []*unstructured.Unstructured) (names, int64) {
+			cfg := conciergeConfig(t, objects, releaseNamespace)
+			return names{cfg.Names.APIService, cfg.Names.ServingCertificateSecret}, *cfg.AggregatedAPIServerPort
+		}},
+		"supervisor": {supervisorChart, func(t *testing.T, objects []*unstructured.Unstructured) (names, int64) {
+			cfg := supervisorConfig(t, objects, releaseNamespace)
+			return names{cfg.Names.APIService, cfg.Names.ServingCertificateSecret()}, *cfg.AggregatedAPIServerPort
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, obj := range render(t, c.dir, nil) {
+				if obj.GetKind() == "ServiceMonitor" {
+					t.Errorf("%s by default", KeyOf(obj))
+				}
+			}
+			objects := render(t, c.dir, map[string]any{"serviceMonitor": map[string]any{
+				"enabled": true, "labels": map[string]any{"release": "prometheus"}, "interval": "30s",
+			}})
+			var monitors []serviceMonitor
+			for _, obj := range objects {
+				if obj.GetAPIVersion() == "monitoring.coreos.com/v1" && obj.GetKind() == "ServiceMonitor" {
+					monitors = append(monitors, decodeServiceMonitor(t, obj))
+				}
+			}
+			if len(monitors) != 1 || len(monitors[0].Spec.Endpoints) != 1 {
+				t.Fatalf("ServiceMonitors %+v, want one with one endpoint", monitors)
+			}
+			monitor, endpoint := monitors[0], monitors[0].Spec.Endpoints[0]
+			want, port := c.config(t, objects)
+
+			if monitor.Metadata.Namespace != releaseNamespace || !slices.Equal(monitor.Spec.NamespaceSelector.MatchNames, []string{releaseNamespace}) {
+				t.Errorf("in namespace %q, watching %v; want %s", monitor.Metadata.Namespace, monitor.Spec.NamespaceSelector.MatchNames, releaseNamespace)
+			}
+			if monitor.Metadata.Labels["release"] != "prometheus" || monitor.Metadata.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+				t.Errorf("labels %v, want the chart's and serviceMonitor.labels", monitor.Metadata.Labels)
+			}
+			if endpoint.Scheme != "https" || endpoint.Path != "/metrics" || endpoint.Interval != "30s" || endpoint.BearerTokenFile == "" {
+				t.Errorf("endpoint %+v, want /metrics over HTTPS every 30s with Prometheus' token", endpoint)
+			}
+
+			// The Services Prometheus scrapes: those the selector selects and the relabelings keep.
+			selector, err := metav1.LabelSelectorAsSelector(&monitor.Spec.Selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var scraped []corev1.Service
+			for _, obj := range objects {
+				if obj.GetKind() != "Service" || obj.GetNamespace() != releaseNamespace || !selector.Matches(labels.Set(obj.GetLabels())) {
+					continue
+				}
+				kept := true
+				for _, r := range endpoint.Relabelings {
+					if r.Action == "keep" && slices.Equal(r.SourceLabels, []string{"__meta_kubernetes_service_name"}) {
+						kept = kept && regexp.MustCompile("^(?:"+r.Regex+")$").MatchString(obj.GetName())
+					}
+				}
+				if kept {
+					var svc corev1.Service
+					fromObject(t, map[Key]*unstructured.Unstructured{KeyOf(obj): obj}, KeyOf(obj), &svc)
+					scraped = append(scraped, svc)
+				}
+			}
+			if len(scraped) != 1 || scraped[0].Name != want.apiService {
+				t.Fatalf("scrapes %d Services, want only %s", len(scraped), want.apiService)
+			}
+			var target *corev1.ServicePort
+			for i, p := range scraped[0].Spec.Ports {
+				if p.Name == endpoint.Port {
+					target = &scraped[0].Spec.Ports[i]
+				}
+			}
+			if target == nil || target.TargetPort.IntValue() != int(port) {
+				t.Errorf("port %q of Service %s is %+v, want one to the aggregated API's port %d", endpoint.Port, want.apiService, target, port)
+			}
+
+			tls := endpoint.TLSConfig
+			if wantName := want.apiService + "." + releaseNamespace + ".svc"; tls.ServerName != wantName {
+				t.Errorf("verifies the name %q, the certificate is for %q", tls.ServerName, wantName)
+			}
+			if tls.CA.Secret.Name != want.servingCertificateSecret || tls.CA.Secret.Key != caCertificateKey {
+				t.Errorf("CA from %+v, want key %s of Secret %s", tls.CA.Secret, caCertificateKey, want.servingCertificateSecret)
+			}
+		})
+	}
+
+	t.Run("interval that is not a duration", func(t *testing.T) {
+		_, err := RenderChart(conciergeChart, map[string]any{"serviceMonitor": map[string]any{"enabled": true, "interval": "half a minute"}})
+		if err == nil || !strings.Contains(err.Error(), "'/serviceMonitor/interval'") {
+			t.Errorf("got error %v, want one naming serviceMonitor.interval", err)
+		}
+	})
+	t.Run("local-user-authenticator", func(t *testing.T) {
+		_, err := RenderChart(usersChart, map[string]any{"serviceMonitor": map[string]any{"enabled": true}})
+		if err == nil || !strings.Contains(err.Error(), "'serviceMonitor'") {
+			t.Errorf("got error %v, want serviceMonitor refused", err)
+		}
+	})
+}
+
+// serviceMonitor holds the fields of the Prometheus Operator's ServiceMonitor (monitoring.coreos.com/v1)
+// that the charts set, named as in that API; decodeServiceMonitor refuses any other, such as a
+// misspelt one, which the Operator's CRD would prune.
+type serviceMonitor struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		NamespaceSelector struct {
+			MatchNames []string `json:"matchNames"`
+		} `json:"namespaceSelector"`
+		Selector  metav1.LabelSelector `json:"selector"`
+		Endpoints []struct {
+			Port            string `json:"port"`
+			Path            string `json:"path"`
+			Scheme          string `json:"scheme"`
+			Interval        string `json:"interval"`
+			BearerTokenFile string `json:"bearerTokenFile"`
+			TLSConfig       struct {
+				ServerName string `json:"serverName"`
+				CA         struct {
+					Secret corev1.SecretKeySelector `json:"secret"`
+				} `json:"ca"`
+			} `json:"tlsConfig"`
+			Relabelings []struct {
+				SourceLabels []string `json:"sourceLabels"`
+				Regex        string   `json:"regex"`
+				Action       string   `json:"action"`
+			} `json:"relabelings"`
+		} `json:"endpoints"`
+	} `json:"spec"`
+}
+
+func decodeServiceMonitor(t *testing.T, obj *unstructured.Unstructured) serviceMonitor {
+	t.Helper()
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoder := json.NewDecoder(bytes.NewReader(data))
+	decoder.DisallowUnknownFields()
+	var monitor serviceMonitor
+	if err := decoder.Decode(&monitor); err != nil {
+		t.Fatalf("%s: %v", KeyOf(obj), err)
+	}
+	return monitor
 }
 
 // fromObject converts the object with key k among m into a typed object, failing on unknown fields.
