@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -44,19 +45,9 @@ func RenderChart(dir string, values map[string]any) ([]*unstructured.Unstructure
 
 // RenderChartInNamespace renders the chart in dir as `helm template --namespace namespace` would.
 func RenderChartInNamespace(dir, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	chrt, err := loader.Load(dir)
+	_, files, err := renderFiles(dir, namespace, values)
 	if err != nil {
-		return nil, fmt.Errorf("loading chart %s: %w", dir, err)
-	}
-	release := chartutil.ReleaseOptions{Name: "sealion", Namespace: namespace, Revision: 1, IsInstall: true}
-	// ToRenderValues also checks the values against the chart's values.schema.json.
-	renderValues, err := chartutil.ToRenderValues(chrt, values, release, chartutil.DefaultCapabilities)
-	if err != nil {
-		return nil, fmt.Errorf("preparing values of chart %s: %w", dir, err)
-	}
-	files, err := engine.Render(chrt, renderValues)
-	if err != nil {
-		return nil, fmt.Errorf("rendering chart %s: %w", dir, err)
+		return nil, err
 	}
 	names := make([]string, 0, len(files))
 	for name := range files {
@@ -75,6 +66,40 @@ func RenderChartInNamespace(dir, namespace string, values map[string]any) ([]*un
 		objects = append(objects, decoded...)
 	}
 	return objects, nil
+}
+
+// RenderNotes renders the chart's templates/NOTES.txt: what `helm install --namespace namespace`
+// prints once it has installed the chart in dir.
+func RenderNotes(dir, namespace string, values map[string]any) (string, error) {
+	chrt, files, err := renderFiles(dir, namespace, values)
+	if err != nil {
+		return "", err
+	}
+	notes, ok := files[chrt.Name()+"/templates/NOTES.txt"]
+	if !ok {
+		return "", fmt.Errorf("chart %s has no templates/NOTES.txt", dir)
+	}
+	return notes, nil
+}
+
+// renderFiles loads the chart in dir and renders its templates for a release in namespace, with
+// values over the chart's defaults, to their text by name.
+func renderFiles(dir, namespace string, values map[string]any) (*chart.Chart, map[string]string, error) {
+	chrt, err := loader.Load(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading chart %s: %w", dir, err)
+	}
+	release := chartutil.ReleaseOptions{Name: "sealion", Namespace: namespace, Revision: 1, IsInstall: true}
+	// ToRenderValues also checks the values against the chart's values.schema.json.
+	renderValues, err := chartutil.ToRenderValues(chrt, values, release, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, nil, fmt.Errorf("preparing values of chart %s: %w", dir, err)
+	}
+	files, err := engine.Render(chrt, renderValues)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rendering chart %s: %w", dir, err)
+	}
+	return chrt, files, nil
 }
 
 // Decode splits a multi-document YAML stream into objects, skipping empty documents.

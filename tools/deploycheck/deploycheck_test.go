@@ -35,6 +35,7 @@ import (
 
 	authenticationv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	supervisorconfigv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	"sealion.dev/core/reservednames"
 	"sealion.dev/core/testing/controlplane"
 	conciergeconfig "sealion.dev/servers/concierge/config"
@@ -404,7 +405,7 @@ func strictDecoder(t *testing.T) runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme,
-		configv1alpha1.AddToScheme, authenticationv1alpha1.AddToScheme,
+		configv1alpha1.AddToScheme, authenticationv1alpha1.AddToScheme, supervisorconfigv1alpha1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
@@ -1036,6 +1037,108 @@ func admitsObject(typ any) bool {
 		return slices.Contains(typ, any("object"))
 	}
 	return false
+}
+
+// Once installed, each chart tells what it installed and where, and what to do next; the object
+// its notes have the user create is one the API accepts, named as the chart's own objects are.
+func TestChartNotes(t *testing.T) {
+	decoder := strictDecoder(t)
+	// example returns the object that the notes have the user apply with `kubectl apply -f - <<EOF`.
+	example := func(t *testing.T, notes string, into runtime.Object) {
+		t.Helper()
+		_, rest, ok := strings.Cut(notes, "<<EOF\n")
+		body, _, closed := strings.Cut(rest, "\nEOF\n")
+		if !ok || !closed {
+			t.Fatalf("no object to apply in the notes:\n%s", notes)
+		}
+		objects, err := Decode([]byte(body))
+		if err != nil || len(objects) != 1 {
+			t.Fatalf("the notes' object: %v (%d objects)\n%s", err, len(objects), body)
+		}
+		if err := decodeStrict(decoder, objects[0]); err != nil {
+			t.Fatalf("the notes' object: %v", err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objects[0].Object, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes := func(t *testing.T, chart, release string, values map[string]any) string {
+		t.Helper()
+		text, err := RenderNotes(chart, release, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		namespace := release
+		if ns, ok := values["namespace"].(string); ok {
+			namespace = ns
+		}
+		if !strings.Contains(text, "installed in the namespace "+namespace) {
+			t.Errorf("the notes do not say where the server is installed:\n%s", text)
+		}
+		return text
+	}
+	const label = "kubectl label namespace my-ns pod-security.kubernetes.io/enforce=privileged"
+
+	t.Run("concierge", func(t *testing.T) {
+		text := notes(t, conciergeChart, "my-ns", nil)
+		var authenticator authenticationv1alpha1.JWTAuthenticator
+		example(t, text, &authenticator)
+		for _, want := range []string{"pinniped get kubeconfig >", label} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the notes lack %q:\n%s", want, text)
+			}
+		}
+	})
+	t.Run("concierge with a signer or a namespace of its own", func(t *testing.T) {
+		// The kube cert agent does not run, or runs in a namespace the chart labelled.
+		for _, values := range []map[string]any{{"signer": map[string]any{"secretName": "signer"}}, {"namespace": "tuna"}} {
+			if text := notes(t, conciergeChart, "my-ns", values); strings.Contains(text, "pod-security") {
+				t.Errorf("%v: the notes have the user label the namespace:\n%s", values, text)
+			}
+		}
+	})
+	t.Run("concierge with another API group suffix", func(t *testing.T) {
+		text := notes(t, conciergeChart, "my-ns", map[string]any{"apiGroupSuffix": "tuna.io"})
+		for _, want := range []string{"pinniped get kubeconfig --concierge-api-group-suffix tuna.io >", "apiVersion: authentication.concierge.tuna.io/v1alpha1"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the notes lack %q:\n%s", want, text)
+			}
+		}
+	})
+	t.Run("supervisor", func(t *testing.T) {
+		text := notes(t, supervisorChart, "my-ns", nil)
+		var federationDomain supervisorconfigv1alpha1.FederationDomain
+		example(t, text, &federationDomain)
+		if federationDomain.Namespace != "my-ns" {
+			t.Errorf("the notes' FederationDomain is in namespace %q", federationDomain.Namespace)
+		}
+		objects, err := RenderChartInNamespace(supervisorChart, "my-ns", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret := supervisorConfig(t, objects, "my-ns").Names.DefaultTLSCertificateSecret
+		if !strings.Contains(text, "kubectl create secret tls "+secret+" -n my-ns") {
+			t.Errorf("the notes do not have the user create the Secret %s:\n%s", secret, text)
+		}
+		if _, ok := byKey(t, objects)[Key{APIVersion: "v1", Kind: "Service", Namespace: "my-ns", Name: "pinniped-supervisor-clusterip"}]; !ok || !strings.Contains(text, "Service pinniped-supervisor-clusterip") {
+			t.Errorf("the notes name no Service of the chart to expose:\n%s", text)
+		}
+	})
+	t.Run("local-user-authenticator", func(t *testing.T) {
+		text := notes(t, usersChart, "my-ns", nil)
+		var authenticator authenticationv1alpha1.WebhookAuthenticator
+		example(t, text, &authenticator)
+		objects, err := RenderChartInNamespace(usersChart, "my-ns", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var service corev1.Service
+		fromObject(t, byKey(t, objects), Key{APIVersion: "v1", Kind: "Service", Namespace: "my-ns", Name: "local-user-authenticator"}, &service)
+		want := "https://" + service.Name + "." + service.Namespace + ".svc/authenticate"
+		if authenticator.Spec.Endpoint != want || len(service.Spec.Ports) != 1 || service.Spec.Ports[0].Port != 443 {
+			t.Errorf("the notes' endpoint %s, the Service %s:%v; want %s on port 443", authenticator.Spec.Endpoint, service.Name, service.Spec.Ports, want)
+		}
+	})
 }
 
 // TestManifestsApplyToAPIServer installs everything into a real kube-apiserver (no nodes, so no
