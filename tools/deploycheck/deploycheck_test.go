@@ -133,7 +133,9 @@ func byKey(t *testing.T, objects []*unstructured.Unstructured) map[Key]*unstruct
 
 // The plain manifests install into a namespace of their own, which they create: the chart does the
 // same when its value namespace names one, and that is the only value these set but for the
-// signer's (the chart's default namespace is the release's).
+// signer's (the chart's default namespace is the release's). The comparison ignores what only Helm
+// needs (Normalize): its annotations and HelmLabels, which the plain manifests must not have, so
+// that ignoring them hides no difference.
 func TestChartMatchesPlainManifests(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -157,6 +159,11 @@ func TestChartMatchesPlainManifests(t *testing.T) {
 				t.Fatalf("objects differ (-plain +chart):\n%s", diff)
 			}
 			for k, p := range plain {
+				for _, label := range HelmLabels {
+					if _, ok := p.GetLabels()[label]; ok {
+						t.Errorf("%s: the plain manifest has Helm's label %s", k, label)
+					}
+				}
 				if diff := cmp.Diff(Normalize(p).Object, Normalize(chart[k]).Object); diff != "" {
 					t.Errorf("%s differs (-plain +chart):\n%s", k, diff)
 				}
