@@ -157,8 +157,9 @@ var HelmLabels = []string{
 	"helm.sh/chart",
 }
 
-// Normalize returns a copy of obj without what only Helm needs: its annotations (hooks, resource
-// policies) and HelmLabels in its metadata. Labels elsewhere (selectors, pod templates) stay.
+// Normalize returns a copy of obj without what only Helm needs: its helm.sh/ annotations (hooks,
+// resource policies) and HelmLabels in its metadata. Labels elsewhere (selectors, pod templates)
+// stay.
 func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	out := obj.DeepCopy()
 	annotations := out.GetAnnotations()
