@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -36,21 +37,17 @@ func Kustomize(dir string) ([]*unstructured.Unstructured, error) {
 }
 
 // RenderChart renders the chart in dir as `helm template` would, with values over the chart's
-// defaults, and returns every object of every template, hooks included.
+// defaults, and returns every object of every template, hooks included. The release's namespace is
+// "default", Helm's when no --namespace is given.
 func RenderChart(dir string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	chrt, err := loader.Load(dir)
+	return RenderChartInNamespace(dir, "default", values)
+}
+
+// RenderChartInNamespace renders the chart in dir as `helm template --namespace namespace` would.
+func RenderChartInNamespace(dir, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	_, files, err := renderFiles(dir, namespace, values)
 	if err != nil {
-		return nil, fmt.Errorf("loading chart %s: %w", dir, err)
-	}
-	release := chartutil.ReleaseOptions{Name: "sealion", Namespace: "default", Revision: 1, IsInstall: true}
-	// ToRenderValues also checks the values against the chart's values.schema.json.
-	renderValues, err := chartutil.ToRenderValues(chrt, values, release, chartutil.DefaultCapabilities)
-	if err != nil {
-		return nil, fmt.Errorf("preparing values of chart %s: %w", dir, err)
-	}
-	files, err := engine.Render(chrt, renderValues)
-	if err != nil {
-		return nil, fmt.Errorf("rendering chart %s: %w", dir, err)
+		return nil, err
 	}
 	names := make([]string, 0, len(files))
 	for name := range files {
@@ -69,6 +66,40 @@ func RenderChart(dir string, values map[string]any) ([]*unstructured.Unstructure
 		objects = append(objects, decoded...)
 	}
 	return objects, nil
+}
+
+// RenderNotes renders the chart's templates/NOTES.txt: what `helm install --namespace namespace`
+// prints once it has installed the chart in dir.
+func RenderNotes(dir, namespace string, values map[string]any) (string, error) {
+	chrt, files, err := renderFiles(dir, namespace, values)
+	if err != nil {
+		return "", err
+	}
+	notes, ok := files[chrt.Name()+"/templates/NOTES.txt"]
+	if !ok {
+		return "", fmt.Errorf("chart %s has no templates/NOTES.txt", dir)
+	}
+	return notes, nil
+}
+
+// renderFiles loads the chart in dir and renders its templates for a release in namespace, with
+// values over the chart's defaults, to their text by name.
+func renderFiles(dir, namespace string, values map[string]any) (*chart.Chart, map[string]string, error) {
+	chrt, err := loader.Load(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading chart %s: %w", dir, err)
+	}
+	release := chartutil.ReleaseOptions{Name: "sealion", Namespace: namespace, Revision: 1, IsInstall: true}
+	// ToRenderValues also checks the values against the chart's values.schema.json.
+	renderValues, err := chartutil.ToRenderValues(chrt, values, release, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, nil, fmt.Errorf("preparing values of chart %s: %w", dir, err)
+	}
+	files, err := engine.Render(chrt, renderValues)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rendering chart %s: %w", dir, err)
+	}
+	return chrt, files, nil
 }
 
 // Decode splits a multi-document YAML stream into objects, skipping empty documents.
@@ -116,7 +147,19 @@ func ByKey(objects []*unstructured.Unstructured) (map[Key]*unstructured.Unstruct
 	return m, nil
 }
 
-// Normalize returns a copy of obj without what only Helm needs: its hook annotations.
+// HelmLabels are the labels the charts add to every object's metadata and the plain manifests do
+// not: those Helm and Kubernetes recommend, naming the chart, its version and the release.
+var HelmLabels = []string{
+	"app.kubernetes.io/name",
+	"app.kubernetes.io/instance",
+	"app.kubernetes.io/version",
+	"app.kubernetes.io/managed-by",
+	"helm.sh/chart",
+}
+
+// Normalize returns a copy of obj without what only Helm needs: its helm.sh/ annotations (hooks,
+// resource policies) and HelmLabels in its metadata. Labels elsewhere (selectors, pod templates)
+// stay.
 func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	out := obj.DeepCopy()
 	annotations := out.GetAnnotations()
@@ -129,6 +172,15 @@ func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 		unstructured.RemoveNestedField(out.Object, "metadata", "annotations")
 	} else {
 		out.SetAnnotations(annotations)
+	}
+	labels := out.GetLabels()
+	for _, k := range HelmLabels {
+		delete(labels, k)
+	}
+	if len(labels) == 0 {
+		unstructured.RemoveNestedField(out.Object, "metadata", "labels")
+	} else {
+		out.SetLabels(labels)
 	}
 	return out
 }

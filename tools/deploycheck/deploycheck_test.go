@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -16,18 +17,25 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/yaml"
 
 	authenticationv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	supervisorconfigv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	"sealion.dev/core/reservednames"
 	"sealion.dev/core/testing/controlplane"
 	conciergeconfig "sealion.dev/servers/concierge/config"
@@ -49,6 +57,15 @@ const (
 
 	// signerSecret is the Secret the signer-secret component mounts.
 	signerSecret = "pinniped-concierge-signer"
+
+	// caCertificateKey is where the servers keep the CA of their aggregated API's serving
+	// certificate in its Secret: servingcert.SecretKeyCACertificate, whose package would bring
+	// dependencies into this module that nothing else here needs.
+	caCertificateKey = "caCertificate"
+
+	// releaseNamespace is where render installs the charts: Helm's namespace without --namespace,
+	// and so the servers' namespace unless the value namespace names another.
+	releaseNamespace = "default"
 )
 
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
@@ -85,11 +102,24 @@ func withComponent(t *testing.T, base, component string) []*unstructured.Unstruc
 
 func render(t *testing.T, chart string, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
-	objects, err := RenderChart(chart, values)
+	objects, err := RenderChartInNamespace(chart, releaseNamespace, values)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return objects
+}
+
+// everyOption returns values that make chart render every object it can: those made on request,
+// and the Namespace (another than the release's).
+func everyOption(chart string) map[string]any {
+	values := map[string]any{
+		"namespace":     "tuna",
+		"networkPolicy": map[string]any{"enabled": true},
+	}
+	if chart != usersChart { // the local-user-authenticator serves no metrics
+		values["serviceMonitor"] = map[string]any{"enabled": true}
+	}
+	return values
 }
 
 func byKey(t *testing.T, objects []*unstructured.Unstructured) map[Key]*unstructured.Unstructured {
@@ -101,6 +131,11 @@ func byKey(t *testing.T, objects []*unstructured.Unstructured) map[Key]*unstruct
 	return m
 }
 
+// The plain manifests install into a namespace of their own, which they create: the chart does the
+// same when its value namespace names one, and that is the only value these set but for the
+// signer's (the chart's default namespace is the release's). The comparison ignores what only Helm
+// needs (Normalize): its annotations and HelmLabels, which the plain manifests must not have, so
+// that ignoring them hides no difference.
 func TestChartMatchesPlainManifests(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -108,13 +143,13 @@ func TestChartMatchesPlainManifests(t *testing.T) {
 		chart  string
 		values map[string]any
 	}{
-		{name: "concierge", plain: kustomize(t, conciergeDeploy), chart: conciergeChart},
+		{name: "concierge", plain: kustomize(t, conciergeDeploy), chart: conciergeChart, values: map[string]any{"namespace": "pinniped-concierge"}},
 		{
 			name: "concierge with a signer Secret", plain: withComponent(t, conciergeDeploy, signerComponent), chart: conciergeChart,
-			values: map[string]any{"signer": map[string]any{"secretName": signerSecret}},
+			values: map[string]any{"namespace": "pinniped-concierge", "signer": map[string]any{"secretName": signerSecret}},
 		},
-		{name: "local-user-authenticator", plain: kustomize(t, usersDeploy), chart: usersChart},
-		{name: "supervisor", plain: kustomize(t, supervisorDeploy), chart: supervisorChart},
+		{name: "local-user-authenticator", plain: kustomize(t, usersDeploy), chart: usersChart, values: map[string]any{"namespace": "local-user-authenticator"}},
+		{name: "supervisor", plain: kustomize(t, supervisorDeploy), chart: supervisorChart, values: map[string]any{"namespace": "pinniped-supervisor"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +159,11 @@ func TestChartMatchesPlainManifests(t *testing.T) {
 				t.Fatalf("objects differ (-plain +chart):\n%s", diff)
 			}
 			for k, p := range plain {
+				for _, label := range HelmLabels {
+					if _, ok := p.GetLabels()[label]; ok {
+						t.Errorf("%s: the plain manifest has Helm's label %s", k, label)
+					}
+				}
 				if diff := cmp.Diff(Normalize(p).Object, Normalize(chart[k]).Object); diff != "" {
 					t.Errorf("%s differs (-plain +chart):\n%s", k, diff)
 				}
@@ -139,6 +179,156 @@ func sortedKeys(m map[Key]*unstructured.Unstructured) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// `helm install --namespace` puts the objects into that namespace, which exists before the chart is
+// installed; the value namespace, when it names another, puts them there, and the chart creates
+// that one (labelled for the server's pods) and keeps it on uninstall.
+func TestChartNamespace(t *testing.T) {
+	charts := []struct {
+		name, dir string
+		labels    map[string]string
+	}{
+		{"concierge", conciergeChart, map[string]string{"app": "pinniped-concierge", "pod-security.kubernetes.io/enforce": "privileged"}},
+		{"local-user-authenticator", usersChart, map[string]string{"app": "local-user-authenticator"}},
+		{"supervisor", supervisorChart, map[string]string{"app": "pinniped-supervisor", "pod-security.kubernetes.io/enforce": "restricted"}},
+	}
+	tests := []struct {
+		name, release, value, want string
+		creates                    bool
+	}{
+		{name: "release namespace", release: "my-ns", want: "my-ns"},
+		{name: "value naming the release namespace", release: "my-ns", value: "my-ns", want: "my-ns"},
+		{name: "value naming another", release: "my-ns", value: "tuna", want: "tuna", creates: true},
+	}
+	for _, c := range charts {
+		for _, tt := range tests {
+			t.Run(c.name+"/"+tt.name, func(t *testing.T) {
+				objects, err := RenderChartInNamespace(c.dir, tt.release, map[string]any{"namespace": tt.value})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var created []*unstructured.Unstructured
+				for _, obj := range objects {
+					if obj.GetKind() == "Namespace" {
+						created = append(created, obj)
+						continue
+					}
+					for _, ns := range namespaceRefs(obj) {
+						if ns != tt.want {
+							t.Errorf("%s is in or names namespace %q, want %q", KeyOf(obj), ns, tt.want)
+						}
+					}
+				}
+				if !tt.creates {
+					if len(created) != 0 {
+						t.Errorf("the chart creates %v, the release's namespace exists already", created)
+					}
+					return
+				}
+				if len(created) != 1 || created[0].GetName() != tt.want {
+					t.Fatalf("the chart creates %v, want the namespace %s", created, tt.want)
+				}
+				if diff := cmp.Diff(c.labels, Normalize(created[0]).GetLabels()); diff != "" {
+					t.Errorf("labels of the namespace (-want +got):\n%s", diff)
+				}
+				if policy := created[0].GetAnnotations()["helm.sh/resource-policy"]; policy != "keep" {
+					t.Errorf("resource policy %q, want keep: uninstalling would delete what users made in the namespace", policy)
+				}
+			})
+		}
+	}
+}
+
+// namespaceRefs returns the namespaces obj is in or names: its own, its subjects', its backend
+// Service's and its containers' --namespace flags; but kube-system and kube-public, where the
+// servers read what the cluster publishes.
+func namespaceRefs(obj *unstructured.Unstructured) []string {
+	refs := []string{obj.GetNamespace()}
+	subjects, _, _ := unstructured.NestedSlice(obj.Object, "subjects")
+	for _, s := range subjects {
+		if ns, ok := s.(map[string]any)["namespace"].(string); ok {
+			refs = append(refs, ns)
+		}
+	}
+	if ns, ok, _ := unstructured.NestedString(obj.Object, "spec", "service", "namespace"); ok {
+		refs = append(refs, ns)
+	}
+	containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		command, _, _ := unstructured.NestedStringSlice(c.(map[string]any), "command")
+		for _, arg := range command {
+			if ns, ok := strings.CutPrefix(arg, "--namespace="); ok {
+				refs = append(refs, ns)
+			}
+		}
+	}
+	return slices.DeleteFunc(refs, func(ns string) bool { return ns == "" || ns == "kube-system" || ns == "kube-public" })
+}
+
+// Every object the charts render carries the labels Helm and Kubernetes recommend, with the chart's
+// and the release's names and versions; pod templates and selectors do not, so that upgrading from
+// a chart without them changes no Deployment's immutable selector.
+func TestChartLabels(t *testing.T) {
+	for name, dir := range map[string]string{"concierge": conciergeChart, "local-user-authenticator": usersChart, "supervisor": supervisorChart} {
+		t.Run(name, func(t *testing.T) {
+			chrt, err := loader.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{
+				"app.kubernetes.io/name":       chrt.Metadata.Name,
+				"app.kubernetes.io/instance":   "sealion",
+				"app.kubernetes.io/version":    chrt.Metadata.AppVersion,
+				"app.kubernetes.io/managed-by": "Helm",
+				"helm.sh/chart":                chrt.Metadata.Name + "-" + chrt.Metadata.Version,
+			}
+			if len(want) != len(HelmLabels) {
+				t.Fatalf("want %v, HelmLabels %v", want, HelmLabels)
+			}
+			for _, obj := range render(t, dir, everyOption(dir)) {
+				labels := obj.GetLabels()
+				for _, k := range HelmLabels {
+					if labels[k] != want[k] {
+						t.Errorf("%s: label %s %q, want %q", KeyOf(obj), k, labels[k], want[k])
+					}
+					if problems := validation.IsValidLabelValue(labels[k]); len(problems) > 0 {
+						t.Errorf("%s: label %s: %v", KeyOf(obj), k, problems)
+					}
+				}
+				for _, path := range [][]string{{"spec", "selector", "matchLabels"}, {"spec", "template", "metadata", "labels"}} {
+					inner, _, _ := unstructured.NestedStringMap(obj.Object, path...)
+					for _, k := range HelmLabels {
+						if _, ok := inner[k]; ok {
+							t.Errorf("%s: %s has label %s", KeyOf(obj), strings.Join(path, "."), k)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// `helm uninstall` deletes every object of its release but those Helm's resource policy keeps: the
+// CRDs must be kept, for deleting one deletes every object of its kind, made by users.
+func TestChartsKeepCRDsOnUninstall(t *testing.T) {
+	for name, chart := range map[string]string{"concierge": conciergeChart, "supervisor": supervisorChart} {
+		t.Run(name, func(t *testing.T) {
+			crds := 0
+			for _, obj := range render(t, chart, nil) {
+				if obj.GetKind() != "CustomResourceDefinition" {
+					continue
+				}
+				crds++
+				if policy := obj.GetAnnotations()["helm.sh/resource-policy"]; policy != "keep" {
+					t.Errorf("%s: resource policy %q, want keep", KeyOf(obj), policy)
+				}
+			}
+			if crds == 0 {
+				t.Error("no CRDs")
+			}
+		})
+	}
 }
 
 // `kubectl apply -f <folder>` and `kubectl apply -k <folder>` must install the same objects.
@@ -222,7 +412,7 @@ func strictDecoder(t *testing.T) runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme,
-		configv1alpha1.AddToScheme, authenticationv1alpha1.AddToScheme,
+		configv1alpha1.AddToScheme, authenticationv1alpha1.AddToScheme, supervisorconfigv1alpha1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
@@ -243,13 +433,16 @@ func decodeStrict(decoder runtime.Decoder, obj *unstructured.Unstructured) error
 func TestManifestsDecodeStrictly(t *testing.T) {
 	decoder := strictDecoder(t)
 	sets := map[string][]*unstructured.Unstructured{
-		"concierge":                      kustomize(t, conciergeDeploy),
-		"concierge signer component":     withComponent(t, conciergeDeploy, signerComponent),
-		"local-user-authenticator":       kustomize(t, usersDeploy),
-		"supervisor":                     kustomize(t, supervisorDeploy),
-		"concierge chart":                render(t, conciergeChart, nil),
-		"local-user-authenticator chart": render(t, usersChart, nil),
-		"supervisor chart":               render(t, supervisorChart, nil),
+		"concierge":                                    kustomize(t, conciergeDeploy),
+		"concierge signer component":                   withComponent(t, conciergeDeploy, signerComponent),
+		"local-user-authenticator":                     kustomize(t, usersDeploy),
+		"supervisor":                                   kustomize(t, supervisorDeploy),
+		"concierge chart":                              render(t, conciergeChart, nil),
+		"local-user-authenticator chart":               render(t, usersChart, nil),
+		"supervisor chart":                             render(t, supervisorChart, nil),
+		"concierge chart, every option":                render(t, conciergeChart, everyOption(conciergeChart)),
+		"local-user-authenticator chart, every option": render(t, usersChart, everyOption(usersChart)),
+		"supervisor chart, every option":               render(t, supervisorChart, everyOption(supervisorChart)),
 	}
 	for name, objects := range sets {
 		t.Run(name, func(t *testing.T) {
@@ -257,6 +450,10 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 				t.Fatal("no objects")
 			}
 			for _, obj := range objects {
+				if obj.GetKind() == "ServiceMonitor" { // not in the scheme: the Prometheus Operator's
+					decodeServiceMonitor(t, obj)
+					continue
+				}
 				if err := decodeStrict(decoder, obj); err != nil {
 					t.Errorf("%s: %v", KeyOf(obj), err)
 				}
@@ -302,6 +499,22 @@ func conciergeConfig(t *testing.T, objects []*unstructured.Unstructured, namespa
 	cfg, err := conciergeconfig.Parse([]byte(text))
 	if err != nil {
 		t.Fatalf("the Concierge would reject its configuration: %v", err)
+	}
+	return cfg
+}
+
+// supervisorConfig parses the Supervisor configuration in the ConfigMap among objects, as the
+// server does.
+func supervisorConfig(t *testing.T, objects []*unstructured.Unstructured, namespace string) *supervisorconfig.Config {
+	t.Helper()
+	cm, ok := byKey(t, objects)[Key{APIVersion: "v1", Kind: "ConfigMap", Namespace: namespace, Name: "pinniped-supervisor-static-config"}]
+	if !ok {
+		t.Fatal("no ConfigMap pinniped-supervisor-static-config")
+	}
+	text, _, _ := unstructured.NestedString(cm.Object, "data", "pinniped.yaml")
+	cfg, err := supervisorconfig.Parse([]byte(text))
+	if err != nil {
+		t.Fatalf("the Supervisor would reject its configuration: %v", err)
 	}
 	return cfg
 }
@@ -413,7 +626,7 @@ func TestChartRendersKubeCertAgentSettings(t *testing.T) {
 	objects := render(t, conciergeChart, map[string]any{"kubeCertAgent": map[string]any{
 		"image": "example.com/agent:1", "imagePullSecrets": []any{"pull"}, "priorityClassName": "system-cluster-critical",
 	}})
-	cfg := conciergeConfig(t, objects, "pinniped-concierge")
+	cfg := conciergeConfig(t, objects, releaseNamespace)
 	want := conciergeconfig.KubeCertAgent{
 		NamePrefix: cfg.KubeCertAgent.NamePrefix, Image: "example.com/agent:1",
 		ImagePullSecrets: []string{"pull"}, PriorityClassName: "system-cluster-critical",
@@ -422,26 +635,26 @@ func TestChartRendersKubeCertAgentSettings(t *testing.T) {
 		t.Errorf("kubeCertAgent (-want +got):\n%s", diff)
 	}
 	// The ServiceAccount the Concierge names in the agent Deployment exists.
-	if name := cfg.Names.AgentServiceAccount; byKey(t, objects)[Key{APIVersion: "v1", Kind: "ServiceAccount", Namespace: "pinniped-concierge", Name: name}] == nil {
+	if name := cfg.Names.AgentServiceAccount; byKey(t, objects)[Key{APIVersion: "v1", Kind: "ServiceAccount", Namespace: releaseNamespace, Name: name}] == nil {
 		t.Errorf("no ServiceAccount %s for the kube cert agent", name)
 	}
 }
 
 // Reserved names are refused by default; the charts' exceptions reach both servers' configurations.
 func TestChartRendersAllowedReservedNames(t *testing.T) {
-	cfg := conciergeConfig(t, render(t, conciergeChart, nil), "pinniped-concierge")
+	cfg := conciergeConfig(t, render(t, conciergeChart, nil), releaseNamespace)
 	if got := cfg.AllowedReservedNames.Refused("pinny", []string{"system:masters"}); got == "" {
 		t.Error("the default chart lets a credential carry system:masters")
 	}
 	values := map[string]any{"allowedReservedNames": map[string]any{"usernames": []any{"system:robot"}, "groups": []any{"system:monitoring"}}}
 	want := reservednames.Exceptions{Usernames: []string{"system:robot"}, Groups: []string{"system:monitoring"}}
-	cfg = conciergeConfig(t, render(t, conciergeChart, values), "pinniped-concierge")
+	cfg = conciergeConfig(t, render(t, conciergeChart, values), releaseNamespace)
 	if diff := cmp.Diff(want, cfg.AllowedReservedNames); diff != "" {
 		t.Errorf("Concierge allowedReservedNames (-want +got):\n%s", diff)
 	}
 
 	supervisor := func(values map[string]any) *supervisorconfig.Config {
-		cm := byKey(t, render(t, supervisorChart, values))[Key{APIVersion: "v1", Kind: "ConfigMap", Namespace: "pinniped-supervisor", Name: "pinniped-supervisor-static-config"}]
+		cm := byKey(t, render(t, supervisorChart, values))[Key{APIVersion: "v1", Kind: "ConfigMap", Namespace: releaseNamespace, Name: "pinniped-supervisor-static-config"}]
 		if cm == nil {
 			t.Fatal("no ConfigMap pinniped-supervisor-static-config")
 		}
@@ -540,6 +753,43 @@ func TestChartRendersImpersonationProxySettings(t *testing.T) {
 	}
 	if diff := cmp.Diff(&want, got.Spec.ImpersonationProxy); diff != "" {
 		t.Errorf("impersonation proxy spec (-want +got):\n%s", diff)
+	}
+}
+
+// impersonationProxy.tls reaches the CredentialIssuer's spec.impersonationProxy.tls, field by field,
+// from our values, from the community chart's, or from both, the latter over the former.
+func TestChartRendersImpersonationProxyTLS(t *testing.T) {
+	ours := func(tls map[string]any) map[string]any {
+		return map[string]any{"impersonationProxy": map[string]any{"tls": tls}}
+	}
+	tests := []struct {
+		name   string
+		values map[string]any
+		want   *configv1alpha1.ImpersonationProxyTLSSpec
+	}{
+		{name: "defaults", values: nil, want: nil},
+		{name: "empty", values: ours(map[string]any{"secretName": "", "certificateAuthorityData": ""}), want: nil},
+		{name: "a Secret", values: ours(map[string]any{"secretName": "proxy-cert"}), want: &configv1alpha1.ImpersonationProxyTLSSpec{SecretName: "proxy-cert"}},
+		{
+			name:   "a Secret and a CA bundle",
+			values: ours(map[string]any{"secretName": "proxy-cert", "certificateAuthorityData": "Q0E="}),
+			want:   &configv1alpha1.ImpersonationProxyTLSSpec{SecretName: "proxy-cert", CertificateAuthorityData: "Q0E="},
+		},
+		{
+			name: "community Secret over our CA bundle",
+			values: map[string]any{
+				"impersonationProxy": map[string]any{"tls": map[string]any{"secretName": "ours", "certificateAuthorityData": "Q0E="}},
+				"concierge":          map[string]any{"credentialIssuerConfig": "impersonationProxy:\n  tls:\n    secretName: theirs\n"},
+			},
+			want: &configv1alpha1.ImpersonationProxyTLSSpec{SecretName: "theirs", CertificateAuthorityData: "Q0E="},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, credentialIssuerSpec(t, tt.values).ImpersonationProxy.TLS); diff != "" {
+				t.Errorf("spec.impersonationProxy.tls (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -671,6 +921,231 @@ func TestChartRejectsInvalidValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A misspelt value is refused, at any depth, with the key and where it is: ignored, it would
+// install something else than its author meant.
+func TestChartsRefuseUnknownValues(t *testing.T) {
+	tests := []struct {
+		name   string
+		chart  string
+		values map[string]any
+		want   []string
+	}{
+		{name: "concierge top level", chart: conciergeChart, values: map[string]any{"replica": 3}, want: []string{"at ''", "'replica'"}},
+		{name: "concierge nested", chart: conciergeChart, values: map[string]any{"image": map[string]any{"tagg": "v1"}}, want: []string{"'/image'", "'tagg'"}},
+		{
+			name: "concierge deeper", chart: conciergeChart,
+			values: map[string]any{"impersonationProxy": map[string]any{"service": map[string]any{"typ": "None"}}},
+			want:   []string{"'/impersonationProxy/service'", "'typ'"},
+		},
+		{
+			name: "concierge resources", chart: conciergeChart,
+			values: map[string]any{"resources": map[string]any{"limit": map[string]any{"cpu": "1"}}},
+			want:   []string{"'/resources'", "'limit'"},
+		},
+		{
+			name: "community values as a map", chart: conciergeChart,
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": map[string]any{"impersonationProxy": map[string]any{"mod": "enabled"}}}},
+			want:   []string{"'/concierge/credentialIssuerConfig/impersonationProxy'", "'mod'"},
+		},
+		{
+			name: "community values as text", chart: conciergeChart,
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": "impersonationProxy: {mod: enabled}\n"}},
+			want:   []string{`concierge.credentialIssuerConfig: "mod" is not a field of impersonationProxy`},
+		},
+		{
+			name: "community values as text, nested", chart: conciergeChart,
+			values: map[string]any{"concierge": map[string]any{"credentialIssuerConfig": "impersonationProxy: {tls: {secret: proxy-tls}}\n"}},
+			want:   []string{`concierge.credentialIssuerConfig: "secret" is not a field of impersonationProxy.tls`},
+		},
+		{name: "local-user-authenticator top level", chart: usersChart, values: map[string]any{"replica": 1}, want: []string{"at ''", "'replica'"}},
+		{name: "local-user-authenticator nested", chart: usersChart, values: map[string]any{"image": map[string]any{"pullpolicy": "Always"}}, want: []string{"'/image'", "'pullpolicy'"}},
+		{name: "supervisor top level", chart: supervisorChart, values: map[string]any{"loglevel": "debug"}, want: []string{"at ''", "'loglevel'"}},
+		{
+			name: "supervisor nested", chart: supervisorChart,
+			values: map[string]any{"allowedReservedNames": map[string]any{"users": []any{"system:robot"}}},
+			want:   []string{"'/allowedReservedNames'", "'users'"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := RenderChart(tt.chart, tt.values)
+			for _, want := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("got error %v, want one mentioning %s", err, want)
+				}
+			}
+		})
+	}
+}
+
+// The values schemas refuse every key they do not declare, at every level: each object schema
+// either declares its properties and refuses others, or is a map whose values it types. Only
+// global, Helm's values shared with parent charts, is left open.
+func TestChartSchemasAreStrict(t *testing.T) {
+	for name, chart := range map[string]string{"concierge": conciergeChart, "local-user-authenticator": usersChart, "supervisor": supervisorChart} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(chart, "values.schema.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var schema map[string]any
+			if err := json.Unmarshal(data, &schema); err != nil {
+				t.Fatal(err)
+			}
+			checkStrict(t, "", schema)
+		})
+	}
+}
+
+func checkStrict(t *testing.T, path string, schema map[string]any) {
+	t.Helper()
+	if path == "/properties/global" {
+		return
+	}
+	if admitsObject(schema["type"]) {
+		switch additional := schema["additionalProperties"].(type) {
+		case bool:
+			if additional || schema["properties"] == nil {
+				t.Errorf("%s: additionalProperties %v with properties %v", path, additional, schema["properties"])
+			}
+		case map[string]any:
+			if schema["properties"] != nil {
+				t.Errorf("%s: a map with fixed properties too", path)
+			}
+		default:
+			t.Errorf("%s: an object schema that accepts any key", path)
+		}
+	}
+	for _, key := range []string{"properties", "definitions"} {
+		children, _ := schema[key].(map[string]any)
+		for name, child := range children {
+			checkStrict(t, path+"/"+key+"/"+name, child.(map[string]any))
+		}
+	}
+	for _, key := range []string{"items", "additionalProperties"} {
+		if child, ok := schema[key].(map[string]any); ok {
+			checkStrict(t, path+"/"+key, child)
+		}
+	}
+	branches, _ := schema["allOf"].([]any)
+	for i, branch := range branches {
+		checkStrict(t, fmt.Sprintf("%s/allOf/%d", path, i), branch.(map[string]any))
+	}
+}
+
+// admitsObject tells whether a schema's type admits an object.
+func admitsObject(typ any) bool {
+	switch typ := typ.(type) {
+	case string:
+		return typ == "object"
+	case []any:
+		return slices.Contains(typ, any("object"))
+	}
+	return false
+}
+
+// Once installed, each chart tells what it installed and where, and what to do next; the object
+// its notes have the user create is one the API accepts, named as the chart's own objects are.
+func TestChartNotes(t *testing.T) {
+	decoder := strictDecoder(t)
+	// example returns the object that the notes have the user apply with `kubectl apply -f - <<EOF`.
+	example := func(t *testing.T, notes string, into runtime.Object) {
+		t.Helper()
+		_, rest, ok := strings.Cut(notes, "<<EOF\n")
+		body, _, closed := strings.Cut(rest, "\nEOF\n")
+		if !ok || !closed {
+			t.Fatalf("no object to apply in the notes:\n%s", notes)
+		}
+		objects, err := Decode([]byte(body))
+		if err != nil || len(objects) != 1 {
+			t.Fatalf("the notes' object: %v (%d objects)\n%s", err, len(objects), body)
+		}
+		if err := decodeStrict(decoder, objects[0]); err != nil {
+			t.Fatalf("the notes' object: %v", err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objects[0].Object, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes := func(t *testing.T, chart, release string, values map[string]any) string {
+		t.Helper()
+		text, err := RenderNotes(chart, release, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		namespace := release
+		if ns, ok := values["namespace"].(string); ok {
+			namespace = ns
+		}
+		if !strings.Contains(text, "installed in the namespace "+namespace) {
+			t.Errorf("the notes do not say where the server is installed:\n%s", text)
+		}
+		return text
+	}
+	const label = "kubectl label namespace my-ns pod-security.kubernetes.io/enforce=privileged"
+
+	t.Run("concierge", func(t *testing.T) {
+		text := notes(t, conciergeChart, "my-ns", nil)
+		var authenticator authenticationv1alpha1.JWTAuthenticator
+		example(t, text, &authenticator)
+		for _, want := range []string{"pinniped get kubeconfig >", label} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the notes lack %q:\n%s", want, text)
+			}
+		}
+	})
+	t.Run("concierge with a signer or a namespace of its own", func(t *testing.T) {
+		// The kube cert agent does not run, or runs in a namespace the chart labelled.
+		for _, values := range []map[string]any{{"signer": map[string]any{"secretName": "signer"}}, {"namespace": "tuna"}} {
+			if text := notes(t, conciergeChart, "my-ns", values); strings.Contains(text, "pod-security") {
+				t.Errorf("%v: the notes have the user label the namespace:\n%s", values, text)
+			}
+		}
+	})
+	t.Run("concierge with another API group suffix", func(t *testing.T) {
+		text := notes(t, conciergeChart, "my-ns", map[string]any{"apiGroupSuffix": "tuna.io"})
+		for _, want := range []string{"pinniped get kubeconfig --concierge-api-group-suffix tuna.io >", "apiVersion: authentication.concierge.tuna.io/v1alpha1"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the notes lack %q:\n%s", want, text)
+			}
+		}
+	})
+	t.Run("supervisor", func(t *testing.T) {
+		text := notes(t, supervisorChart, "my-ns", nil)
+		var federationDomain supervisorconfigv1alpha1.FederationDomain
+		example(t, text, &federationDomain)
+		if federationDomain.Namespace != "my-ns" {
+			t.Errorf("the notes' FederationDomain is in namespace %q", federationDomain.Namespace)
+		}
+		objects, err := RenderChartInNamespace(supervisorChart, "my-ns", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret := supervisorConfig(t, objects, "my-ns").Names.DefaultTLSCertificateSecret
+		if !strings.Contains(text, "kubectl create secret tls "+secret+" -n my-ns") {
+			t.Errorf("the notes do not have the user create the Secret %s:\n%s", secret, text)
+		}
+		if _, ok := byKey(t, objects)[Key{APIVersion: "v1", Kind: "Service", Namespace: "my-ns", Name: "pinniped-supervisor-clusterip"}]; !ok || !strings.Contains(text, "Service pinniped-supervisor-clusterip") {
+			t.Errorf("the notes name no Service of the chart to expose:\n%s", text)
+		}
+	})
+	t.Run("local-user-authenticator", func(t *testing.T) {
+		text := notes(t, usersChart, "my-ns", nil)
+		var authenticator authenticationv1alpha1.WebhookAuthenticator
+		example(t, text, &authenticator)
+		objects, err := RenderChartInNamespace(usersChart, "my-ns", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var service corev1.Service
+		fromObject(t, byKey(t, objects), Key{APIVersion: "v1", Kind: "Service", Namespace: "my-ns", Name: "local-user-authenticator"}, &service)
+		want := "https://" + service.Name + "." + service.Namespace + ".svc/authenticate"
+		if authenticator.Spec.Endpoint != want || len(service.Spec.Ports) != 1 || service.Spec.Ports[0].Port != 443 {
+			t.Errorf("the notes' endpoint %s, the Service %s:%v; want %s on port 443", authenticator.Spec.Endpoint, service.Name, service.Spec.Ports, want)
+		}
+	})
 }
 
 // TestManifestsApplyToAPIServer installs everything into a real kube-apiserver (no nodes, so no
@@ -834,6 +1309,247 @@ func TestHighAvailability(t *testing.T) {
 				t.Errorf("the Role grants %v on leases, want get, create and update", verbs)
 			}
 		})
+	}
+}
+
+// The local-user-authenticator runs one replica at most, as each signs its serving certificate with
+// a CA of its own and only one CA is published; and no PodDisruptionBudget, which for one replica
+// would either protect nothing or block every node drain.
+func TestLocalUserAuthenticatorRunsOneReplica(t *testing.T) {
+	for _, objects := range [][]*unstructured.Unstructured{kustomize(t, usersDeploy), render(t, usersChart, nil)} {
+		for _, obj := range objects {
+			if obj.GetKind() == "PodDisruptionBudget" {
+				t.Errorf("%s: a budget for one replica", KeyOf(obj))
+			}
+			if obj.GetKind() == "Deployment" {
+				if replicas, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas"); fmt.Sprint(replicas) != "1" {
+					t.Errorf("%s: %v replicas, want 1", KeyOf(obj), replicas)
+				}
+			}
+		}
+	}
+	if _, err := RenderChart(usersChart, map[string]any{"replicas": 2}); err == nil || !strings.Contains(err.Error(), "'/replicas'") {
+		t.Errorf("two replicas: got error %v, want one naming replicas", err)
+	}
+}
+
+// The opt-in NetworkPolicy, named after the Deployment, selects its pods and allows ingress to every
+// port they serve, from anywhere, and to no other; it restricts no egress.
+func TestChartNetworkPolicy(t *testing.T) {
+	decoder := strictDecoder(t)
+	for name, dir := range map[string]string{"pinniped-concierge": conciergeChart, "local-user-authenticator": usersChart, "pinniped-supervisor": supervisorChart} {
+		t.Run(name, func(t *testing.T) {
+			for _, obj := range render(t, dir, nil) {
+				if obj.GetKind() == "NetworkPolicy" {
+					t.Errorf("%s by default", KeyOf(obj))
+				}
+			}
+			m := byKey(t, render(t, dir, map[string]any{"networkPolicy": map[string]any{"enabled": true}}))
+			var deployment appsv1.Deployment
+			fromObject(t, m, Key{APIVersion: "apps/v1", Kind: "Deployment", Namespace: releaseNamespace, Name: name}, &deployment)
+			policyKey := Key{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy", Namespace: releaseNamespace, Name: name}
+			var policy networkingv1.NetworkPolicy
+			fromObject(t, m, policyKey, &policy)
+			if err := decodeStrict(decoder, m[policyKey]); err != nil {
+				t.Error(err)
+			}
+			if diff := cmp.Diff(*deployment.Spec.Selector, policy.Spec.PodSelector); diff != "" {
+				t.Errorf("the policy selects other pods than the Deployment's (-Deployment +policy):\n%s", diff)
+			}
+			if want := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}; !slices.Equal(policy.Spec.PolicyTypes, want) {
+				t.Errorf("policy types %v, want %v", policy.Spec.PolicyTypes, want)
+			}
+			if len(policy.Spec.Ingress) != 1 || len(policy.Spec.Ingress[0].From) != 0 {
+				t.Fatalf("ingress rules %+v, want one from anywhere", policy.Spec.Ingress)
+			}
+			var served, allowed []string
+			for _, c := range deployment.Spec.Template.Spec.Containers {
+				for _, p := range c.Ports {
+					served = append(served, string(p.Protocol)+"/"+p.Name)
+				}
+			}
+			for _, p := range policy.Spec.Ingress[0].Ports {
+				protocol := corev1.ProtocolTCP // the API's default
+				if p.Protocol != nil {
+					protocol = *p.Protocol
+				}
+				allowed = append(allowed, string(protocol)+"/"+p.Port.String())
+			}
+			sort.Strings(served)
+			sort.Strings(allowed)
+			if diff := cmp.Diff(served, allowed); diff != "" {
+				t.Errorf("ports the pods serve and the policy allows differ (-served +allowed):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The opt-in ServiceMonitor has Prometheus scrape /metrics where the server serves it, on its
+// aggregated API's port, through that API's Service alone, verifying the certificate the server
+// issues for that Service with the CA it publishes. The local-user-authenticator serves no metrics,
+// and its chart has no ServiceMonitor.
+func TestChartServiceMonitor(t *testing.T) {
+	type names struct{ apiService, servingCertificateSecret string }
+	for name, c := range map[string]struct {
+		dir    string
+		config func(t *testing.T, objects []*unstructured.Unstructured) (names, int64)
+	}{
+		"concierge": {conciergeChart, func(t *testing.T, objects []*unstructured.Unstructured) (names, int64) {
+			cfg := conciergeConfig(t, objects, releaseNamespace)
+			return names{cfg.Names.APIService, cfg.Names.ServingCertificateSecret}, *cfg.AggregatedAPIServerPort
+		}},
+		"supervisor": {supervisorChart, func(t *testing.T, objects []*unstructured.Unstructured) (names, int64) {
+			cfg := supervisorConfig(t, objects, releaseNamespace)
+			return names{cfg.Names.APIService, cfg.Names.ServingCertificateSecret()}, *cfg.AggregatedAPIServerPort
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, obj := range render(t, c.dir, nil) {
+				if obj.GetKind() == "ServiceMonitor" {
+					t.Errorf("%s by default", KeyOf(obj))
+				}
+			}
+			objects := render(t, c.dir, map[string]any{"serviceMonitor": map[string]any{
+				"enabled": true, "labels": map[string]any{"release": "prometheus"}, "interval": "30s",
+			}})
+			var monitors []serviceMonitor
+			for _, obj := range objects {
+				if obj.GetAPIVersion() == "monitoring.coreos.com/v1" && obj.GetKind() == "ServiceMonitor" {
+					monitors = append(monitors, decodeServiceMonitor(t, obj))
+				}
+			}
+			if len(monitors) != 1 || len(monitors[0].Spec.Endpoints) != 1 {
+				t.Fatalf("ServiceMonitors %+v, want one with one endpoint", monitors)
+			}
+			monitor, endpoint := monitors[0], monitors[0].Spec.Endpoints[0]
+			want, port := c.config(t, objects)
+
+			if monitor.Metadata.Namespace != releaseNamespace || !slices.Equal(monitor.Spec.NamespaceSelector.MatchNames, []string{releaseNamespace}) {
+				t.Errorf("in namespace %q, watching %v; want %s", monitor.Metadata.Namespace, monitor.Spec.NamespaceSelector.MatchNames, releaseNamespace)
+			}
+			if monitor.Metadata.Labels["release"] != "prometheus" || monitor.Metadata.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+				t.Errorf("labels %v, want the chart's and serviceMonitor.labels", monitor.Metadata.Labels)
+			}
+			if endpoint.Scheme != "https" || endpoint.Path != "/metrics" || endpoint.Interval != "30s" || endpoint.BearerTokenFile == "" {
+				t.Errorf("endpoint %+v, want /metrics over HTTPS every 30s with Prometheus' token", endpoint)
+			}
+
+			// The Services Prometheus scrapes: those the selector selects and the relabelings keep.
+			selector, err := metav1.LabelSelectorAsSelector(&monitor.Spec.Selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var scraped []corev1.Service
+			for _, obj := range objects {
+				if obj.GetKind() != "Service" || obj.GetNamespace() != releaseNamespace || !selector.Matches(labels.Set(obj.GetLabels())) {
+					continue
+				}
+				kept := true
+				for _, r := range endpoint.Relabelings {
+					if r.Action == "keep" && slices.Equal(r.SourceLabels, []string{"__meta_kubernetes_service_name"}) {
+						kept = kept && regexp.MustCompile("^(?:"+r.Regex+")$").MatchString(obj.GetName())
+					}
+				}
+				if kept {
+					var svc corev1.Service
+					fromObject(t, map[Key]*unstructured.Unstructured{KeyOf(obj): obj}, KeyOf(obj), &svc)
+					scraped = append(scraped, svc)
+				}
+			}
+			if len(scraped) != 1 || scraped[0].Name != want.apiService {
+				t.Fatalf("scrapes %d Services, want only %s", len(scraped), want.apiService)
+			}
+			var target *corev1.ServicePort
+			for i, p := range scraped[0].Spec.Ports {
+				if p.Name == endpoint.Port {
+					target = &scraped[0].Spec.Ports[i]
+				}
+			}
+			if target == nil || target.TargetPort.IntValue() != int(port) {
+				t.Errorf("port %q of Service %s is %+v, want one to the aggregated API's port %d", endpoint.Port, want.apiService, target, port)
+			}
+
+			tls := endpoint.TLSConfig
+			if wantName := want.apiService + "." + releaseNamespace + ".svc"; tls.ServerName != wantName {
+				t.Errorf("verifies the name %q, the certificate is for %q", tls.ServerName, wantName)
+			}
+			if tls.CA.Secret.Name != want.servingCertificateSecret || tls.CA.Secret.Key != caCertificateKey {
+				t.Errorf("CA from %+v, want key %s of Secret %s", tls.CA.Secret, caCertificateKey, want.servingCertificateSecret)
+			}
+		})
+	}
+
+	t.Run("interval that is not a duration", func(t *testing.T) {
+		_, err := RenderChart(conciergeChart, map[string]any{"serviceMonitor": map[string]any{"enabled": true, "interval": "half a minute"}})
+		if err == nil || !strings.Contains(err.Error(), "'/serviceMonitor/interval'") {
+			t.Errorf("got error %v, want one naming serviceMonitor.interval", err)
+		}
+	})
+	t.Run("local-user-authenticator", func(t *testing.T) {
+		_, err := RenderChart(usersChart, map[string]any{"serviceMonitor": map[string]any{"enabled": true}})
+		if err == nil || !strings.Contains(err.Error(), "'serviceMonitor'") {
+			t.Errorf("got error %v, want serviceMonitor refused", err)
+		}
+	})
+}
+
+// serviceMonitor holds the fields of the Prometheus Operator's ServiceMonitor (monitoring.coreos.com/v1)
+// that the charts set, named as in that API; decodeServiceMonitor refuses any other, such as a
+// misspelt one, which the Operator's CRD would prune.
+type serviceMonitor struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		NamespaceSelector struct {
+			MatchNames []string `json:"matchNames"`
+		} `json:"namespaceSelector"`
+		Selector  metav1.LabelSelector `json:"selector"`
+		Endpoints []struct {
+			Port            string `json:"port"`
+			Path            string `json:"path"`
+			Scheme          string `json:"scheme"`
+			Interval        string `json:"interval"`
+			BearerTokenFile string `json:"bearerTokenFile"`
+			TLSConfig       struct {
+				ServerName string `json:"serverName"`
+				CA         struct {
+					Secret corev1.SecretKeySelector `json:"secret"`
+				} `json:"ca"`
+			} `json:"tlsConfig"`
+			Relabelings []struct {
+				SourceLabels []string `json:"sourceLabels"`
+				Regex        string   `json:"regex"`
+				Action       string   `json:"action"`
+			} `json:"relabelings"`
+		} `json:"endpoints"`
+	} `json:"spec"`
+}
+
+func decodeServiceMonitor(t *testing.T, obj *unstructured.Unstructured) serviceMonitor {
+	t.Helper()
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoder := json.NewDecoder(bytes.NewReader(data))
+	decoder.DisallowUnknownFields()
+	var monitor serviceMonitor
+	if err := decoder.Decode(&monitor); err != nil {
+		t.Fatalf("%s: %v", KeyOf(obj), err)
+	}
+	return monitor
+}
+
+// fromObject converts the object with key k among m into a typed object, failing on unknown fields.
+func fromObject(t *testing.T, m map[Key]*unstructured.Unstructured, k Key, into any) {
+	t.Helper()
+	obj, ok := m[k]
+	if !ok {
+		t.Fatalf("no %s", k)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, into, true); err != nil {
+		t.Fatalf("%s: %v", k, err)
 	}
 }
 
