@@ -90,23 +90,29 @@ build: deps ## build our binaries into ./bin
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/local-user-authenticator ./servers/local-user-authenticator
 	CGO_ENABLED=0 $(GO) build -ldflags "$(CLI_LDFLAGS)" -o $(BIN)/pinniped ./cli/cmd/pinniped
 
-# The CLI's platforms. make test builds the CLI for each and type-checks its unit tests for each
-# (go vet compiles them; only this machine's platform can run them).
+# The CLI's platforms, as the release builds them. make test type-checks the CLI and its unit
+# tests for each (go vet compiles them; only this machine's platform can run them), and builds
+# them with the release.
 CLI_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
-.PHONY: cli-cross
-cli-cross: deps ## the CLI for each of CLI_PLATFORMS into _output/cli, its unit tests type-checked for each
-	@for p in $(CLI_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
-		echo "pinniped for $$os/$$arch"; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -ldflags "$(CLI_LDFLAGS)" \
-			-o _output/cli/pinniped-$$os-$$arch$$ext ./cli/cmd/pinniped && \
-		GOOS=$$os GOARCH=$$arch $(GO) vet ./cli/... || exit 1; \
+.PHONY: verify-cli-platforms
+verify-cli-platforms: deps ## type-check the CLI and its unit tests for each of CLI_PLATFORMS
+	@for p in $(CLI_PLATFORMS); do echo "go vet ./cli/... for $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./cli/... || exit 1; \
 	done
 
 # make release VERSION=v0.1.0 [REGISTRY=registry.example.com/team]: see tools/release.
 .PHONY: release
 release: deps ## the release of VERSION into _output/release/VERSION: server image (OCI tarball), install YAMLs, Helm charts, CLIs, SHA256SUMS; REGISTRY also pushes the image
 	cd tools && $(GO) run ./release --version "$(VERSION)" --repo-root $(CURDIR) $(if $(REGISTRY),--registry $(REGISTRY))
+
+# make test makes a release of this version, to prove every artefact builds from a fresh clone.
+RELEASE_CHECK_VERSION := v0.0.0-check
+
+.PHONY: release-check
+release-check:
+	$(MAKE) release VERSION=$(RELEASE_CHECK_VERSION)
+	cd _output/release/$(RELEASE_CHECK_VERSION) && sha256sum --quiet -c SHA256SUMS
 
 .PHONY: kube-binaries
 kube-binaries: deps ## build etcd and the Kubernetes binaries from source into the cache (no-op when warm)
@@ -308,7 +314,7 @@ vulncheck: deps ## report known advisories (as of VULNDB_VERSION) in our modules
 	cd tools && $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db file://$(VULNDB_DIR) ./...
 
 .PHONY: test
-test: verify-format verify-modules verify-generate unit cli-cross integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof)
+test: verify-format verify-modules verify-generate unit verify-cli-platforms release-check integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof)
 
 .PHONY: bench
 bench: kube-binaries ## benchmarks: in-server exchange cost, load runs through the aggregation layer and the Supervisor, the proxy on a cluster
