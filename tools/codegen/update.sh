@@ -90,3 +90,6 @@ for dest in servers/supervisor/deploy/crds servers/supervisor/deploy/chart/files
 	rm -f "${dest}"/*.yaml
 	cp "${generated}"/crds/*.supervisor.pinniped.dev_*.yaml "${dest}/"
 done
+
+echo "Writing the reference pages (docs/reference) from the CRDs and the API types"
+(cd "${tools}" && go run ./docgen --repo-root "${root}")

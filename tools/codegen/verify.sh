@@ -7,13 +7,15 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 cd "${root}"
 
-# Every file update.sh writes: the generated trees, zz_generated files next to the types, and the
-# copies of the Concierge and Supervisor CRDs in their install manifests.
+# Every file update.sh writes: the generated trees, zz_generated files next to the types, the
+# copies of the Concierge and Supervisor CRDs in their install manifests, and the API reference.
 generated_files() {
 	{
 		find core/generated -type f 2>/dev/null || true
 		find core/apis -type f -name 'zz_generated.*.go'
 		find servers/concierge/deploy/crds servers/concierge/deploy/chart/files/crds servers/supervisor/deploy/crds servers/supervisor/deploy/chart/files/crds -type f -name '*.yaml' 2>/dev/null || true
+		echo docs/reference/api.md
+		echo docs/reference/conditions.md
 	} | LC_ALL=C sort
 }
 
