@@ -1210,6 +1210,46 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		kubectl(t, yamlStream(t, rest), "apply", "-f", "-")
 		kubectl(t, nil, "get", "credentialissuers.config.concierge.tuna.io", "pinniped-concierge-config")
 	})
+
+	// Every chart with its optional objects on, in namespaces of their own, is validated by the
+	// API server against its OpenAPI, strictly: an unknown or misplaced field fails. The
+	// ServiceMonitor is left off, since this API server has no Prometheus Operator CRDs.
+	t.Run("charts with every option, strict server-side validation", func(t *testing.T) {
+		for _, c := range []struct {
+			chart  string
+			values map[string]any
+		}{
+			{conciergeChart, map[string]any{
+				"namespace":          "strict-concierge",
+				"networkPolicy":      map[string]any{"enabled": true},
+				"signer":             map[string]any{"secretName": "signer"},
+				"impersonationProxy": map[string]any{"mode": "enabled", "externalEndpoint": "proxy.example.com", "tls": map[string]any{"secretName": "proxy-tls", "certificateAuthorityData": "Y2E="}},
+			}},
+			{supervisorChart, map[string]any{"namespace": "strict-supervisor", "networkPolicy": map[string]any{"enabled": true}}},
+			{usersChart, map[string]any{"namespace": "strict-users", "networkPolicy": map[string]any{"enabled": true}}},
+		} {
+			var first, rest []*unstructured.Unstructured
+			namespaces := 0
+			for _, obj := range render(t, c.chart, c.values) {
+				switch obj.GetKind() {
+				case "Namespace":
+					namespaces++
+					first = append(first, obj)
+				case "CustomResourceDefinition":
+					first = append(first, obj)
+				default:
+					rest = append(rest, obj)
+				}
+			}
+			if namespaces != 1 {
+				t.Fatalf("%s: %d Namespaces rendered, want the one of the namespace value", c.chart, namespaces)
+			}
+			// A dry run cannot create objects in a namespace, or of a kind, that does not exist yet.
+			kubectl(t, yamlStream(t, first), "apply", "--validate=strict", "-f", "-")
+			kubectl(t, nil, waitForCRDs...)
+			kubectl(t, yamlStream(t, rest), "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+		}
+	})
 }
 
 // yamlStream encodes objects as one YAML document each, Namespaces first as kubectl applies a
