@@ -55,7 +55,11 @@ func (r *release) serverImage() (string, error) {
 		if err := gobuild.Build(r.repoRoot, binDir, target, serverimage.Binaries); err != nil {
 			return "", err
 		}
-		img, err := serverimage.Image(tag, r.caBundle, binDir, arch, serverimage.Binaries).Build()
+		built, err := serverimage.Image(tag, r.caBundle, binDir, arch, serverimage.Binaries).Build()
+		if err != nil {
+			return "", err
+		}
+		img, err := r.releaseLabels(built)
 		if err != nil {
 			return "", err
 		}
@@ -81,6 +85,25 @@ func (r *release) serverImage() (string, error) {
 		}
 	}
 	return r.repository() + "@" + digest.String(), nil
+}
+
+// releaseLabels replaces the image's labels with the OCI ones naming the release. The recipe
+// label of development images goes: it digests the binaries' paths on this machine, which would
+// make the image, and the digest the manifests pin, depend on where the release was made.
+func (r *release) releaseLabels(img v1.Image) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg := cf.Config
+	cfg.Labels = map[string]string{
+		"org.opencontainers.image.title":    "pinniped-server",
+		"org.opencontainers.image.version":  r.version,
+		"org.opencontainers.image.revision": r.commit,
+		"org.opencontainers.image.created":  r.date.Format(time.RFC3339),
+		"org.opencontainers.image.licenses": "Apache-2.0",
+	}
+	return mutate.Config(img, cfg)
 }
 
 func (r *release) push(tag string, index v1.ImageIndex) error {

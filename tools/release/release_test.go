@@ -16,6 +16,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 
 	"sealion.dev/tools/deploycheck"
+	"sealion.dev/tools/internal/imagebuild"
+	"sealion.dev/tools/internal/serverimage"
 )
 
 // repoRoot is the main module's root, from this package's folder.
@@ -270,5 +272,53 @@ func untar(t *testing.T, data []byte, dir string) {
 		if err := os.WriteFile(p, body, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// The released image does not depend on where its binaries were built: the development recipe
+// label, which digests their paths, is replaced by the OCI labels of the release.
+func TestServerImageIndependentOfBuildFolder(t *testing.T) {
+	r := testRelease(t)
+	caBundle := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caBundle, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var digests []string
+	for range 2 {
+		binDir := t.TempDir()
+		for _, b := range serverimage.Binaries {
+			if err := os.WriteFile(filepath.Join(binDir, b.Name), []byte("binary "+b.Name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		built, err := serverimage.Image("localhost/sealion/pinniped-server:v0.1.0-rc.1", caBundle, binDir, "arm64", serverimage.Binaries).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := r.releaseLabels(built)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := cf.Config.Labels[imagebuild.RecipeLabel]; ok {
+			t.Error("the development recipe label is still there")
+		}
+		if cf.Config.Labels["org.opencontainers.image.version"] != "v0.1.0-rc.1" || cf.Config.Labels["org.opencontainers.image.revision"] != "0123abc" {
+			t.Errorf("labels %v", cf.Config.Labels)
+		}
+		if cf.Architecture != "arm64" || cf.Config.User != imagebuild.NonrootUser {
+			t.Errorf("architecture %q, user %q", cf.Architecture, cf.Config.User)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, d.String())
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("the same binaries from two folders gave images %s and %s", digests[0], digests[1])
 	}
 }
