@@ -29,8 +29,10 @@ func IsReserved(name string) bool {
 // Exceptions are the reserved names an operator explicitly allows: exact usernames and exact
 // groups, never patterns. The zero value allows none. Field names are the configuration file's.
 type Exceptions struct {
+	// Usernames are exact usernames starting with "system:" that may still be issued.
 	Usernames []string `json:"usernames,omitempty"`
-	Groups    []string `json:"groups,omitempty"`
+	// Groups are exact group names starting with "system:" that may still be issued.
+	Groups []string `json:"groups,omitempty"`
 }
 
 // Validate refuses entries that could not mean what an operator wants: a name outside the reserved

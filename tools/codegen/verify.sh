@@ -16,6 +16,7 @@ generated_files() {
 		find servers/concierge/deploy/crds servers/concierge/deploy/chart/files/crds servers/supervisor/deploy/crds servers/supervisor/deploy/chart/files/crds -type f -name '*.yaml' 2>/dev/null || true
 		echo docs/reference/api.md
 		echo docs/reference/conditions.md
+		echo docs/reference/config.md
 	} | LC_ALL=C sort
 }
 

@@ -1,6 +1,7 @@
 // Command docgen writes the reference pages of the docs from the sources, so that they cannot drift
 // from the code: the API reference from the CRDs (every field users can set or read, as the API
-// server validates it) and the status conditions from the API types' doc comments. Run from the
+// server validates it), the status conditions from the API types' doc comments, and the servers'
+// configuration keys from their config types. Run from the
 // tools module: go run ./docgen [--repo-root ..] (tools/codegen/update.sh runs it;
 // verify-generate fails when a page is stale).
 package main
@@ -27,13 +28,17 @@ func main() {
 	}
 }
 
-// write writes docs/reference/api.md and docs/reference/conditions.md.
+// write writes docs/reference/api.md, conditions.md and config.md.
 func write(root string) error {
 	api, err := reference(filepath.Join(root, "core", "generated", "crds"))
 	if err != nil {
 		return err
 	}
 	conds, err := conditions(root)
+	if err != nil {
+		return err
+	}
+	config, err := configReference(root)
 	if err != nil {
 		return err
 	}
@@ -44,7 +49,10 @@ func write(root string) error {
 	if err := os.WriteFile(filepath.Join(dir, "api.md"), api, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "conditions.md"), conds, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "conditions.md"), conds, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "config.md"), config, 0o644)
 }
 
 // reference renders every CRD in dir, grouped by API group, kinds in alphabetical order.

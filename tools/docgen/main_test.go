@@ -109,3 +109,28 @@ func TestConditionsNeedComments(t *testing.T) {
 		t.Errorf("statusConstants = %v, want ReasonB refused", err)
 	}
 }
+
+// Every key of both servers' configuration files has its row, with the meaning its field's doc
+// comment gives.
+func TestConfigReference(t *testing.T) {
+	page, err := configReference("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## Concierge\n\nConfigMap `pinniped-concierge-config`",
+		"| `kubeCertAgent.image` | string |",
+		"| `api.servingCertificate.renewBeforeSeconds` | integer |",
+		"| `tls.onedottwo.allowedCiphers` | list of string |",
+		"## Supervisor\n\nConfigMap `pinniped-supervisor-static-config`",
+		"| `endpoints.https.network` | string | is tcp, unix or disabled. |",
+		"| `oidc.ignoreUserInfoEndpoint.whenIssuerExactlyMatches` | list of string |",
+	} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(page), "TLSProfile") || strings.Contains(string(page), "`tlsProfile`") {
+		t.Error("a field the file cannot set (json \"-\") is listed")
+	}
+}

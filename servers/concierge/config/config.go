@@ -23,19 +23,27 @@ import (
 
 // Config is the Concierge's static configuration.
 type Config struct {
+	// APIGroupSuffix replaces pinniped.dev in every API group the Concierge serves and watches, so
+	// that several installations share a cluster; pinniped.dev by default.
 	APIGroupSuffix *string `json:"apiGroupSuffix,omitempty"`
-	// AggregatedAPIServerPort is where the TokenCredentialRequest and WhoAmIRequest APIs listen.
+	// AggregatedAPIServerPort is where the TokenCredentialRequest and WhoAmIRequest APIs listen;
+	// 1024-65535, 10250 by default.
 	AggregatedAPIServerPort *int64 `json:"aggregatedAPIServerPort,omitempty"`
-	// ImpersonationProxyServerPort is where the impersonation proxy listens when it runs.
+	// ImpersonationProxyServerPort is where the impersonation proxy listens when it runs; 1024-65535
+	// and not the aggregated API's port, 8444 by default.
 	ImpersonationProxyServerPort *int64 `json:"impersonationProxyServerPort,omitempty"`
 	// AggregatedAPIServerDisableAdmissionPlugins names admission plugins to turn off.
-	AggregatedAPIServerDisableAdmissionPlugins []string          `json:"aggregatedAPIServerDisableAdmissionPlugins,omitempty"`
-	API                                        API               `json:"api"`
-	Names                                      Names             `json:"names"`
-	Labels                                     map[string]string `json:"labels,omitempty"`
-	Log                                        serverboot.Log    `json:"log"`
-	// Discovery.URL, when set, is the API server address the CredentialIssuer tells clients of the
-	// TokenCredentialRequest API, instead of the one kube-public/cluster-info holds.
+	AggregatedAPIServerDisableAdmissionPlugins []string `json:"aggregatedAPIServerDisableAdmissionPlugins,omitempty"`
+	// API configures the aggregated API's own serving certificate.
+	API API `json:"api"`
+	// Names are the names of the objects the Concierge owns; the install manifests set them.
+	Names Names `json:"names"`
+	// Labels are set on the Secrets and other objects the Concierge creates, as the install's own
+	// objects carry them, so that an uninstall by label finds them too.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Log sets the log level and format.
+	Log serverboot.Log `json:"log"`
+	// Discovery configures what the CredentialIssuer advertises.
 	Discovery Discovery `json:"discovery"`
 	// TLS narrows the TLS 1.2 ciphers of the aggregated API and the impersonation proxy.
 	TLS tlsprofile.Config `json:"tls"`
@@ -65,12 +73,15 @@ type KubeCertAgent struct {
 	// NamePrefix, without its trailing dash, is the name of the agent Deployment (Pinniped's meaning).
 	NamePrefix *string `json:"namePrefix,omitempty"`
 	// Image runs the agent; empty means the Concierge's own image, which ships the agent binary.
-	Image             string   `json:"image,omitempty"`
-	ImagePullSecrets  []string `json:"imagePullSecrets,omitempty"`
-	PriorityClassName string   `json:"priorityClassName,omitempty"`
-	// RunAsUser and RunAsGroup are the agent pod's user and group; 0 (root) by default, which
-	// reads the key on kubeadm's nodes.
-	RunAsUser  *int64 `json:"runAsUser,omitempty"`
+	Image string `json:"image,omitempty"`
+	// ImagePullSecrets names Secrets in the Concierge's namespace for pulling Image.
+	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
+	// PriorityClassName is the agent pod's priority class; none by default.
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// RunAsUser is the agent pod's user; 0 (root) by default, which reads the key on kubeadm's
+	// nodes.
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
+	// RunAsGroup is the agent pod's group; 0 by default.
 	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
 	// DeploymentStrategyType is Recreate or RollingUpdate; the Deployment's default when unset.
 	DeploymentStrategyType *string `json:"deploymentStrategyType,omitempty"`
@@ -83,31 +94,47 @@ func (c *Config) AgentDeploymentName() string {
 
 // API configures the aggregated API's own serving certificate.
 type API struct {
+	// ServingCertificate sets the certificate's lifetime and renewal.
 	ServingCertificate ServingCertificate `json:"servingCertificate"`
 }
 
 // ServingCertificate sets the serving certificate's lifetime and when it is renewed.
 type ServingCertificate struct {
+	// DurationSeconds is the certificate's lifetime; 365 days by default.
 	DurationSeconds *int64 `json:"durationSeconds,omitempty"`
-	// RenewBeforeSeconds is the certificate age at which it is renewed (Pinniped's meaning).
+	// RenewBeforeSeconds is the certificate age at which it is renewed (Pinniped's meaning),
+	// smaller than durationSeconds; 273 days by default.
 	RenewBeforeSeconds *int64 `json:"renewBeforeSeconds,omitempty"`
 }
 
 // Names of the objects the Concierge owns.
 type Names struct {
+	// ServingCertificateSecret is the Secret holding the aggregated API's CA and serving
+	// certificate. Required.
 	ServingCertificateSecret string `json:"servingCertificateSecret"`
-	CredentialIssuer         string `json:"credentialIssuer"`
-	// APIService is the name of the Service behind the aggregated APIs.
+	// CredentialIssuer is the CredentialIssuer the Concierge configures itself from and reports
+	// its strategies in. Required.
+	CredentialIssuer string `json:"credentialIssuer"`
+	// APIService is the name of the Service behind the aggregated APIs. Required.
 	APIService string `json:"apiService"`
 	// AgentServiceAccount is the kube cert agent's ServiceAccount; by default named like its
 	// Deployment.
 	AgentServiceAccount string `json:"agentServiceAccount,omitempty"`
-	// The impersonation proxy's Services and Secrets; Pinniped's names by default.
-	ImpersonationLoadBalancerService  string `json:"impersonationLoadBalancerService,omitempty"`
-	ImpersonationClusterIPService     string `json:"impersonationClusterIPService,omitempty"`
+	// ImpersonationLoadBalancerService is the impersonation proxy's LoadBalancer Service;
+	// pinniped-concierge-impersonation-proxy-load-balancer by default.
+	ImpersonationLoadBalancerService string `json:"impersonationLoadBalancerService,omitempty"`
+	// ImpersonationClusterIPService is the impersonation proxy's ClusterIP Service;
+	// pinniped-concierge-impersonation-proxy-cluster-ip by default.
+	ImpersonationClusterIPService string `json:"impersonationClusterIPService,omitempty"`
+	// ImpersonationTLSCertificateSecret holds the proxy's generated serving certificate;
+	// pinniped-concierge-impersonation-proxy-tls-serving-certificate by default.
 	ImpersonationTLSCertificateSecret string `json:"impersonationTLSCertificateSecret,omitempty"`
-	ImpersonationCACertificateSecret  string `json:"impersonationCACertificateSecret,omitempty"`
-	ImpersonationSignerSecret         string `json:"impersonationSignerSecret,omitempty"`
+	// ImpersonationCACertificateSecret holds the CA of that serving certificate;
+	// pinniped-concierge-impersonation-proxy-ca-certificate by default.
+	ImpersonationCACertificateSecret string `json:"impersonationCACertificateSecret,omitempty"`
+	// ImpersonationSignerSecret holds the CA signing the client certificates the proxy accepts;
+	// pinniped-concierge-impersonation-proxy-signer-ca-certificate by default.
+	ImpersonationSignerSecret string `json:"impersonationSignerSecret,omitempty"`
 	// ImpersonationProxyServiceAccount is the ServiceAccount, allowed only to impersonate, whose
 	// token (from the TokenRequest API) the impersonation proxy forwards its users' requests with.
 	ImpersonationProxyServiceAccount string `json:"impersonationProxyServiceAccount,omitempty"`
@@ -118,13 +145,17 @@ type Names struct {
 
 // Discovery configures what the CredentialIssuer advertises.
 type Discovery struct {
+	// URL, when set, is the API server address the CredentialIssuer tells clients of the
+	// TokenCredentialRequest API, instead of the one kube-public/cluster-info holds.
 	URL *string `json:"url,omitempty"`
 }
 
 // Signer names a CA certificate and key on disk.
 type Signer struct {
+	// CertificateFile is the PEM CA certificate's path, as mounted in the pod.
 	CertificateFile string `json:"certificateFile"`
-	PrivateKeyFile  string `json:"privateKeyFile"`
+	// PrivateKeyFile is the PEM private key's path, as mounted in the pod.
+	PrivateKeyFile string `json:"privateKeyFile"`
 }
 
 // Defaults.

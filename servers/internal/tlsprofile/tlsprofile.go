@@ -151,6 +151,7 @@ func (p Profile) LDAPClientConfig() *tls.Config {
 
 // Config is the tls key of the Concierge's and the Supervisor's configuration files.
 type Config struct {
+	// OneDotTwo configures TLS 1.2; TLS 1.3's ciphers are Go's and not configurable.
 	OneDotTwo OneDotTwo `json:"onedottwo"`
 }
 

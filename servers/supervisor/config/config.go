@@ -23,10 +23,16 @@ import (
 
 // Config is the Supervisor's static configuration.
 type Config struct {
-	APIGroupSuffix *string           `json:"apiGroupSuffix,omitempty"`
-	Names          Names             `json:"names"`
-	Labels         map[string]string `json:"labels,omitempty"`
-	Log            serverboot.Log    `json:"log"`
+	// APIGroupSuffix replaces pinniped.dev in every API group the Supervisor serves and watches,
+	// so that several installations share a cluster; pinniped.dev by default.
+	APIGroupSuffix *string `json:"apiGroupSuffix,omitempty"`
+	// Names are the names of the objects the Supervisor reads; the install manifests set them.
+	Names Names `json:"names"`
+	// Labels are set on the Secrets the Supervisor creates (keys, sessions), as the install's own
+	// objects carry them, so that an uninstall by label finds them too.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Log sets the log level and format.
+	Log serverboot.Log `json:"log"`
 	// TLS narrows the TLS 1.2 ciphers of the HTTPS endpoint and the aggregated API.
 	TLS tlsprofile.Config `json:"tls"`
 	// TLSProfile is what TLS makes, filled by Parse.
@@ -67,6 +73,7 @@ type Names struct {
 
 // OIDC tunes the OIDC upstreams.
 type OIDC struct {
+	// IgnoreUserInfoEndpoint names the upstreams whose userinfo endpoint is not read.
 	IgnoreUserInfoEndpoint IgnoreUserInfoEndpoint `json:"ignoreUserInfoEndpoint"`
 }
 
@@ -83,6 +90,7 @@ func (n Names) ServingCertificateSecret() string { return n.APIService + "-tls-s
 
 // Endpoints configure the HTTPS listener and the optional plain HTTP listener.
 type Endpoints struct {
+	// HTTPS serves with the FederationDomains' certificates; tcp on :8443 by default.
 	HTTPS *Endpoint `json:"https,omitempty"`
 	// HTTP serves without TLS, for a TLS-terminating sidecar in the same pod: only on loopback
 	// addresses or a unix socket.
