@@ -1,7 +1,8 @@
 // Package deploycheck loads the install manifests as objects: the plain YAML folders through
 // kustomize (what `kubectl apply -k` builds) and the Helm charts through Helm's own chart loader
 // and template engine (what `helm install` renders). Tests use it to check that the two install
-// paths agree and that every object is valid.
+// paths agree and that every object is valid, and that every YAML example of docs/ is accepted by
+// a real kube-apiserver with strict validation.
 package deploycheck
 
 import (
