@@ -111,8 +111,10 @@ func apiserverCommand(l layout, c clusterConfig, p profile) []string {
 		"--proxy-client-cert-file=" + l.pkiFile(proxyClientCertFile),
 		"--proxy-client-key-file=" + l.pkiFile(proxyClientKeyFile),
 	}
-	// The front proxy forwards the user's UID from 1.32 on; 1.31 refuses the flag and exits.
-	if c.atLeastMinor(32) {
+	// The front proxy forwards the user's UID from 1.33 on, where the RemoteRequestHeaderUID
+	// feature is on by default: 1.31's kube-apiserver does not know the flag, and 1.32's refuses it
+	// without that alpha feature, both exiting at once.
+	if c.atLeastMinor(33) {
 		argv = append(argv, "--requestheader-uid-headers=X-Remote-Uid")
 	}
 	return argv

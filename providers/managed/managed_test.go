@@ -173,12 +173,12 @@ func TestAPIServerFlags(t *testing.T) {
 	}
 }
 
-// The front proxy's UID header flag exists from Kubernetes 1.32 on; 1.31's kube-apiserver exits on
-// it, so it is passed from 1.32 only.
-func TestAPIServerUIDHeaderFromKube132(t *testing.T) {
+// The front proxy's UID header flag works without a feature gate from Kubernetes 1.33 on; 1.31's
+// and 1.32's kube-apiservers exit on it, so it is passed from 1.33 only.
+func TestAPIServerUIDHeaderFromKube133(t *testing.T) {
 	t.Parallel()
 	const flag = "--requestheader-uid-headers=X-Remote-Uid"
-	for v, want := range map[string]bool{"v1.31.0": false, "v1.32.2": true, "v1.37.2": true} {
+	for v, want := range map[string]bool{"v1.31.0": false, "v1.32.2": false, "v1.33.13": true, "v1.37.2": true} {
 		c := testConfig()
 		c.KubernetesVersion = v
 		if got := slices.Contains(apiserverCommand(layout("/state/demo"), c, profiles[0]), flag); got != want {
