@@ -107,8 +107,10 @@ func (p *progress) suiteLine(g matrix.Group, line string) {
 	}
 }
 
-// testEvent reports a top-level test starting or ending.
-func (p *progress) testEvent(g matrix.Group, e testjson.Event) {
+// testEvent reports a top-level test starting or ending. An ended test is named by what it
+// proved (t's Outcome, as the report counts it): a test whose every subtest skipped passed for go
+// test, but is a skip here.
+func (p *progress) testEvent(g matrix.Group, e testjson.Event, t *testjson.Test) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch e.Action {
@@ -117,7 +119,11 @@ func (p *progress) testEvent(g matrix.Group, e testjson.Event) {
 	case "pass", "fail", "skip":
 		p.test = ""
 		p.testsRun++
-		p.writeLocked(fmt.Sprintf("%s: %s %s (%s)", g.Name(), e.Test, e.Action,
+		result := testjson.Result(e.Action)
+		if t != nil {
+			result, _ = t.Outcome()
+		}
+		p.writeLocked(fmt.Sprintf("%s: %s %s (%s)", g.Name(), e.Test, result,
 			time.Duration(e.Elapsed*float64(time.Second)).Round(100*time.Millisecond)))
 	}
 }

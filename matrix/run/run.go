@@ -385,9 +385,10 @@ func (r *Runner) goTest(ctx context.Context, g matrix.Group, dir string, pkgs []
 		case ok && e.Test == "" && e.Output != "":
 			p.suiteLine(g, e.Output)
 		case ok && e.Test != "" && !strings.Contains(e.Test, "/"):
-			p.testEvent(g, e)
+			t := rep.Test(e.Package, e.Test)
+			p.testEvent(g, e, t)
 			// Whoever reads only the runner's output (a CI log) sees why a test failed.
-			if t := rep.Test(e.Package, e.Test); e.Action == "fail" && t != nil {
+			if e.Action == "fail" && t != nil {
 				p.printf("%s: %s output (last %d lines):\n    %s", g.Name(), e.Test, failedTestTail,
 					strings.Join(lastLines(t.AllOutput(), failedTestTail), "\n    "))
 			}
