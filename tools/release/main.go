@@ -14,6 +14,9 @@
 //   - pinniped-cli-<os>-<arch>[.exe] for linux, darwin and windows on amd64 and arm64;
 //   - SHA256SUMS of all of them.
 //
+// An empty .sealion-release file marks the folder as a release's, which a later release may
+// replace; any other non-empty folder is refused.
+//
 // Everything is stamped with the version (k8s.io/component-base/version, as `pinniped version`
 // and the servers' /version report it) and is reproducible: the same commit and version give the
 // same bytes, dated by the commit. With --registry (or $SEALION_REGISTRY) the image index is also

@@ -3,8 +3,10 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,12 +122,29 @@ func (r *release) ldflags() []string {
 	return flags
 }
 
-// make writes every artefact and the sums, starting from an empty folder.
+// outMarker marks a folder a release writes, so that a later release may empty it, even when
+// the earlier one stopped half-way.
+const outMarker = ".sealion-release"
+
+// make writes every artefact and the sums, starting from an empty folder: one an earlier release
+// wrote is emptied, any other non-empty folder refused.
 func (r *release) make() error {
+	entries, err := os.ReadDir(r.out)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if len(entries) > 0 {
+		if _, err := os.Stat(filepath.Join(r.out, outMarker)); err != nil {
+			return fmt.Errorf("%s is not empty and holds no earlier release: choose another --out", r.out)
+		}
+	}
 	if err := os.RemoveAll(r.out); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(r.out, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.out, outMarker), nil, 0o644); err != nil {
 		return err
 	}
 	imageRef, err := r.serverImage()
@@ -172,7 +191,7 @@ func writeSums(dir string) error {
 	}
 	var lines []string
 	for _, e := range entries {
-		if e.IsDir() || e.Name() == "SHA256SUMS" {
+		if e.IsDir() || e.Name() == "SHA256SUMS" || e.Name() == outMarker {
 			continue
 		}
 		sum, err := fileSHA256(filepath.Join(dir, e.Name()))

@@ -322,3 +322,17 @@ func TestServerImageIndependentOfBuildFolder(t *testing.T) {
 		t.Errorf("the same binaries from two folders gave images %s and %s", digests[0], digests[1])
 	}
 }
+
+// A release goes into an empty folder or over an earlier release, never over other files.
+func TestReleaseRefusesForeignFolder(t *testing.T) {
+	r := testRelease(t)
+	if err := os.WriteFile(filepath.Join(r.out, "precious.txt"), []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.make(); err == nil || !strings.Contains(err.Error(), "holds no earlier release") {
+		t.Fatalf("make = %v, want a refusal", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(r.out, "precious.txt")); string(data) != "keep me" {
+		t.Error("the folder's file was touched")
+	}
+}
