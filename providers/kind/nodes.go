@@ -18,6 +18,7 @@ import (
 	"sealion.dev/providers/internal/clusterlogs"
 	"sealion.dev/providers/internal/clusterready"
 	"sealion.dev/providers/internal/command"
+	"sealion.dev/providers/internal/containerd"
 )
 
 // clusterNodes lists the cluster's node containers; a cluster without any does not exist.
@@ -33,8 +34,9 @@ func clusterNodes(name string) ([]nodes.Node, error) {
 }
 
 // LoadImageArchives is part of the providers.Provider interface. Each archive is imported into
-// every node's containerd, as `kind load image-archive` does.
-func (p *provider) LoadImageArchives(_ context.Context, name string, archives ...string) error {
+// every node's containerd, as `kind load image-archive` does, and the images of an OCI layout are
+// named by digest there too (containerd.DigestNames).
+func (p *provider) LoadImageArchives(ctx context.Context, name string, archives ...string) error {
 	if _, err := p.layout(name); err != nil {
 		return err
 	}
@@ -43,8 +45,12 @@ func (p *provider) LoadImageArchives(_ context.Context, name string, archives ..
 		return err
 	}
 	for _, archive := range archives {
+		digestNames, err := containerd.DigestNames(archive)
+		if err != nil {
+			return err
+		}
 		for _, n := range list {
-			if err := loadArchive(n, archive); err != nil {
+			if err := loadArchive(ctx, n, archive, digestNames); err != nil {
 				return fmt.Errorf("loading %s into node %s: %w", archive, n, err)
 			}
 		}
@@ -52,13 +58,21 @@ func (p *provider) LoadImageArchives(_ context.Context, name string, archives ..
 	return nil
 }
 
-func loadArchive(n nodes.Node, archive string) error {
+func loadArchive(ctx context.Context, n nodes.Node, archive string, digestNames []containerd.DigestName) error {
 	f, err := os.Open(archive)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return withCommandOutput(nodeutils.LoadImageArchive(n, f))
+	if err := nodeutils.LoadImageArchive(n, f); err != nil {
+		return withCommandOutput(err)
+	}
+	for _, dn := range digestNames {
+		if err := n.CommandContext(ctx, "ctr", dn.TagArgs()...).Run(); err != nil {
+			return fmt.Errorf("naming %s by digest: %w", dn.Imported, withCommandOutput(err))
+		}
+	}
+	return nil
 }
 
 // CollectLogs is part of the providers.Provider interface.

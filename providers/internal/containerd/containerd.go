@@ -182,20 +182,29 @@ func launch(ctx context.Context, cfg Config, logFile string, run command.Runner)
 // Stop stops the daemon. Containers keep running in their shims; remove them first.
 func (d *Daemon) Stop() error { return d.proc.Stop(stopGrace) }
 
-// ImportArgs is the ctr command line importing a docker-archive or OCI tarball into Namespace.
+// ImportArgs is the ctr command line importing a docker-archive or OCI tarball into Namespace,
+// every platform's content included, as an image index is kept whole (kind loads images so too).
 func ImportArgs(socket, archive string) []string {
-	return []string{"ctr", "--address", socket, "--namespace", Namespace, "images", "import", archive}
+	return []string{"ctr", "--address", socket, "--namespace", Namespace, "images", "import", "--all-platforms", archive}
 }
 
-// ImportImages imports each archive into the instance behind socket.
+// ImportImages imports each archive into the instance behind socket, and names the images of an
+// OCI layout by digest too (DigestNames), as manifests pinned by digest pull them.
 func ImportImages(ctx context.Context, run command.Runner, socket string, archives ...string) error {
 	for _, a := range archives {
-		if _, err := os.Stat(a); err != nil {
+		names, err := DigestNames(a)
+		if err != nil {
 			return fmt.Errorf("importing image archive: %w", err)
 		}
 		argv := ImportArgs(socket, a)
 		if err := run.Run(ctx, argv[0], argv[1:]...); err != nil {
 			return fmt.Errorf("importing image archive %s: %w", a, err)
+		}
+		for _, n := range names {
+			argv := append([]string{"ctr", "--address", socket}, n.TagArgs()...)
+			if err := run.Run(ctx, argv[0], argv[1:]...); err != nil {
+				return fmt.Errorf("naming %s by digest: %w", n.Imported, err)
+			}
 		}
 	}
 	return nil

@@ -57,7 +57,7 @@ func TestTOMLString(t *testing.T) {
 func TestImportArgs(t *testing.T) {
 	t.Parallel()
 	got := strings.Join(ImportArgs("/run/x.sock", "/cache/images/v1.33.13/etcd.tar"), " ")
-	want := "ctr --address /run/x.sock --namespace k8s.io images import /cache/images/v1.33.13/etcd.tar"
+	want := "ctr --address /run/x.sock --namespace k8s.io images import --all-platforms /cache/images/v1.33.13/etcd.tar"
 	if got != want {
 		t.Errorf("ImportArgs = %q, want %q", got, want)
 	}
