@@ -10,7 +10,7 @@ import (
 )
 
 // goImage is an image of Go programs of ours, built by the subcommand of its name into
-// <repo-root>/_output/images/<archive>. The server and fixture images share their flags and
+// <repo-root>/_output/images/<archive>. The fixture images share their flags and
 // steps: build the binaries, pack them, keep an archive that is up to date.
 type goImage struct {
 	// name is the subcommand's.

@@ -1,13 +1,12 @@
-// Command images builds container images without a registry. The cluster and server images are
-// built without a container engine, each written as a docker-archive tarball, the format
+// Command images builds the images of the clusters and the fixtures without a registry (the
+// server image is the release's, tools/release). The cluster and fixture images are built
+// without a container engine, each written as a docker-archive tarball, the format
 // `ctr -n k8s.io images import` and `kind load image-archive` read; the kind node image, made
 // from those, is handed to Docker. Run it from the tools module:
 //
 //	go run ./images cluster [--kube-version v1.33.13] [--cache-dir DIR]
 //	    the images kubeadm lists for the version (control plane, kube-proxy, etcd, pause, CoreDNS),
 //	    into <cache-dir>/images/<version>/<component>.tar; up-to-date archives are kept
-//	go run ./images server [--repo-root ..] [--tag localhost/sealion/pinniped-server:dev]
-//	    our server image, into <repo-root>/_output/images/pinniped-server.tar
 //	go run ./images dex [--repo-root ..] [--tag localhost/sealion/dex-fixture:dev]
 //	    the Dex fixture's image (fixtures/dex/server, entrypoint dex-fixture), for clusters whose
 //	    pods cannot reach this machine, into <repo-root>/_output/images/dex-fixture.tar
@@ -18,10 +17,11 @@
 //	go run ./images github [--repo-root ..] [--tag localhost/sealion/github-fixture:dev]
 //	    the GitHub double's image (fixtures/github/cmd/github-fixture, its entrypoint), for the
 //	    same clusters, into <repo-root>/_output/images/github-fixture.tar
-//	go run ./images push [--registry REGISTRY/PREFIX] [--insecure] [ARCHIVE...]
-//	    pushes image archives (default the server image's) to the registry named by the flag or
-//	    $SEALION_REGISTRY, each as <prefix>/<name>:<tag>, and prints "<archive's ref> <pushed ref
-//	    by digest>" per archive; credentials come from the Docker config, as docker login wrote them
+//	go run ./images push [--registry REGISTRY/PREFIX] [--insecure] ARCHIVE...
+//	    pushes image archives (docker archives, or a release's server image, an OCI layout of one
+//	    index) to the registry named by the flag or $SEALION_REGISTRY, each as
+//	    <prefix>/<name>:<tag>, and prints "<archive's ref> <pushed ref by digest>" per archive;
+//	    credentials come from the Docker config, as docker login wrote them
 //	go run ./images registry [--listen 127.0.0.1:0]
 //	    serves an image registry in memory until interrupted, printing its address, for clusters
 //	    on this machine to pull pushed images from, as a cloud's nodes pull from the user's
@@ -49,8 +49,6 @@ func main() {
 	switch os.Args[1] {
 	case "cluster":
 		err = runCluster(os.Args[2:])
-	case "server":
-		err = serverImageBuild.run(os.Args[2:])
 	case "dex":
 		err = dexImageBuild.run(os.Args[2:])
 	case "slapd":
@@ -77,9 +75,8 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: images cluster|server|dex|slapd|github|kind-node|push|registry [flags]
+	fmt.Fprint(os.Stderr, `usage: images cluster|dex|slapd|github|kind-node|push|registry [flags]
   cluster    images kubeadm expects for a Kubernetes version, from the cached Kubernetes binaries
-  server     the sealion server image, from the main module
   dex        the Dex fixture's image, from fixtures/dex/server, to run Dex in a cluster
   slapd      the LDAP fixture's image, Debian's slapd, to run the LDAP directory in a cluster
   github     the GitHub double's image, from fixtures/github, to run it in a cluster

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
@@ -9,14 +10,20 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"sealion.dev/tools/internal/imagebuild"
 )
@@ -162,5 +169,102 @@ func TestServeRegistry(t *testing.T) {
 	}
 	if err := serveRegistry(context.Background(), "not an address", io.Discard); err == nil {
 		t.Error("a bad listen address was accepted")
+	}
+}
+
+// testLayoutArchive writes an OCI layout tarball as a release does: one image index of two
+// platforms' images, named ref by the annotation ctr import reads. It returns the index's digest.
+func testLayoutArchive(t *testing.T, ref string) (string, v1.Hash) {
+	t.Helper()
+	index := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, arch := range []string{"amd64", "arm64"} {
+		layer := imagebuild.NewLayer()
+		layer.File("/hello", 0o644, []byte("hello from "+arch))
+		archive := filepath.Join(t.TempDir(), "image.tar")
+		if err := (imagebuild.Image{Ref: "example.com/x:" + arch, Layers: []*imagebuild.Layer{layer}}).WriteArchive(archive); err != nil {
+			t.Fatal(err)
+		}
+		img, err := tarball.ImageFromPath(archive, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index = mutate.AppendManifests(index, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	}
+	dir := t.TempDir()
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.AppendIndex(index, layout.WithAnnotations(map[string]string{containerdNameAnnotation: ref})); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "layout.oci.tar")
+	if out, err := exec.Command("tar", "-C", dir, "-cf", archive, ".").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v: %s", err, out)
+	}
+	digest, err := index.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return archive, digest
+}
+
+// TestPushLayoutToRegistry: the release's server image, an index in an OCI layout, is pushed
+// whole, under its digest, and both platforms' images are pulled back.
+func TestPushLayoutToRegistry(t *testing.T) {
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	archive, digest := testLayoutArchive(t, "localhost/sealion/pinniped-server:v0.1.0")
+
+	src, pushed, err := pushArchive(context.Background(), archive, host+"/team", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := host + "/team/pinniped-server@" + digest.String(); src != "localhost/sealion/pinniped-server:v0.1.0" || pushed != want {
+		t.Fatalf("pushed %s as %s, want the archive's name and %s", src, pushed, want)
+	}
+	ref, err := name.NewDigest(pushed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := remote.Index(ref)
+	if err != nil {
+		t.Fatalf("pulling %s back: %v", ref, err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 2 {
+		t.Fatalf("pulled an index of %d images, want 2", len(m.Manifests))
+	}
+	for _, d := range m.Manifests {
+		if _, err := remote.Image(ref.Context().Digest(d.Digest.String())); err != nil {
+			t.Errorf("pulling the %s image: %v", d.Platform.Architecture, err)
+		}
+	}
+	if _, err := remote.Head(ref.Context().Tag("v0.1.0")); err != nil {
+		t.Errorf("tag v0.1.0: %v", err)
+	}
+}
+
+func TestUntarRefusesEscapes(t *testing.T) {
+	for _, entry := range []string{"../evil", "/etc/evil"} {
+		archive := filepath.Join(t.TempDir(), "bad.tar")
+		f, err := os.Create(archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tw := tar.NewWriter(f)
+		if err := tw.WriteHeader(&tar.Header{Name: entry, Mode: 0o644, Size: 1, Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte("x"))
+		tw.Close()
+		f.Close()
+		if err := untar(archive, t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a path inside") {
+			t.Errorf("untar with entry %q: %v, want a refusal", entry, err)
+		}
 	}
 }
