@@ -103,17 +103,19 @@ verify-cli-platforms: deps ## type-check the CLI and its unit tests for each of 
 	done
 
 # make release VERSION=v0.1.0 [REGISTRY=registry.example.com/team]: see tools/release.
+REGISTRY ?= $(SEALION_REGISTRY)
 .PHONY: release
-release: deps ## the release of VERSION into _output/release/VERSION: server image (OCI tarball), install YAMLs, Helm charts, CLIs, SHA256SUMS; REGISTRY also pushes the image
-	cd tools && $(GO) run ./release --version "$(VERSION)" --repo-root $(CURDIR) $(if $(REGISTRY),--registry $(REGISTRY))
+release: deps ## the release of VERSION into _output/release/VERSION: server image (OCI tarball), install YAMLs, Helm charts, CLIs, SHA256SUMS; REGISTRY (default $SEALION_REGISTRY) also pushes the image
+	cd tools && $(GO) run ./release --version "$(VERSION)" --repo-root $(CURDIR) --registry "$(REGISTRY)"
 
-# make test makes a release of this version, to prove every artefact builds from a fresh clone.
-RELEASE_CHECK_VERSION := v0.0.0-check
+# The development release: make test makes it, to prove every artefact builds from a fresh clone,
+# and the e2e suites install it as users install a release (e2e/steps.ReleaseVersion names it).
+DEV_RELEASE_VERSION := v0.0.0-dev
 
 .PHONY: release-check
-release-check:
-	$(MAKE) release VERSION=$(RELEASE_CHECK_VERSION)
-	cd _output/release/$(RELEASE_CHECK_VERSION) && sha256sum --quiet -c SHA256SUMS
+release-check: ## the development release (v0.0.0-dev) that the e2e suites install, its SHA256SUMS checked
+	$(MAKE) release VERSION=$(DEV_RELEASE_VERSION) REGISTRY=
+	cd _output/release/$(DEV_RELEASE_VERSION) && sha256sum --quiet -c SHA256SUMS
 
 .PHONY: kube-binaries
 kube-binaries: deps ## build etcd and the Kubernetes binaries from source into the cache (no-op when warm)
@@ -136,9 +138,8 @@ test-deps:
 	else $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(TEST_PACKAGES)" || echo "the tests that need them skip"; fi
 
 .PHONY: images
-images: kube-binaries ## build the cluster images (cached per version), our server image and the Dex, LDAP and GitHub fixtures' into _output/images
+images: kube-binaries ## build the cluster images (cached per version) and the Dex, LDAP and GitHub fixtures' into _output/images (our server image is the release's)
 	cd tools && $(GO) run ./images cluster --kube-version $(KUBE_VERSION) --cache-dir $(SEALION_CACHE)
-	cd tools && $(GO) run ./images server --repo-root $(CURDIR)
 	cd tools && $(GO) run ./images dex --repo-root $(CURDIR)
 	cd tools && $(GO) run ./images slapd --repo-root $(CURDIR) --cache-dir $(SEALION_CACHE)
 	cd tools && $(GO) run ./images github --repo-root $(CURDIR)
@@ -153,7 +154,7 @@ HOST_CHANGES_ALLOWED := $(filter true,$(CI) $(SEALION_ALLOW_HOST_CHANGES))
 .PHONY: e2e
 e2e: ## end-to-end suites on a real cluster of each of PROVIDERS (needs CI=true or ALLOW_HOST_CHANGES=true)
 	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make e2e starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed afterwards): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
-	$(MAKE) host-deps images
+	$(MAKE) host-deps images release-check
 	$(if $(filter kind,$(PROVIDERS)),$(MAKE) $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
 	rc=0; for p in $(PROVIDERS); do \
 		SEALION_E2E_PROVIDER=$$p SEALION_E2E_LOGS=$(CURDIR)/_output/e2e-logs/$$p $(GO) test -count=1 -timeout 30m -v ./e2e/conformance/ \
@@ -185,7 +186,7 @@ host-deps-if-allowed: test-deps
 .PHONY: demo
 demo: ## a local cluster (DEMO_PROVIDER, default kubeadm) with the Concierge and a demo user's login; Ctrl-C deletes it (needs ALLOW_HOST_CHANGES=true)
 	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make demo starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed when it ends): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
-	$(MAKE) host-deps images
+	$(MAKE) host-deps images release-check
 	$(if $(filter kind,$(DEMO_PROVIDER)),$(MAKE) $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
 	rc=0; $(GO) run ./e2e/demo --provider $(DEMO_PROVIDER) || rc=$$?; \
 	$(if $(filter kind,$(DEMO_PROVIDER)),$(DOCKER_ENGINE) stop;) exit $$rc
@@ -203,7 +204,7 @@ matrix-ci-if-allowed:
 # the cluster, no host fixture.
 .PHONY: cloud-proof
 cloud-proof: deps ## the existing provider against a kubeadm cluster of ours treated as a cloud (needs ALLOW_HOST_CHANGES=true)
-	$(MAKE) test-deps images
+	$(MAKE) test-deps images release-check
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(CLUSTER_PACKAGES)"; fi
 	$(GO) test -count=1 -timeout 30m ./e2e/cloudproof/
 
@@ -255,7 +256,7 @@ unit: deps ## unit tests, with the race detector
 	cd fixtures/dex/server && $(GO) test -short -race -count=1 ./...
 
 .PHONY: integration
-integration: host-deps-if-allowed kube-binaries images ## integration tests against a real etcd and kube-apiserver (they build our servers)
+integration: host-deps-if-allowed kube-binaries images release-check ## integration tests against a real etcd and kube-apiserver (they build our servers; the CLI login test runs the release's CLI)
 	$(GO) test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || echo "the providers' cluster tests ($(PROVIDER_PKGS) $(KIND_PROVIDER_PKG)) skip: they start clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"
 	$(GO) test -count=1 -timeout 20m -p 1 $(PROVIDER_PKGS)
@@ -326,7 +327,7 @@ bench: kube-binaries ## benchmarks: in-server exchange cost, load runs through t
 
 .PHONY: bench-proxy-if-allowed
 bench-proxy-if-allowed:
-	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) host-deps images && \
+	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) host-deps images release-check && \
 		SEALION_E2E_BENCH=true SEALION_E2E_PROVIDER=gke $(GO) test -count=1 -v -run 'TestImpersonationProxyBenchmark' ./e2e/conformance/; \
 	else echo "skipping the impersonation proxy benchmark: it needs a cluster on this machine (ALLOW_HOST_CHANGES=true)"; fi
 

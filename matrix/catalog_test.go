@@ -4,11 +4,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"sealion.dev/e2e/steps"
 	"sealion.dev/providers/all"
 )
 
@@ -152,10 +154,40 @@ func TestOffHostDistributionsNeedFixtureImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"server-image", "dex-image", "slapd-image", "github-image"}
+	want := []string{"release", "dex-image", "slapd-image", "github-image"}
 	for _, d := range c.Distributions {
 		if !d.OnHost && slices.ContainsFunc(want, func(a string) bool { return !slices.Contains(d.Needs, a) }) {
 			t.Errorf("%s runs off this machine but needs %q, want %q", d.Name, d.Needs, want)
+		}
+	}
+}
+
+// TestEveryDistributionInstallsTheRelease: every cluster gets the release the suites install
+// (e2e/steps reads it), made at the version they read it from, as make release-check makes it.
+func TestEveryDistributionInstallsTheRelease(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(c.Artifacts, func(a Artifact) bool { return a.Name == "release" })
+	if i < 0 {
+		t.Fatal("no release artifact")
+	}
+	cmd := c.Artifacts[i].Command
+	if v := slices.Index(cmd, "--version"); v < 0 || v+1 == len(cmd) || cmd[v+1] != steps.ReleaseVersion {
+		t.Errorf("the release artifact %q does not make version %s, which the suites install", cmd, steps.ReleaseVersion)
+	}
+	makefile, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(makefile), "\nDEV_RELEASE_VERSION := "+steps.ReleaseVersion+"\n") {
+		t.Errorf("the Makefile's DEV_RELEASE_VERSION is not %s, which the suites install", steps.ReleaseVersion)
+	}
+	for _, d := range c.Distributions {
+		if !slices.Contains(d.Needs, "release") {
+			t.Errorf("%s needs %v, without the release its suites install", d.Name, d.Needs)
 		}
 	}
 }

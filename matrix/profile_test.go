@@ -38,9 +38,9 @@ func TestExistingStrategyFromProfile(t *testing.T) {
 	if _, err := c.Plan(o); err == nil || !strings.Contains(err.Error(), `"openshift"`) {
 		t.Errorf("unknown profile: %v", err)
 	}
-	// The suite pushes (or checks) the server image's archive, which the plan builds first.
-	if d := c.Distribution("existing"); !slices.Contains(d.Needs, "server-image") {
-		t.Errorf("existing needs %v, want the server image", d.Needs)
+	// The suite pushes the release's server image, which the plan makes first.
+	if d := c.Distribution("existing"); !slices.Contains(d.Needs, "release") {
+		t.Errorf("existing needs %v, want the release", d.Needs)
 	}
 	// Cells of other distributions do not read the variable.
 	if _, err := c.Plan(planOpts("kubeadm/*/*", t)); err != nil {

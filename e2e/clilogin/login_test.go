@@ -33,7 +33,7 @@ func TestLoginOIDCWithDex(t *testing.T) {
 	// The first run builds Dex from source, which takes minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cli, err := steps.PinnipedCLI(ctx)
+	cli, err := steps.PinnipedCLI()
 	if err != nil {
 		t.Fatal(err)
 	}

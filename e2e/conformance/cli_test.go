@@ -162,7 +162,7 @@ func cliUserFromFlags(ctx context.Context, t *testing.T, cfg *envconf.Config, fl
 // env added.
 func cliUserWithEnv(ctx context.Context, t *testing.T, cfg *envconf.Config, env []string, flags ...string) cliUser {
 	t.Helper()
-	cli, err := steps.PinnipedCLI(ctx)
+	cli, err := steps.PinnipedCLI()
 	if err != nil {
 		t.Fatal(err)
 	}

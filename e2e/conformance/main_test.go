@@ -58,10 +58,11 @@ func TestMain(m *testing.M) {
 		// SEALION_E2E_KUBE_VERSION ("v1.34.4") picks the cluster's version; empty is the provider's default.
 		steps.CreateCluster(p, "sealion-e2e-"+providerName, providers.CreateOptions{KubernetesVersion: os.Getenv("SEALION_E2E_KUBE_VERSION")}),
 	}
-	// $SEALION_REGISTRY (registry.example.com/team) pushes our images there and installs them by
-	// digest, for clusters no image can be loaded into (a cloud's); else they are loaded into the
+	// The suite installs the release (make release-check), as users do. $SEALION_REGISTRY
+	// (registry.example.com/team) pushes its server image there and installs it from there by
+	// digest, for clusters no image can be loaded into (a cloud's); else it is loaded into the
 	// nodes. The images of the Dex, LDAP and GitHub fixtures go along where those run in the cluster.
-	archives := []string{steps.RepoPath("_output/images/pinniped-server.tar")}
+	archives := []string{steps.ServerImageArchive()}
 	if steps.FixturesInCluster(p.Info()) {
 		archives = append(archives, steps.RepoPath("_output/images/dex-fixture.tar"),
 			steps.RepoPath("_output/images/slapd-fixture.tar"), steps.RepoPath("_output/images/github-fixture.tar"))

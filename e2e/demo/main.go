@@ -88,7 +88,7 @@ func run(providerName string, down bool, out string) (err error) {
 	cfg := envconf.New()
 	setup := []env.Func{
 		step("create a "+providerName+" cluster", steps.CreateCluster(p, clusterName, providers.CreateOptions{})),
-		step("load the server image", steps.LoadImages(steps.RepoPath("_output/images/pinniped-server.tar"))),
+		step("load the server image", steps.LoadImages(steps.ServerImageArchive())),
 	}
 	setup = append(setup, stepAll("install the local-user-authenticator", steps.InstallLocalUserAuthenticator())...)
 	setup = append(setup, stepAll("install the Concierge", steps.InstallConcierge())...)
@@ -118,7 +118,7 @@ func run(providerName string, down bool, out string) (err error) {
 			return err
 		}
 	}
-	cli, err := steps.PinnipedCLI(ctx)
+	cli, err := steps.PinnipedCLI()
 	if err != nil {
 		return err
 	}

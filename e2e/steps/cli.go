@@ -1,40 +1,21 @@
 package steps
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
+	"runtime"
 )
 
-var cli struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// PinnipedCLI builds the pinniped command from this checkout, once per test binary, and returns
-// its path. Suites test the CLI users run, not a library call standing in for it.
-func PinnipedCLI(ctx context.Context) (string, error) {
-	cli.once.Do(func() {
-		dir := RepoPath("_output/e2e/bin")
-		if cli.err = os.MkdirAll(dir, 0o755); cli.err != nil {
-			return
-		}
-		cli.path = filepath.Join(dir, "pinniped")
-		// Test binaries of several packages build it at once: each writes its own file and
-		// renames it into place, so none runs a half-written one.
-		tmp := fmt.Sprintf("%s.%d.tmp", cli.path, os.Getpid())
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./cli/cmd/pinniped")
-		cmd.Dir = RepoPath(".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			cli.err = fmt.Errorf("building the pinniped CLI: %w: %s", err, out)
-			return
-		}
-		cli.err = os.Rename(tmp, cli.path)
-	})
-	return cli.path, cli.err
+// PinnipedCLI returns the path of the release's pinniped command for this machine, the binary
+// users download. Suites test the CLI users run, not a library call standing in for it.
+func PinnipedCLI() (string, error) {
+	if runtime.GOOS != "linux" {
+		return "", fmt.Errorf("the e2e suites run on linux, not %s", runtime.GOOS)
+	}
+	path := filepath.Join(ReleaseDir(), "pinniped-cli-linux-"+runtime.GOARCH)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("the release's CLI is missing (make release-check makes it): %w", err)
+	}
+	return path, nil
 }

@@ -123,13 +123,14 @@ func DeleteCluster() env.Func {
 	}
 }
 
-// LoadImages loads docker-archive tarballs into the cluster's container runtime.
+// LoadImages loads image tarballs (docker archives, or the release's OCI layout) into the
+// cluster's container runtime.
 func LoadImages(archives ...string) env.Func {
 	return func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 		c := ClusterFrom(ctx)
 		for _, a := range archives {
 			if _, err := os.Stat(a); err != nil {
-				return ctx, fmt.Errorf("image archive %s is missing (run make images): %w", a, err)
+				return ctx, fmt.Errorf("image archive %s is missing (run make images release-check): %w", a, err)
 			}
 		}
 		return ctx, c.Provider.LoadImageArchives(ctx, c.Name, archives...)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -14,9 +15,21 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 )
 
-// ServerImage is our server image as the manifests and tests name it: the tag `make images`
-// gives it, which clusters on this machine find because it is loaded into their nodes.
-const ServerImage = "localhost/sealion/pinniped-server:dev"
+// ReleaseVersion is the version of the release the suites install, as users do: its YAMLs, and
+// its server image tarball loaded into the nodes or pushed (make release-check makes it).
+const ReleaseVersion = "v0.0.0-dev"
+
+// ReleaseDir is the folder of the release the suites install.
+func ReleaseDir() string { return RepoPath("_output/release/" + ReleaseVersion) }
+
+// ServerImageArchive is the release's server image tarball (an OCI layout, amd64 and arm64).
+func ServerImageArchive() string {
+	return filepath.Join(ReleaseDir(), "pinniped-server-"+ReleaseVersion+".oci.tar")
+}
+
+// ServerImage is the release's server image as its tarball names it, which clusters on this
+// machine find by once it is loaded into their nodes; the install YAMLs name it by digest.
+const ServerImage = "localhost/sealion/pinniped-server:" + ReleaseVersion
 
 // RegistryEnv names the registry (and repository prefix, as registry.example.com/team) that
 // PushImages pushes to for clusters no image can be loaded into; tools/images reads it too.
@@ -28,14 +41,14 @@ type pushedKey struct{}
 // was pushed to.
 type pushed map[string]string
 
-// PushImages pushes docker-archive tarballs to registry with tools/images (go-containerregistry,
+// PushImages pushes image tarballs (docker archives, or the release's OCI layout) to registry with tools/images (go-containerregistry,
 // credentials from the Docker config), instead of loading them into the cluster's nodes: the
 // installs and Image then use the pushed references, pinned by digest.
 func PushImages(registry string, archives ...string) env.Func {
 	return func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 		for _, a := range archives {
 			if _, err := os.Stat(a); err != nil {
-				return ctx, fmt.Errorf("image archive %s is missing (run make images): %w", a, err)
+				return ctx, fmt.Errorf("image archive %s is missing (run make images release-check): %w", a, err)
 			}
 		}
 		args := append([]string{"run", "./images", "push", "--registry", registry}, archives...)

@@ -37,7 +37,8 @@ func TestImage(t *testing.T) {
 
 // TestKustomizationPointsAtPushedImages: the installs of a pushed run name the pushed image by
 // digest, each server's, the Concierge with its components as well; kubectl kustomize, where
-// this machine has our kubectl, renders them so.
+// this machine has our kubectl, renders them so from install YAMLs made as the release makes
+// them (the development manifests with the image pinned by digest).
 func TestKustomizationPointsAtPushedImages(t *testing.T) {
 	t.Parallel()
 	images := pushed{ServerImage: pushedServer}
@@ -48,6 +49,7 @@ func TestKustomizationPointsAtPushedImages(t *testing.T) {
 			kubectl = filepath.Join(dir, "kubectl")
 		}
 	}
+	const released = "localhost/sealion/pinniped-server@sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 	for _, tc := range []struct {
 		base       string
 		components []string
@@ -57,15 +59,23 @@ func TestKustomizationPointsAtPushedImages(t *testing.T) {
 		{"servers/local-user-authenticator/deploy", nil},
 	} {
 		dir := t.TempDir()
-		k, err := kustomization(dir, RepoPath(tc.base), tc.components, images)
+		k, err := kustomization(dir, "install.yaml", prefixed(RepoPath(tc.base+"/components"), tc.components), images)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(k, "images:\n"+wantLine+"\n") {
-			t.Errorf("%s: kustomization without the pushed image:\n%s", tc.base, k)
+		if !strings.Contains(k, "images:\n"+wantLine+"\n") || !strings.Contains(k, "resources: [install.yaml]\n") {
+			t.Errorf("%s: kustomization without the install YAML or the pushed image:\n%s", tc.base, k)
 		}
 		if kubectl == "" {
 			continue
+		}
+		base, err := exec.Command(kubectl, "kustomize", RepoPath(tc.base)).Output()
+		if err != nil {
+			t.Fatalf("kubectl kustomize %s: %v", tc.base, err)
+		}
+		install := strings.ReplaceAll(string(base), "localhost/sealion/pinniped-server:dev", released)
+		if err := os.WriteFile(filepath.Join(dir, "install.yaml"), []byte(install), 0o600); err != nil {
+			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
 			t.Fatal(err)
@@ -74,16 +84,16 @@ func TestKustomizationPointsAtPushedImages(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kubectl kustomize %s: %v\n%s", tc.base, err, out)
 		}
-		if !strings.Contains(string(out), "image: "+pushedServer+"\n") || strings.Contains(string(out), ServerImage) {
+		if !strings.Contains(string(out), "image: "+pushedServer+"\n") || strings.Contains(string(out), "localhost/sealion/pinniped-server") {
 			t.Errorf("%s renders without the pushed image, or still with the local one:\n%s", tc.base, out)
 		}
 	}
 
-	if _, err := kustomization(t.TempDir(), RepoPath("servers/supervisor/deploy"), nil, pushed{ServerImage: "127.0.0.1:5000/x:dev"}); err == nil {
+	if _, err := kustomization(t.TempDir(), "install.yaml", nil, pushed{ServerImage: "127.0.0.1:5000/x:dev"}); err == nil {
 		t.Error("an image pushed without a digest was accepted")
 	}
-	// Without a push or components the kustomization is just the base.
-	if k, _ := kustomization("/a", "/a/b", nil, nil); k != "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [b]\n" {
+	// Without a push the kustomization is the file and the components.
+	if k, _ := kustomization("/a", "install.yaml", []string{"/c/signer-secret"}, nil); k != "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [install.yaml]\ncomponents:\n- ../c/signer-secret\n" {
 		t.Errorf("plain kustomization %q", k)
 	}
 }

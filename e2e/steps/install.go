@@ -44,30 +44,39 @@ func WaitFor(timeout time.Duration, forCondition string, resource ...string) env
 	}
 }
 
-// InstallConcierge installs the Concierge from servers/concierge/deploy, with the given kustomize
-// components of deploy/components (e.g. "signer-secret"), and waits until its APIs are served.
+// InstallConcierge installs the Concierge from the release's two YAMLs, the second with the given
+// kustomize components of servers/concierge/deploy/components (e.g. "signer-secret"), and waits
+// until its APIs are served.
 func InstallConcierge(components ...string) []env.Func {
 	return []env.Func{
 		// CRDs first: the default CredentialIssuer needs its CRD established.
-		ApplyKustomization(RepoPath("servers/concierge/deploy/crds")),
+		applyRelease("install-pinniped-concierge-crds.yaml"),
 		WaitFor(time.Minute, "condition=Established", "crd/jwtauthenticators.authentication.concierge.pinniped.dev",
 			"crd/webhookauthenticators.authentication.concierge.pinniped.dev", "crd/credentialissuers.config.concierge.pinniped.dev"),
-		applyWithComponents(RepoPath("servers/concierge/deploy"), components...),
+		applyRelease("install-pinniped-concierge-resources.yaml", prefixed(RepoPath("servers/concierge/deploy/components"), components)...),
 		WaitFor(3*time.Minute, "condition=Available", "-n", "pinniped-concierge", "deployment/pinniped-concierge"),
 		waitForAPIServices(2*time.Minute, server{"pinniped-concierge", "concierge", "/apis/login.concierge.pinniped.dev/v1alpha1"},
 			"v1alpha1.login.concierge.pinniped.dev", "v1alpha1.identity.concierge.pinniped.dev"),
 	}
 }
 
-// InstallSupervisor installs the Supervisor (CRDs included) from servers/supervisor/deploy and
-// waits until its replicas are ready and its aggregated API is served.
+// InstallSupervisor installs the Supervisor (CRDs included) from the release's YAML and waits
+// until its replicas are ready and its aggregated API is served.
 func InstallSupervisor() []env.Func {
 	return []env.Func{
-		applyWithComponents(RepoPath("servers/supervisor/deploy")),
+		applyRelease("install-pinniped-supervisor.yaml"),
 		WaitFor(3*time.Minute, "condition=Available", "-n", "pinniped-supervisor", "deployment/pinniped-supervisor"),
 		waitForAPIServices(2*time.Minute, server{"pinniped-supervisor", "supervisor", "/apis/clientsecret.supervisor.pinniped.dev/v1alpha1"},
 			"v1alpha1.clientsecret.supervisor.pinniped.dev"),
 	}
+}
+
+func prefixed(dir string, names []string) []string {
+	paths := make([]string, len(names))
+	for i, n := range names {
+		paths[i] = filepath.Join(dir, n)
+	}
+	return paths
 }
 
 // server names an aggregated API server's pods, for diagnostics: its namespace, the value of its
@@ -108,21 +117,31 @@ func waitForAPIServices(timeout time.Duration, srv server, names ...string) env.
 	}
 }
 
-// applyWithComponents applies base plus components, with the images PushImages pushed in place
-// of the manifests' own, through a kustomization written in a temporary folder, since kustomize
-// refuses one inside the folder of the base it builds on.
-func applyWithComponents(base string, components ...string) env.Func {
+// applyRelease applies one of the release's install YAMLs as users do, kubectl apply -f. Given
+// kustomize components, or images that PushImages pushed in place of the release's own, it
+// applies the file through a kustomization with those, written in a temporary folder with a
+// copy of the file, since kustomize reads resource files only below its own folder.
+func applyRelease(file string, components ...string) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		path := filepath.Join(ReleaseDir(), file)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return ctx, fmt.Errorf("reading the release's %s (make release-check makes it): %w", file, err)
+		}
 		images := pushedFrom(ctx)
 		if len(components) == 0 && len(images) == 0 {
-			return ApplyKustomization(base)(ctx, cfg)
+			_, err := Kubectl(ctx, cfg.KubeconfigFile(), "", "apply", "--server-side", "-f", path)
+			return ctx, err
 		}
 		dir, err := os.MkdirTemp("", "e2e-kustomization-")
 		if err != nil {
 			return ctx, err
 		}
 		defer os.RemoveAll(dir)
-		k, err := kustomization(dir, base, components, images)
+		if err := os.WriteFile(filepath.Join(dir, file), data, 0o600); err != nil {
+			return ctx, err
+		}
+		k, err := kustomization(dir, file, components, images)
 		if err != nil {
 			return ctx, err
 		}
@@ -133,14 +152,15 @@ func applyWithComponents(base string, components ...string) env.Func {
 	}
 }
 
-// kustomization is the text of a kustomization in dir over base, its components and images.
-func kustomization(dir, base string, components []string, images pushed) (string, error) {
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" + relTo(dir, base) + "]\n"
+// kustomization is the text of a kustomization in dir over the resource file (in dir), the
+// component folders and images.
+func kustomization(dir, file string, components []string, images pushed) (string, error) {
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" + file + "]\n"
 	if len(components) > 0 {
 		k += "components:\n"
 	}
 	for _, c := range components {
-		k += "- " + relTo(dir, filepath.Join(base, "components", c)) + "\n"
+		k += "- " + relTo(dir, c) + "\n"
 	}
 	if len(images) > 0 {
 		overrides, err := imageOverrides(images)
@@ -165,10 +185,11 @@ func relTo(dir, target string) string {
 	return rel
 }
 
-// InstallLocalUserAuthenticator installs the local-user-authenticator and waits for it.
+// InstallLocalUserAuthenticator installs the local-user-authenticator from the release's YAML
+// and waits for it.
 func InstallLocalUserAuthenticator() []env.Func {
 	return []env.Func{
-		applyWithComponents(RepoPath("servers/local-user-authenticator/deploy")),
+		applyRelease("install-local-user-authenticator.yaml"),
 		WaitFor(3*time.Minute, "condition=Available", "-n", "local-user-authenticator", "deployment/local-user-authenticator"),
 	}
 }
