@@ -197,7 +197,7 @@ demo-down: ## delete a demo cluster left behind
 
 .PHONY: matrix-ci-if-allowed
 matrix-ci-if-allowed:
-	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) matrix-ci cloud-proof; else echo "skipping the end-to-end suites (make matrix-ci cloud-proof): they need clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"; fi
+	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) matrix-ci cloud-proof quickstart-proof; else echo "skipping the end-to-end suites (make matrix-ci cloud-proof quickstart-proof): they need clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"; fi
 
 # The existing distribution as a cloud provider runs it, proven on a kubeadm cluster of ours: our
 # images pushed to a registry on loopback and pulled by digest, Dex, slapd and the GitHub double in
@@ -207,6 +207,17 @@ cloud-proof: deps ## the existing provider against a kubeadm cluster of ours tre
 	$(MAKE) test-deps images release-check
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(CLUSTER_PACKAGES)"; fi
 	$(GO) test -count=1 -timeout 30m ./e2e/cloudproof/
+
+# docs/quickstart.md as a new user follows it: its commands, verbatim but for the version and the
+# registry, on a kubeadm cluster of ours with a registry on loopback (e2e/quickstart). The page
+# hashes the password with htpasswd, from apache2-utils.
+QUICKSTART_PACKAGES := apache2-utils
+
+.PHONY: quickstart-proof
+quickstart-proof: deps ## run docs/quickstart.md's commands on a kubeadm cluster of ours (needs ALLOW_HOST_CHANGES=true)
+	$(MAKE) test-deps images
+	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(CLUSTER_PACKAGES) $(QUICKSTART_PACKAGES)"; fi
+	$(GO) test -count=1 -timeout 30m ./e2e/quickstart/
 
 # The conformance matrix (matrix/catalog.yaml): distributions x the newest Kubernetes minors x
 # identity paths, one cluster per distribution and version, each version built when first needed;
@@ -316,7 +327,7 @@ vulncheck: deps ## report known advisories (as of VULNDB_VERSION) in our modules
 	cd tools && $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db file://$(VULNDB_DIR) ./...
 
 .PHONY: test
-test: verify-format verify-modules verify-generate unit verify-cli-platforms release-check integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof)
+test: verify-format verify-modules verify-generate unit verify-cli-platforms release-check integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof quickstart-proof)
 
 .PHONY: bench
 bench: kube-binaries ## benchmarks: in-server exchange cost, load runs through the aggregation layer and the Supervisor, the proxy on a cluster

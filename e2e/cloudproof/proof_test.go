@@ -1,7 +1,6 @@
 package cloudproof
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -87,7 +86,7 @@ func TestExistingClusterAsCloud(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	registry := startRegistry(ctx, t) + "/cloud-proof"
+	registry := steps.StartRegistry(ctx, t) + "/cloud-proof"
 	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-p=1", "-timeout=60m", "-json",
 		"./e2e/conformance", "-run", runExpression(suite))
 	cmd.Dir = steps.RepoPath(".")
@@ -152,36 +151,6 @@ func TestExistingClusterAsCloud(t *testing.T) {
 	if err != nil || !strings.Contains(strategies, "KubeClusterSigningCertificate=Success") {
 		t.Errorf("CredentialIssuer strategies %q (%v), want KubeClusterSigningCertificate=Success, the kubeadm profile's", strategies, err)
 	}
-}
-
-// startRegistry builds and starts tools/images registry on loopback, which containerd on this
-// machine pulls from over plain HTTP, and returns its address; it is stopped when the test ends.
-func startRegistry(ctx context.Context, t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "images")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./images")
-	build.Dir = steps.RepoPath("tools")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building tools/images: %v\n%s", err, out)
-	}
-	cmd := exec.CommandContext(ctx, bin, "registry", "--listen", "127.0.0.1:0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	})
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("the registry printed no address: %v", err)
-	}
-	return strings.TrimSpace(addr)
 }
 
 // runExpression anchors the names for go test -run.
