@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 var suite = []string{
 	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
 	"TestImpersonationProxyEnabledAtClusterIP", "TestImpersonationProxy", "TestImpersonationProxyAccess",
-	"TestImpersonationProxyExternalTLS", "TestGetKubeconfigWithoutClusterInfo",
+	"TestImpersonationProxyExternalTLS", "TestGetKubeconfigWithoutClusterInfo", "TestHelmChartsValidateAgainstCluster",
 	"TestCLIStaticLogin", "TestTokenCredentialRequestWithLocalUsers",
 	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL", "TestSupervisorDexLogin",
 	"TestSupervisorLDAPLogin", "TestSupervisorGitHubLogin", "TestSupervisorActiveDirectoryLogin",
@@ -47,6 +47,7 @@ var suite = []string{
 // mustPass are the tests that prove the kubeadm profile's strategy and the logins; a skip fails.
 var mustPass = []string{
 	"TestInstalled", "TestKubeClusterSigningCertificate", "TestImpersonationProxyDisabledWhereControlPlaneVisible",
+	"TestHelmChartsValidateAgainstCluster",
 	"TestCLIStaticLogin", "TestTokenCredentialRequestWithLocalUsers",
 	"TestCLIBrowserLogin", "TestJWTAuthenticatorCEL", "TestSupervisorDexLogin", "TestSupervisorLDAPLogin",
 	"TestSupervisorGitHubLogin",
