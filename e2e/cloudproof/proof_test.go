@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"sealion.dev/e2e/steps"
-	"sealion.dev/providers"
 	"sealion.dev/providers/all"
 	"sealion.dev/providers/existing"
 )
@@ -70,22 +68,7 @@ func TestExistingClusterAsCloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const cluster = "sealion-cloud-proof"
-	t.Cleanup(func() {
-		if logs := os.Getenv("SEALION_E2E_LOGS"); logs != "" {
-			_ = p.CollectLogs(context.WithoutCancel(ctx), cluster, filepath.Join(logs, cluster))
-		}
-		if err := p.Delete(context.WithoutCancel(ctx), cluster); err != nil {
-			t.Errorf("deleting the cluster: %v", err)
-		}
-	})
-	if err := p.Create(ctx, cluster, providers.CreateOptions{KubernetesVersion: os.Getenv("SEALION_E2E_KUBE_VERSION")}); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := p.KubeconfigPath(ctx, cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := steps.TestCluster(ctx, t, p, "sealion-cloud-proof")
 
 	registry := steps.StartRegistry(ctx, t) + "/cloud-proof"
 	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-p=1", "-timeout=60m", "-json",

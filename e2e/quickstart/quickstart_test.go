@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"sealion.dev/e2e/steps"
-	"sealion.dev/providers"
 	"sealion.dev/providers/all"
 )
 
@@ -103,22 +101,7 @@ func TestQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const cluster = "sealion-quickstart"
-	t.Cleanup(func() {
-		if logs := os.Getenv("SEALION_E2E_LOGS"); logs != "" {
-			_ = p.CollectLogs(context.WithoutCancel(ctx), cluster, filepath.Join(logs, cluster))
-		}
-		if err := p.Delete(context.WithoutCancel(ctx), cluster); err != nil {
-			t.Errorf("deleting the cluster: %v", err)
-		}
-	})
-	if err := p.Create(ctx, cluster, providers.CreateOptions{KubernetesVersion: os.Getenv("SEALION_E2E_KUBE_VERSION")}); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := p.KubeconfigPath(ctx, cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := steps.TestCluster(ctx, t, p, "sealion-quickstart")
 	kubeBin, err := steps.KubeBinDir()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
+	"testing"
 	"time"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -135,4 +137,28 @@ func LoadImages(archives ...string) env.Func {
 		}
 		return ctx, c.Provider.LoadImageArchives(ctx, c.Name, archives...)
 	}
+}
+
+// TestCluster creates the cluster name with p for a test that drives it itself, not through a
+// suite's setup, and returns its kubeconfig. When the test ends the cluster is deleted, its
+// logs collected first into $SEALION_E2E_LOGS/<name> when that is set. The version is
+// $SEALION_E2E_KUBE_VERSION's, or the provider's default.
+func TestCluster(ctx context.Context, t testing.TB, p providers.Provider, name string) string {
+	t.Helper()
+	t.Cleanup(func() {
+		if logs := os.Getenv("SEALION_E2E_LOGS"); logs != "" {
+			_ = p.CollectLogs(context.WithoutCancel(ctx), name, filepath.Join(logs, name))
+		}
+		if err := p.Delete(context.WithoutCancel(ctx), name); err != nil {
+			t.Errorf("deleting the cluster: %v", err)
+		}
+	})
+	if err := p.Create(ctx, name, providers.CreateOptions{KubernetesVersion: os.Getenv("SEALION_E2E_KUBE_VERSION")}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := p.KubeconfigPath(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
 }
