@@ -41,9 +41,10 @@ type pushedKey struct{}
 // was pushed to.
 type pushed map[string]string
 
-// PushImages pushes image tarballs (docker archives, or the release's OCI layout) to registry with tools/images (go-containerregistry,
-// credentials from the Docker config), instead of loading them into the cluster's nodes: the
-// installs and Image then use the pushed references, pinned by digest.
+// PushImages pushes image tarballs (docker archives, or the release's OCI layout) to registry
+// with tools/images (go-containerregistry, credentials from the Docker config), instead of
+// loading them into the cluster's nodes: the installs and Image then use the pushed references,
+// pinned by digest.
 func PushImages(registry string, archives ...string) env.Func {
 	return func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 		for _, a := range archives {

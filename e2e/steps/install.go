@@ -19,8 +19,8 @@ func RepoPath(rel string) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", rel)
 }
 
-// ApplyKustomization applies a kustomization folder with kubectl apply -k, server-side.
-func ApplyKustomization(dir string) env.Func {
+// applyKustomization applies a kustomization folder with kubectl apply -k, server-side.
+func applyKustomization(dir string) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		_, err := Kubectl(ctx, cfg.KubeconfigFile(), "", "apply", "--server-side", "-k", dir)
 		return ctx, err
@@ -148,7 +148,7 @@ func applyRelease(file string, components ...string) env.Func {
 		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
 			return ctx, err
 		}
-		return ApplyKustomization(dir)(ctx, cfg)
+		return applyKustomization(dir)(ctx, cfg)
 	}
 }
 
