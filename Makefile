@@ -285,6 +285,7 @@ integration: host-deps-if-allowed kube-binaries images release-check ## integrat
 FUZZMINIMIZETIME ?= 1s
 FUZZ_TARGETS := \
 	./servers/concierge/internal/credential:FuzzTokenCredentialRequest \
+	./servers/concierge/internal/impersonator:FuzzForwardedHeaders \
 	./servers/concierge/internal/authenticator/jwt:FuzzJWTClaims \
 	./servers/concierge/internal/authenticator/webhook:FuzzTokenReviewResponse \
 	./servers/supervisor/internal/oauth:FuzzAuthorizeQuery \

@@ -2,9 +2,14 @@ package conformance
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,6 +30,7 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
+	"sealion.dev/core/testing/rawhttp"
 	"sealion.dev/e2e/steps"
 	"sealion.dev/providers"
 )
@@ -36,7 +42,8 @@ const originalUserInfoExtra = "original-user-info.impersonation-proxy.concierge.
 // TestImpersonationProxyAccess checks, where mode auto runs the proxy at a load balancer, what
 // people and programs do through it: kubectl apply and delete as a certificate's user within
 // RBAC, kubectl --as for a user allowed to impersonate (the kube-apiserver then learns who asked),
-// and a ServiceAccount's token, which acts as that ServiceAccount.
+// a Connection header naming the proxy's Impersonate headers (which must not strip them), and a
+// ServiceAccount's token, which acts as that ServiceAccount.
 func TestImpersonationProxyAccess(t *testing.T) {
 	var proxy configv1alpha1.ImpersonationProxyInfo
 	var cred *loginv1alpha1.ClusterCredential
@@ -151,6 +158,44 @@ func TestImpersonationProxyAccess(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("a client naming the Impersonate headers in Connection is still itself", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// The attack of SECURITY.md's first advisory: with a Connection header naming the
+			// headers the proxy sets, a reverse proxy that honours Connection after setting them
+			// sends the request as the proxy's ServiceAccount. The kube-apiserver must see pinny,
+			// or the request be refused, over HTTP/1.1 and HTTP/2.
+			tlsConfig, addr := proxyClientTLS(t, proxy, cred)
+			options := []string{
+				"Impersonate-User, Impersonate-Group",
+				"impersonate-user, impersonate-group, impersonate-extra-authentication.kubernetes.io%2fcredential-id, impersonate-extra-" + originalUserInfoExtra,
+				"IMPERSONATE-USER, IMPERSONATE-GROUP, IMPERSONATE-UID",
+			}
+			body := []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)
+			for _, option := range options {
+				for _, h2 := range []bool{false, true} {
+					send, name := rawhttp.HTTP1, "Connection"
+					if h2 {
+						send, name = rawhttp.HTTP2, "connection"
+					}
+					resp, err := send(ctx, addr, tlsConfig, rawhttp.Request{Method: http.MethodPost, Target: "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+						Headers: [][2]string{{"Content-Type", "application/json"}, {name, option}}, Body: body})
+					if err != nil {
+						t.Fatalf("%s: %s (HTTP/2 %v): %v", name, option, h2, err)
+					}
+					if resp.Reset != "" || resp.Status == http.StatusBadRequest {
+						continue // refused: HTTP/2 forbids connection-specific headers
+					}
+					var review authenticationv1.SelfSubjectReview
+					if resp.Status != http.StatusCreated || json.Unmarshal(resp.Body, &review) != nil {
+						t.Errorf("%s: %s (HTTP/2 %v): %d %s", name, option, h2, resp.Status, resp.Body)
+						continue
+					}
+					if who := review.Status.UserInfo; who.Username != "pinny" || !slices.Contains(who.Groups, "seals") {
+						t.Errorf("%s: %s (HTTP/2 %v): the kube-apiserver saw %+v, want pinny in seals", name, option, h2, who)
+					}
+				}
+			}
+			return ctx
+		}).
 		Assess("a ServiceAccount token acts as the ServiceAccount", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			kube := kubeClient(t, cfg)
 			sa, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "e2e-robot"}}, metav1.CreateOptions{})
@@ -191,6 +236,33 @@ func TestImpersonationProxyAccess(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// proxyClientTLS is the TLS configuration of a client of the proxy with cred's certificate, and
+// the proxy's host:port.
+func proxyClientTLS(t *testing.T, proxy configv1alpha1.ImpersonationProxyInfo, cred *loginv1alpha1.ClusterCredential) (*tls.Config, string) {
+	t.Helper()
+	ca, err := base64.StdEncoding.DecodeString(proxy.CertificateAuthorityData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		t.Fatal("the advertised CA holds no certificate")
+	}
+	cert, err := tls.X509KeyPair([]byte(cred.ClientCertificateData), []byte(cred.ClientKeyData))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(proxy.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "443")
+	}
+	return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}, addr
 }
 
 // skipUnlessProxyServes skips where the Concierge, as the suite installs it, issues credentials

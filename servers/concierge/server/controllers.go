@@ -41,16 +41,17 @@ var conciergePodSelector = map[string]string{"deployment.pinniped.dev": "concier
 
 // impersonationProxy builds the proxy, the controller that runs it, and the watcher of the
 // cluster's client CA. Client certificates are accepted from that CA and from both signers the
-// exchanger issues with.
+// exchanger issues with; only the proxy's own signer's carry user extras.
 func (c completedConfig) impersonationProxy(clusterSigner, proxySigner *dynamicca.Signer, exchanger *credential.Exchanger) ([]runner, error) {
 	clusterClientCA, err := dynamiccertificates.NewDynamicCAFromConfigMapController("client-ca", metav1.NamespaceSystem,
 		"extension-apiserver-authentication", "client-ca-file", c.KubeClient)
 	if err != nil {
 		return nil, fmt.Errorf("impersonation proxy: watching the cluster's client CA: %w", err)
 	}
-	authn, err := impersonator.DelegatedAuthenticator(c.KubeClient, clusterClientCA,
-		impersonator.CAContent("impersonation proxy signer", proxySigner),
-		impersonator.CAContent("token credential request signer", clusterSigner))
+	authn, err := impersonator.DelegatedAuthenticator(c.KubeClient, impersonator.ClientCAs{
+		Own:    impersonator.CAContent("impersonation proxy signer", proxySigner),
+		Others: []dynamiccertificates.CAContentProvider{clusterClientCA, impersonator.CAContent("token credential request signer", clusterSigner)},
+	})
 	if err != nil {
 		return nil, err
 	}

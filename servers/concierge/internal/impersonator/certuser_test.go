@@ -32,7 +32,7 @@ func TestCertificateUserReadsExtras(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, ok, err := certificateUser.User(parse(certPEM))
+	resp, ok, err := ownCertificateUser.User(parse(certPEM))
 	if err != nil || !ok {
 		t.Fatalf("got %v %v", ok, err)
 	}
@@ -45,11 +45,20 @@ func TestCertificateUserReadsExtras(t *testing.T) {
 		t.Errorf("credential-id %q, want the certificate's own then the token's", ids)
 	}
 
-	plainPEM, _, err := ca.IssueClientCert("bob", nil, []string{"not an extra"}, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok, err := certificateUser.User(parse(plainPEM)); ok || err == nil {
-		t.Error("a certificate with an OU that is not key=value was accepted")
+	// What the credential exchange would never have written is refused, as it refuses such extras.
+	for _, ous := range [][]string{
+		{"not an extra"},
+		{"kubernetes.io/reserved=x"},
+		{"sub.k8s.io/reserved=x"},
+		{"no-domain=x"},
+		{"example.com/a=b", "=x"},
+	} {
+		certPEM, _, err := ca.IssueClientCert("bob", nil, ous, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := ownCertificateUser.User(parse(certPEM)); ok || err == nil {
+			t.Errorf("a certificate of the proxy's signer with OUs %q was accepted", ous)
+		}
 	}
 }

@@ -100,6 +100,7 @@ func New(c Config) (http.Handler, error) {
 	h = genericfilters.WithMaxInFlightLimit(h, cmp.Or(c.MaxRequestsInFlight, DefaultMaxRequestsInFlight),
 		cmp.Or(c.MaxMutatingRequestsInFlight, DefaultMaxMutatingRequestsInFlight), isLongRunning)
 	h = genericapifilters.WithRequestInfo(h, resolver)
+	h = withHopByHopHeadersRemoved(h)
 	h = genericfilters.WithPanicRecovery(h, resolver)
 	return h, nil
 }
@@ -140,7 +141,8 @@ func newForwarder(c *rest.Config) (*forwarder, error) {
 	}
 	// Ordinary requests may use HTTP/2; upgrades (exec, attach, port-forward) need HTTP/1.1, which
 	// the upgrade dialer negotiates, with the same credentials added by the config's wrappers.
-	rt, err := rest.TransportFor(c)
+	// Both set the identity last (identityTransport).
+	base, err := rest.TransportFor(c)
 	if err != nil {
 		return nil, err
 	}
@@ -148,45 +150,48 @@ func newForwarder(c *rest.Config) (*forwarder, error) {
 	if err != nil {
 		return nil, err
 	}
+	rt := identityTransport{next: base}
 	// An empty location path would make the handler redirect every GET to its path plus "/".
 	path := host.Path
 	if path == "" {
 		path = "/"
 	}
 	h := proxy.NewUpgradeAwareHandler(&url.URL{Scheme: host.Scheme, Host: host.Host, Path: path}, rt, false, false, errorResponder{})
-	h.UpgradeTransport = proxy.NewUpgradeRequestRoundTripper(rt, wrappers)
+	h.UpgradeTransport = proxy.NewUpgradeRequestRoundTripper(rt, identityTransport{next: wrappers})
 	h.UseRequestLocation = true
 	h.AppendLocationPath = host.Path != "" && host.Path != "/"
 	h.FlushInterval = FlushInterval
 	return &forwarder{h}, nil
 }
 
-// forward sends r on as the user the chain settled on.
+// forward sends r on as the user the chain settled on. The identity travels in the request's
+// context to identityTransport, which alone writes it into the headers.
 func forward(w http.ResponseWriter, r *http.Request, asServiceAccount, withoutCredentials *forwarder) {
 	u, ok := genericapirequest.UserFrom(r.Context())
 	if !ok {
 		http.Error(w, "no user in the request context", http.StatusInternalServerError)
 		return
 	}
-	r = r.Clone(r.Context())
-	scrubClientHeaders(r.Header)
+	var identity http.Header
+	next := withoutCredentials
 	switch {
 	case isAnonymous(u):
-		withoutCredentials.ServeHTTP(w, r)
+		identity = http.Header{}
 	case passThroughToken(r.Context(), u) != "":
 		// A token's owner with a UID (a ServiceAccount, say) keeps its own credential: the
 		// kube-apiserver then sees exactly what it would see without the proxy.
-		r.Header.Set("Authorization", "Bearer "+passThroughToken(r.Context(), u))
-		withoutCredentials.ServeHTTP(w, r)
+		identity = http.Header{"Authorization": {"Bearer " + passThroughToken(r.Context(), u)}}
 	default:
 		u, err := withOriginalUserInfo(r.Context(), u)
 		if err != nil {
 			writeStatus(w, http.StatusForbidden, metav1.StatusReasonForbidden, err.Error())
 			return
 		}
-		setImpersonationHeaders(r.Header, u)
-		asServiceAccount.ServeHTTP(w, r)
+		identity, next = impersonationHeaders(u), asServiceAccount
 	}
+	r = r.Clone(withIdentity(r.Context(), identity))
+	scrubClientHeaders(r.Header)
+	next.ServeHTTP(w, r)
 }
 
 func isAnonymous(u user.Info) bool {
@@ -250,10 +255,21 @@ func TokenAuthenticated(t authenticator.Token) authenticator.Token {
 // TokenReviewCacheTTL is how long a TokenReview answer is reused.
 const TokenReviewCacheTTL = 10 * time.Second
 
-// DelegatedAuthenticator authenticates client certificates signed by one of clientCAs, bearer
-// tokens by TokenReview at the kube-apiserver, and everything else as system:anonymous (which the
-// proxy forwards without credentials, leaving the decision to the cluster).
-func DelegatedAuthenticator(kube kubernetes.Interface, clientCAs ...dynamiccertificates.CAContentProvider) (authenticator.Request, error) {
+// ClientCAs are the CAs whose client certificates the proxy accepts.
+type ClientCAs struct {
+	// Own is the CA of the proxy's own signer, whose key only the Concierge holds: its
+	// certificates carry the user's extras in their OUs (package certextra).
+	Own dynamiccertificates.CAContentProvider
+	// Others are read as the kube-apiserver reads them, OUs ignored: the cluster's client CA and
+	// its signing key sign certificates for anyone whose CSR is approved (kubelets' among them),
+	// with whatever OUs they asked for.
+	Others []dynamiccertificates.CAContentProvider
+}
+
+// DelegatedAuthenticator authenticates client certificates signed by one of cas, bearer tokens by
+// TokenReview at the kube-apiserver, and everything else as system:anonymous (which the proxy
+// forwards without credentials, leaving the decision to the cluster).
+func DelegatedAuthenticator(kube kubernetes.Interface, cas ClientCAs) (authenticator.Request, error) {
 	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 	tokenReview, err := webhooktoken.NewFromInterface(kube.AuthenticationV1(), nil, backoff, 10*time.Second,
 		webhooktoken.AuthenticatorMetrics{
@@ -267,24 +283,31 @@ func DelegatedAuthenticator(kube kubernetes.Interface, clientCAs ...dynamiccerti
 	// One certificate authenticator per CA: each keeps its own parsed pool, where a union of the
 	// bundles would be re-parsed on every request.
 	var authenticators []authenticator.Request
-	for _, ca := range clientCAs {
-		authenticators = append(authenticators, x509request.NewDynamic(ca.VerifyOptions, certificateUser))
+	if cas.Own != nil {
+		authenticators = append(authenticators, x509request.NewDynamic(cas.Own.VerifyOptions, ownCertificateUser))
+	}
+	for _, ca := range cas.Others {
+		authenticators = append(authenticators, x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion))
 	}
 	authenticators = append(authenticators, bearertoken.New(tokens))
 	known := group.NewAuthenticatedGroupAdder(unionauth.New(authenticators...))
 	return unionauth.NewFailOnError(known, anonymous.NewAuthenticator(nil)), nil
 }
 
-// certificateUser reads a client certificate as the kube-apiserver does (CN the username, O the
-// groups, the certificate's hash as credential-id) and adds the user extras the Concierge carries in
-// OUs (package certextra), which the kube-apiserver ignores: through the proxy, a user keeps the
-// extras its authenticator gave it. A credential-id from the token is added to the certificate's own.
-var certificateUser = x509request.UserConversionFunc(func(chain []*x509.Certificate) (*authenticator.Response, bool, error) {
+// ownCertificateUser reads a certificate of the proxy's own signer as the kube-apiserver reads a
+// client certificate (CN the username, O the groups, the certificate's hash as credential-id) and
+// adds the user extras the Concierge carried in its OUs (package certextra), validated as the
+// credential exchange validates an authenticator's: through the proxy, a user keeps the extras
+// its authenticator gave it. A credential-id from the token is added to the certificate's own.
+var ownCertificateUser = x509request.UserConversionFunc(func(chain []*x509.Certificate) (*authenticator.Response, bool, error) {
 	resp, ok, err := x509request.CommonNameUserConversion.User(chain)
 	if err != nil || !ok {
 		return resp, ok, err
 	}
 	carried, err := certextra.FromOrganizationalUnits(chain[0].Subject.OrganizationalUnit)
+	if err == nil {
+		err = certextra.Validate(carried)
+	}
 	if err != nil || carried == nil {
 		return resp, err == nil, err
 	}

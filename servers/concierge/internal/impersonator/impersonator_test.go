@@ -3,9 +3,11 @@ package impersonator
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,9 +36,8 @@ func TestScrubClientHeaders(t *testing.T) {
 	assert.ElementsMatch(t, []string{"Accept", "User-Agent", "X-Request-Id"}, left)
 }
 
-func TestSetImpersonationHeaders(t *testing.T) {
-	h := http.Header{}
-	setImpersonationHeaders(h, &user.DefaultInfo{
+func TestImpersonationHeaders(t *testing.T) {
+	h := impersonationHeaders(&user.DefaultInfo{
 		Name: "pinny", UID: "u-1", Groups: []string{"seals", "system:authenticated"},
 		Extra: map[string][]string{"scopes.example.com/a b": {"x", "y"}},
 	})
@@ -62,33 +63,70 @@ func (allowAll) Authorize(_ context.Context, a authorizer.Attributes) (authorize
 // originalUserInfoHeader carries OriginalUserInfoExtraKey to the kube-apiserver.
 const originalUserInfoHeader = "Impersonate-Extra-" + OriginalUserInfoExtraKey
 
-func TestForwarding(t *testing.T) {
-	var got http.Header
-	var gotPath string
-	backend := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, gotPath = r.Header.Clone(), r.URL.Path
-		w.WriteHeader(http.StatusOK)
-	}))
-	defer backend.Close()
+// testTokens are the bearer tokens of the unit tests' proxy: "sa-token" is a ServiceAccount (has
+// a UID), "user-token" a person (no UID).
+var testTokens = TokenAuthenticated(authenticator.TokenFunc(func(_ context.Context, token string) (*authenticator.Response, bool, error) {
+	switch token {
+	case "sa-token":
+		return &authenticator.Response{User: &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", UID: "sa-uid", Groups: []string{"system:serviceaccounts"}}}, true, nil
+	case "user-token":
+		return &authenticator.Response{User: &user.DefaultInfo{Name: "pinny", Groups: []string{"seals"}}}, true, nil
+	case "reserved-extra-token":
+		return &authenticator.Response{User: &user.DefaultInfo{Name: "mallory", Extra: map[string][]string{OriginalUserInfoExtraKey: {"{}"}}}}, true, nil
+	case "mixed-case-reserved-extra-token":
+		// The kube-apiserver lowercases extra keys: this one would arrive as OriginalUserInfoExtraKey.
+		return &authenticator.Response{User: &user.DefaultInfo{Name: "mallory", Extra: map[string][]string{"Original-User-Info.Impersonation-Proxy.Concierge.Pinniped.DEV": {"{}"}}}}, true, nil
+	}
+	return nil, false, nil
+}))
 
-	// Tokens: "sa-token" is a ServiceAccount (has a UID), "user-token" a person (no UID).
-	tokens := TokenAuthenticated(authenticator.TokenFunc(func(_ context.Context, token string) (*authenticator.Response, bool, error) {
-		switch token {
-		case "sa-token":
-			return &authenticator.Response{User: &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", UID: "sa-uid", Groups: []string{"system:serviceaccounts"}}}, true, nil
-		case "user-token":
-			return &authenticator.Response{User: &user.DefaultInfo{Name: "pinny", Groups: []string{"seals"}}}, true, nil
-		case "reserved-extra-token":
-			return &authenticator.Response{User: &user.DefaultInfo{Name: "mallory", Extra: map[string][]string{OriginalUserInfoExtraKey: {"{}"}}}}, true, nil
-		case "mixed-case-reserved-extra-token":
-			// The kube-apiserver lowercases extra keys: this one would arrive as OriginalUserInfoExtraKey.
-			return &authenticator.Response{User: &user.DefaultInfo{Name: "mallory", Extra: map[string][]string{"Original-User-Info.Impersonation-Proxy.Concierge.Pinniped.DEV": {"{}"}}}}, true, nil
+// fakeKube stands in for the kube-apiserver: it records the last request's headers and path, and
+// answers upgrade requests with 101 Switching Protocols and then echoes what it reads.
+type fakeKube struct {
+	*httptest.Server
+	mu   sync.Mutex
+	got  http.Header
+	path string
+}
+
+func newFakeKube(t testing.TB) *fakeKube {
+	k := &fakeKube{}
+	k.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k.mu.Lock()
+		k.got, k.path = r.Header.Clone(), r.URL.Path
+		k.mu.Unlock()
+		if r.Header.Get("Upgrade") == "" {
+			w.WriteHeader(http.StatusOK)
+			return
 		}
-		return nil, false, nil
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + r.Header.Get("Upgrade") + "\r\n\r\n")
+		_ = rw.Flush()
+		_, _ = io.Copy(conn, rw)
 	}))
-	authn := unionauth.NewFailOnError(bearertoken.New(tokens), anonymous.NewAuthenticator(nil))
+	t.Cleanup(k.Close)
+	return k
+}
+
+// last returns the headers and path of the last request that reached k, and forgets them.
+func (k *fakeKube) last() (http.Header, string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	got, path := k.got, k.path
+	k.got, k.path = nil, ""
+	return got, path
+}
+
+// testProxy is the proxy in front of kube, forwarding as the ServiceAccount "concierge-sa", with
+// testTokens and the allowAll authorizer; served over TLS for HTTP/1.1 only unless http2.
+func testProxy(t testing.TB, kube *fakeKube, http2 bool) *httptest.Server {
+	authn := unionauth.NewFailOnError(bearertoken.New(testTokens), anonymous.NewAuthenticator(nil))
 	handler, err := New(Config{
-		APIServer:                  &rest.Config{Host: backend.URL, BearerToken: "concierge-sa", TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
+		APIServer:                  &rest.Config{Host: kube.URL, BearerToken: "concierge-sa", TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
 		Authenticator:              authn,
 		Authorizer:                 allowAll{},
 		TokenCredentialRequests:    http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }),
@@ -96,9 +134,16 @@ func TestForwarding(t *testing.T) {
 	})
 	require.NoError(t, err)
 	front := httptest.NewUnstartedServer(handler)
+	front.EnableHTTP2 = http2
 	front.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	front.StartTLS()
-	defer front.Close()
+	t.Cleanup(front.Close)
+	return front
+}
+
+func TestForwarding(t *testing.T) {
+	kube := newFakeKube(t)
+	front := testProxy(t, kube, false)
 
 	tests := []struct {
 		name       string
@@ -226,7 +271,7 @@ func TestForwarding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got = nil
+			kube.last()
 			method := tt.method
 			if method == "" {
 				method = http.MethodGet
@@ -242,6 +287,7 @@ func TestForwarding(t *testing.T) {
 			require.NoError(t, err)
 			resp.Body.Close()
 			require.Equal(t, tt.wantCode, resp.StatusCode)
+			got, gotPath := kube.last()
 			if tt.wantCode != http.StatusOK {
 				assert.Nil(t, got, "the request must not reach the kube-apiserver")
 				return

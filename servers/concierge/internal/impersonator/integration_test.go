@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"maps"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -39,19 +41,36 @@ func (b staticBundle) CABundle() []byte { return b }
 
 // proxyUnderTest is the proxy in front of a real kube-apiserver, as the Concierge runs it: it
 // forwards as a ServiceAccount allowed only to impersonate, and accepts client certificates from
-// a signer of its own.
+// a signer of its own and from the cluster's client CA.
 type proxyUnderTest struct {
-	url     string
-	caPEM   []byte // the proxy's serving CA
-	signer  *certauthority.CA
-	admin   kubernetes.Interface
-	kubectl string
-	dir     string
+	url       string
+	caPEM     []byte // the proxy's serving CA
+	signer    *certauthority.CA
+	clusterCA *certauthority.CA
+	admin     kubernetes.Interface
+	kubectl   string
+	dir       string
+	// auditLog is the kube-apiserver's audit log: every request's event, at level Metadata.
+	auditLog string
 }
+
+// auditPolicy records every request's metadata (who, as whom, what), once it has an answer.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
 
 func startProxy(t *testing.T) *proxyUnderTest {
 	t.Helper()
-	cp := controlplane.StartForTest(t, controlplane.Options{})
+	auditDir := t.TempDir()
+	policy := filepath.Join(auditDir, "policy.yaml")
+	require.NoError(t, os.WriteFile(policy, []byte(auditPolicy), 0o600))
+	auditLog := filepath.Join(auditDir, "audit.log")
+	cp := controlplane.StartForTest(t, controlplane.Options{ExtraAPIServerFlags: []string{
+		"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-mode=blocking",
+	}})
 	ctx := context.Background()
 	admin, err := kubernetes.NewForConfig(cp.RESTConfig())
 	require.NoError(t, err)
@@ -71,7 +90,16 @@ func startProxy(t *testing.T) *proxyUnderTest {
 
 	signer, err := certauthority.New("proxy signer", time.Hour)
 	require.NoError(t, err)
-	authn, err := DelegatedAuthenticator(admin, CAContent("signer", staticBundle(signer.Bundle())))
+	clusterCert, err := os.ReadFile(cp.ClientCACertFile)
+	require.NoError(t, err)
+	clusterKey, err := os.ReadFile(cp.ClientCAKeyFile)
+	require.NoError(t, err)
+	clusterCA, err := certauthority.Load(clusterCert, clusterKey)
+	require.NoError(t, err)
+	authn, err := DelegatedAuthenticator(admin, ClientCAs{
+		Own:    CAContent("signer", staticBundle(signer.Bundle())),
+		Others: []dynamiccertificates.CAContentProvider{CAContent("cluster", staticBundle(clusterCert))},
+	})
 	require.NoError(t, err)
 	authz, err := DelegatedAuthorizer(admin)
 	require.NoError(t, err)
@@ -86,7 +114,7 @@ func startProxy(t *testing.T) *proxyUnderTest {
 	t.Cleanup(front.Close)
 
 	return &proxyUnderTest{
-		url: front.URL, signer: signer, admin: admin, kubectl: cp.KubectlPath, dir: t.TempDir(),
+		url: front.URL, signer: signer, clusterCA: clusterCA, admin: admin, kubectl: cp.KubectlPath, dir: t.TempDir(), auditLog: auditLog,
 		caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw}),
 	}
 }
