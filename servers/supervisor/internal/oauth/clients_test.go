@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -391,8 +392,34 @@ func TestOIDCClientCannotSendPasswords(t *testing.T) {
 	}
 }
 
-// A client that fails to authenticate again and again is refused before its secret is compared,
-// even with the right one, for a while; unknown client IDs count for nothing.
+// postTokenFrom is postToken from the local address source (any of 127.0.0.0/8 reaches the
+// test server on Linux): a client elsewhere than the default 127.0.0.1.
+func (h *harness) postTokenFrom(source string, form url.Values, id, secret string) (int, map[string]any) {
+	h.t.Helper()
+	transport := h.server.Client().Transport.(*http.Transport).Clone()
+	transport.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}).DialContext
+	defer transport.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodPost, h.issuerURL+provider.TokenPath, strings.NewReader(form.Encode()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
+// A source that fails to authenticate a client again and again gets no new secret comparison
+// for a while, even with the right secret; unknown client IDs count for nothing. The client
+// itself, elsewhere, is never refused: the attack of SECURITY.md's second advisory.
 func TestOIDCClientAuthenticationFailuresAreLimited(t *testing.T) {
 	h := newHarness(t, nil)
 	h.addOIDCClient(clientID, fullSpec(), clientSecret)
@@ -409,6 +436,55 @@ func TestOIDCClientAuthenticationFailuresAreLimited(t *testing.T) {
 	}
 	status, body := h.postToken(form, clientID, clientSecret)
 	if body["error"] != "invalid_client" || !strings.Contains(body["error_description"].(string), "Too many failed client authentications") {
-		t.Errorf("right secret after 10 failures: %d %v; want invalid_client, too many failures", status, body)
+		t.Errorf("right secret after 10 failures from the same source: %d %v; want invalid_client, too many failures", status, body)
+	}
+	// From another source the client authenticates (the made-up refresh token is what fails)...
+	if status, body := h.postTokenFrom("127.0.0.2", form, clientID, clientSecret); body["error"] != "invalid_grant" {
+		t.Errorf("right secret from another source: %d %v; want the client authenticated (invalid_grant for the token)", status, body)
+	}
+	// ...and once verified, its secret works from the blocked source too, without a comparison.
+	if status, body := h.postToken(form, clientID, clientSecret); body["error"] != "invalid_grant" {
+		t.Errorf("a verified secret from the blocked source: %d %v; want the client authenticated", status, body)
+	}
+	if status, body := h.postToken(form, clientID, "guess"); body["error"] != "invalid_client" ||
+		!strings.Contains(body["error_description"].(string), "Too many failed client authentications") {
+		t.Errorf("another guess from the blocked source: %d %v; still refused without a comparison", status, body)
+	}
+}
+
+// An attacker who knows a client's ID keeps failing for ten minutes, from the first second, at
+// the rate that would keep the client blocked were failures counted per client; the client
+// redeems and refreshes every second of it, from its own address and from the attacker's.
+func TestOIDCClientLockoutByAStranger(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addOIDCClient(clientID, fullSpec(), clientSecret)
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	h.endpoints.shared.ClientFailures = provider.NewClientFailures(func() time.Time { return now })
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"not-a-token"}}
+	const attacker, client, seconds = "127.0.0.3", "127.0.0.4", 600
+	for range 10 {
+		h.postTokenFrom(attacker, form, clientID, "guess")
+	}
+	served, refused := 0, 0
+	for second := range seconds {
+		now = now.Add(time.Second)
+		if second%6 == 0 {
+			if _, body := h.postTokenFrom(attacker, form, clientID, "guess"); body["error"] != "invalid_client" {
+				t.Fatalf("a guess was not refused: %v", body)
+			}
+		}
+		if _, body := h.postTokenFrom(client, form, clientID, clientSecret); body["error"] == "invalid_grant" {
+			served++
+		}
+		// Behind the same address as the attacker (a NAT), once the secret has been verified.
+		if _, body := h.postTokenFrom(attacker, form, clientID, clientSecret); body["error"] != "invalid_grant" {
+			refused++
+		}
+	}
+	if served != seconds || refused != 0 {
+		t.Errorf("the client authenticated in %d of %d seconds from its own address, and was refused %d times at the attacker's; want all and none", served, seconds, refused)
+	}
+	if !h.endpoints.shared.ClientFailures.Blocked(clientID, attacker) || h.endpoints.shared.ClientFailures.Blocked(clientID, client) {
+		t.Error("want the attacker's source blocked and the client's not")
 	}
 }

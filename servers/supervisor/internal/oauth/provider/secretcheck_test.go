@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,7 @@ func countingChecker(now *time.Time) (*SecretChecker, *atomic.Int32) {
 	return c, &calls
 }
 
-func TestSecretCheckerRemembersSuccessesBriefly(t *testing.T) {
+func TestSecretCheckerRemembersSuccesses(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	c, calls := countingChecker(&now)
 	ctx := context.Background()
@@ -49,9 +50,41 @@ func TestSecretCheckerRemembersSuccessesBriefly(t *testing.T) {
 	if err := c.Compare(ctx, []byte("hash-b"), []byte("hash-a")); err == nil {
 		t.Fatal("a secret passed against another hash")
 	}
+	// Each use extends the memory of a success...
+	now = now.Add(verifiedFor - time.Second)
+	if err := c.Compare(ctx, []byte("hash-a"), []byte("hash-a")); err != nil || calls.Load() != 5 {
+		t.Errorf("used again within %v: %v, %d comparisons; want it remembered", verifiedFor, err, calls.Load())
+	}
+	now = now.Add(verifiedFor - time.Second)
+	if err := c.Compare(ctx, []byte("hash-a"), []byte("hash-a")); err != nil || calls.Load() != 5 {
+		t.Errorf("used again within %v of the last use: %v, %d comparisons; want it remembered", verifiedFor, err, calls.Load())
+	}
+	// ...until it goes unused for verifiedFor.
 	now = now.Add(verifiedFor)
 	if err := c.Compare(ctx, []byte("hash-a"), []byte("hash-a")); err != nil || calls.Load() != 6 {
-		t.Errorf("after %v: %v, %d comparisons; want the secret compared again", verifiedFor, err, calls.Load())
+		t.Errorf("after %v unused: %v, %d comparisons; want the secret compared again", verifiedFor, err, calls.Load())
+	}
+}
+
+// A request WithoutNewComparisons gets no comparison, but a secret verified before still passes.
+func TestSecretCheckerWithoutNewComparisons(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c, calls := countingChecker(&now)
+	blocked := WithoutNewComparisons(context.Background())
+	if err := c.Compare(blocked, []byte("hash-a"), []byte("hash-a")); !errors.Is(err, ErrComparisonRefused) {
+		t.Errorf("an unverified secret without new comparisons: %v, want ErrComparisonRefused", err)
+	}
+	if err := c.Compare(blocked, []byte("hash-a"), []byte("guess")); !errors.Is(err, ErrComparisonRefused) {
+		t.Errorf("a guess without new comparisons: %v, want ErrComparisonRefused", err)
+	}
+	if calls.Load() != 0 {
+		t.Fatalf("%d comparisons ran for requests without new comparisons", calls.Load())
+	}
+	if err := c.Compare(context.Background(), []byte("hash-a"), []byte("hash-a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Compare(blocked, []byte("hash-a"), []byte("hash-a")); err != nil || calls.Load() != 1 {
+		t.Errorf("a verified secret without new comparisons: %v, %d comparisons; want it accepted from memory", err, calls.Load())
 	}
 }
 
@@ -101,16 +134,35 @@ func TestClientFailures(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	f := NewClientFailures(func() time.Time { return now })
 	for i := range clientFailureBurst {
-		if f.Blocked("client-a") {
+		if f.Blocked("client-a", "192.0.2.1") {
 			t.Fatalf("blocked after %d failures", i)
 		}
-		f.Failed("client-a")
+		f.Failed("client-a", "192.0.2.1")
 	}
-	if !f.Blocked("client-a") || f.Blocked("client-b") {
-		t.Fatalf("after %d failures: client-a blocked %v, client-b blocked %v; want only client-a", clientFailureBurst, f.Blocked("client-a"), f.Blocked("client-b"))
+	if !f.Blocked("client-a", "192.0.2.1") {
+		t.Fatalf("not blocked after %d failures", clientFailureBurst)
+	}
+	if f.Blocked("client-b", "192.0.2.1") || f.Blocked("client-a", "192.0.2.2") {
+		t.Fatal("failures of one client from one source block another client, or the client elsewhere")
 	}
 	now = now.Add(clientFailureInterval)
-	if f.Blocked("client-a") {
+	if f.Blocked("client-a", "192.0.2.1") {
 		t.Errorf("still blocked %v later", clientFailureInterval)
+	}
+}
+
+func TestSource(t *testing.T) {
+	for remote, want := range map[string]string{
+		"192.0.2.1:4321":              "192.0.2.1",
+		"[::ffff:192.0.2.1]:4321":     "192.0.2.1",
+		"[2001:db8:1:2:3:4:5:6]:4321": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::1]:1":    "2001:db8:1:2::/64",
+		"[fe80::1%eth0]:1":            "fe80::/64",
+		"not an address":              "not an address",
+		"192.0.2.1":                   "192.0.2.1",
+	} {
+		if got := Source(&http.Request{RemoteAddr: remote}); got != want {
+			t.Errorf("Source(%q) = %q, want %q", remote, got, want)
+		}
 	}
 }

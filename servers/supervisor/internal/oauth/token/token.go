@@ -50,16 +50,22 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 	if basic {
 		p.Audit.Event(ctx, "HTTP Request Basic Auth", audit.Fields{}, "clientID", client)
 	}
-	if p.ClientFailures.Blocked(client) {
-		p.OAuth.WriteAccessError(ctx, w, fosite.NewAccessRequest(nil), errClientBlocked)
-		return
+	// A source that failed too often gets no new secret comparison, but a secret verified before
+	// still works: a stranger failing on purpose blocks only itself.
+	source := provider.Source(r)
+	fositeCtx := ctx
+	if p.ClientFailures.Blocked(client, source) {
+		fositeCtx = provider.WithoutNewComparisons(ctx)
 	}
-	ar, err := p.OAuth.NewAccessRequest(ctx, r, sessions.NewSession())
+	ar, err := p.OAuth.NewAccessRequest(fositeCtx, r, sessions.NewSession())
 	if err != nil {
-		// Only failures that cost a secret comparison count: an unknown client costs nothing,
-		// and counting it would let made-up client IDs crowd out the real ones.
-		if errors.Is(err, fosite.ErrInvalidClient) && p.KnownClient(ctx, client) {
-			p.ClientFailures.Failed(client)
+		switch {
+		case errors.Is(err, provider.ErrComparisonRefused):
+			err = errClientBlocked
+		case errors.Is(err, fosite.ErrInvalidClient) && p.KnownClient(ctx, client):
+			// Only failures that cost a secret comparison count: an unknown client costs
+			// nothing, and counting it would let made-up client IDs crowd out the real ones.
+			p.ClientFailures.Failed(client, source)
 		}
 		p.OAuth.WriteAccessError(ctx, w, ar, err)
 		return
@@ -98,7 +104,7 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 		idToken = resp.GetAccessToken()
 	}
 	if idToken != "" {
-		p.Audit.Event(ctx, "ID Token Issued", audit.Fields{SessionID: ar.GetID()}, "tokenID", audit.TokenID(idToken))
+		p.Audit.Event(ctx, "ID Token Issued", audit.Fields{SessionID: ar.GetID()}, "tokenID", p.Audit.TokenID(idToken))
 	}
 	p.OAuth.WriteAccessResponse(ctx, w, ar, resp)
 }
@@ -110,8 +116,8 @@ func lostCodeRace(err error) bool {
 	return errors.Is(err, sessions.ErrAlreadyUsed) || errors.Is(err, fosite.ErrInvalidatedAuthorizeCode) || errors.Is(err, fosite.ErrNotFound)
 }
 
-// errClientBlocked answers a client that failed to authenticate too often, before its secret is
-// compared: invalid_client, as any failed client authentication.
+// errClientBlocked answers a client that failed to authenticate too often from its source, with
+// a secret not verified before: invalid_client, as any failed client authentication.
 var errClientBlocked = fosite.ErrInvalidClient.WithHint("Too many failed client authentications; try again later.")
 
 // clientID is the client a token request names, in its HTTP basic credentials (form-encoded, RFC
