@@ -65,6 +65,10 @@ type Config struct {
 type Audit struct {
 	// LogUsernamesAndGroups writes usernames and groups in audit events instead of redacting them.
 	LogUsernamesAndGroups audit.Setting `json:"logUsernamesAndGroups,omitempty"`
+	// TokenFingerprintKeySecret is the Secret in the Concierge's namespace whose data "key" (at
+	// least 32 bytes) keys the HMAC-SHA256 that names tokens in audit events (tokenID); created
+	// with a random key when missing. <deployment name>-audit-token-fingerprint-key by default.
+	TokenFingerprintKeySecret string `json:"tokenFingerprintKeySecret,omitempty"`
 }
 
 // KubeCertAgent configures the agent that reads the cluster signing key on a
@@ -283,6 +287,9 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("allowedReservedNames: %w", err))
 	}
 	if err := c.Audit.LogUsernamesAndGroups.Validate("audit.logUsernamesAndGroups"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := audit.ValidateSecretName("audit.tokenFingerprintKeySecret", c.Audit.TokenFingerprintKeySecret); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -52,6 +52,9 @@ type Config struct {
 	ImpersonationProxyAddress string
 	// SignerReloadInterval is how often the signer's files are re-read; 2s by default.
 	SignerReloadInterval time.Duration
+	// AuditTokenFingerprintKey keys the audit events' token fingerprints (audit.TokenID): the
+	// installation's, from its Secret. Empty, the audit logger uses a random key of its own.
+	AuditTokenFingerprintKey []byte
 }
 
 type completedConfig struct {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"sealion.dev/servers/concierge/apiserver"
 	"sealion.dev/servers/concierge/config"
 	"sealion.dev/servers/internal/aggregatedapi"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/leaderelection"
 	"sealion.dev/servers/internal/serverboot"
 )
@@ -93,8 +95,12 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Everything the Concierge writes, its controllers write: only the leader's clients do. The
-	// impersonation proxy requests its ServiceAccount's tokens with restConfig itself.
+	auditKey, err := loadTokenFingerprintKey(restConfig, o.Namespace, audit.TokenFingerprintKeySecretName(file.Audit.TokenFingerprintKeySecret, o.DeploymentName), file.Labels)
+	if err != nil {
+		return nil, err
+	}
+	// Everything else the Concierge writes, its controllers write: only the leader's clients do.
+	// The impersonation proxy requests its ServiceAccount's tokens with restConfig itself.
 	controllerConfig := elector.Wrap(restConfig)
 	kubeClient, err := kubernetes.NewForConfig(controllerConfig)
 	if err != nil {
@@ -143,12 +149,28 @@ func (o *Options) Config() (*Config, error) {
 		KubeClient:      kubeClient,
 		ConciergeClient: conciergeClient,
 		// The Concierge's own namespace is the only place it reads Secrets and ConfigMaps from.
-		NamespaceInformers: kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithNamespace(o.Namespace)),
-		CRInformers:        conciergeinformers.NewSharedInformerFactory(conciergeClient, 0),
-		Scheme:             scheme,
-		Serving:            serving,
-		APIServer:          generic,
+		NamespaceInformers:       kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithNamespace(o.Namespace)),
+		CRInformers:              conciergeinformers.NewSharedInformerFactory(conciergeClient, 0),
+		Scheme:                   scheme,
+		Serving:                  serving,
+		APIServer:                generic,
+		AuditTokenFingerprintKey: auditKey,
 	}, nil
+}
+
+// tokenFingerprintKeyTimeout bounds the wait for the audit key's Secret at start-up.
+const tokenFingerprintKeyTimeout = 2 * time.Minute
+
+// loadTokenFingerprintKey reads (or, the first replica, creates) the key of the audit events'
+// token fingerprints: any replica may, before the leader is elected, so with restConfig itself.
+func loadTokenFingerprintKey(restConfig *rest.Config, namespace, name string, labels map[string]string) ([]byte, error) {
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tokenFingerprintKeyTimeout)
+	defer cancel()
+	return audit.LoadTokenFingerprintKey(ctx, client.CoreV1().Secrets(namespace), name, labels)
 }
 
 // servingCertificate builds the controller of the aggregated API's serving certificate, which

@@ -111,7 +111,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	proxySigner := dynamicca.New("impersonation proxy signer")
 	exchanger := &credential.Exchanger{
 		Authenticators: &authenticators, Issuer: dynamicca.FirstLoaded{signer, proxySigner}, Reserved: c.File.AllowedReservedNames,
-		Audit: audit.New(os.Stdout, c.File.Audit.LogUsernamesAndGroups.Enabled()),
+		Audit: audit.New(os.Stdout, c.File.Audit.LogUsernamesAndGroups.Enabled()).WithTokenFingerprintKey(c.AuditTokenFingerprintKey),
 	}
 	proxy, err := c.impersonationProxy(signer, proxySigner, exchanger)
 	if err != nil {

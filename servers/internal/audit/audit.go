@@ -3,12 +3,16 @@
 // log searches and alerts written for Pinniped keep working. Usernames, groups and the like go in
 // "personalInfo", which is redacted unless the operator enabled audit.logUsernamesAndGroups.
 //
-// An event never carries a token, password or secret: a token is named by its SHA-256 (TokenID).
+// An event never carries a token, password or secret: a token is named by its fingerprint
+// (TokenID), an HMAC-SHA256 under the installation's key (LoadTokenFingerprintKey), so that the
+// logs give nobody a way to test guesses of a token or a password offline.
 package audit
 
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -32,11 +36,27 @@ type Logger struct {
 	w        io.Writer
 	personal bool
 	now      func() time.Time
+	// fingerprintKey keys TokenID.
+	fingerprintKey []byte
 }
 
-// New returns a Logger writing to w, with personal information in clear when logPersonalInfo.
+// New returns a Logger writing to w, with personal information in clear when logPersonalInfo. It
+// fingerprints tokens with a random key of its own until WithTokenFingerprintKey gives it the
+// installation's.
 func New(w io.Writer, logPersonalInfo bool) *Logger {
-	return &Logger{w: w, personal: logPersonalInfo, now: time.Now}
+	key := make([]byte, TokenFingerprintKeySize)
+	_, _ = rand.Read(key) // never fails (crypto/rand)
+	return &Logger{w: w, personal: logPersonalInfo, now: time.Now, fingerprintKey: key}
+}
+
+// WithTokenFingerprintKey has l fingerprint tokens with key, the installation's, which every
+// replica shares: the same token then has the same TokenID in the events of each. An empty key
+// leaves l its own random one. It returns l.
+func (l *Logger) WithTokenFingerprintKey(key []byte) *Logger {
+	if len(key) > 0 {
+		l.fingerprintKey = bytes.Clone(key)
+	}
+	return l
 }
 
 // Fields are the parts of an event that Pinniped places before the event's own key/value pairs.
@@ -101,11 +121,18 @@ func WithID(ctx context.Context, id string) context.Context {
 	return ctx
 }
 
-// TokenID names a token in an event: the lowercase hex SHA-256 of the token, as Pinniped writes
-// it, so that a Supervisor's "ID Token Issued" matches the Concierge's "Token Received".
-func TokenID(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
+// TokenID names a token in an event: the lowercase hex HMAC-SHA256 of the token under the
+// installation's key, in the shape of Pinniped's (which is the token's plain SHA-256, and so lets
+// anyone who reads the logs test guesses of a password-style token at SHA-256 speed). A
+// Supervisor's "ID Token Issued" matches a Concierge's "Token Received" when both installations
+// are given the same key.
+func (l *Logger) TokenID(token string) string {
+	if l == nil {
+		return ""
+	}
+	mac := hmac.New(sha256.New, l.fingerprintKey)
+	mac.Write([]byte(token))
+	return hex.EncodeToString(mac.Sum(nil))
 }
 
 // valueAt is kv[i], or a marker when a key has no value (a programming error that should still

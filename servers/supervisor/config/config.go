@@ -59,6 +59,11 @@ type Audit struct {
 	LogUsernamesAndGroups audit.Setting `json:"logUsernamesAndGroups,omitempty"`
 	// LogInternalPaths audits the requests of probes to /healthz too.
 	LogInternalPaths audit.Setting `json:"logInternalPaths,omitempty"`
+	// TokenFingerprintKeySecret is the Secret in the Supervisor's namespace whose data "key" (at
+	// least 32 bytes) keys the HMAC-SHA256 that names tokens in audit events (tokenID,
+	// authorizeID); created with a random key when missing. <deployment name>-audit-token-fingerprint-key
+	// by default.
+	TokenFingerprintKeySecret string `json:"tokenFingerprintKeySecret,omitempty"`
 }
 
 // Names of the objects the Supervisor reads.
@@ -216,6 +221,9 @@ func (c *Config) validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Audit.LogInternalPaths.Validate("audit.logInternalPaths"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := audit.ValidateSecretName("audit.tokenFingerprintKeySecret", c.Audit.TokenFingerprintKeySecret); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -79,6 +79,9 @@ type Config struct {
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
 	// AuditOutput receives the audit events, one JSON line each; os.Stdout by default.
 	AuditOutput io.Writer
+	// AuditTokenFingerprintKey keys the audit events' token fingerprints (audit.TokenID): the
+	// installation's, from its Secret. Empty, the audit logger uses a random key of its own.
+	AuditTokenFingerprintKey []byte
 }
 
 // Clients are the API clients of the Supervisor's controllers.
@@ -115,5 +118,5 @@ func (c *Config) Complete() CompletedConfig {
 	if c.AuditOutput == nil {
 		c.AuditOutput = os.Stdout
 	}
-	return CompletedConfig{&completedConfig{Config: c, audit: audit.New(c.AuditOutput, c.File.Audit.LogUsernamesAndGroups.Enabled())}}
+	return CompletedConfig{&completedConfig{Config: c, audit: audit.New(c.AuditOutput, c.File.Audit.LogUsernamesAndGroups.Enabled()).WithTokenFingerprintKey(c.AuditTokenFingerprintKey)}}
 }

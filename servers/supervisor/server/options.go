@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,6 +20,7 @@ import (
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/servingcert"
 	"sealion.dev/servers/internal/aggregatedapi"
+	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/leaderelection"
 	"sealion.dev/servers/internal/serverboot"
 	"sealion.dev/servers/supervisor/apiserver"
@@ -105,6 +108,14 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Any replica may create the audit key's Secret, before the leader is elected.
+	keyCtx, cancel := context.WithTimeout(context.Background(), tokenFingerprintKeyTimeout)
+	defer cancel()
+	auditKey, err := audit.LoadTokenFingerprintKey(keyCtx, kubeClient.CoreV1().Secrets(o.Namespace),
+		audit.TokenFingerprintKeySecretName(file.Audit.TokenFingerprintKeySecret, o.DeploymentName), file.Labels)
+	if err != nil {
+		return nil, err
+	}
 	// The controllers' clients write only while this replica leads; the clients above serve
 	// requests (logins, OIDCClientSecretRequests) on every replica.
 	controllerConfig := elector.Wrap(restConfig)
@@ -146,13 +157,14 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	return &Config{
-		File:             file,
-		Namespace:        o.Namespace,
-		DeploymentName:   o.DeploymentName,
-		KubeClient:       kubeClient,
-		SupervisorClient: supervisorClient,
-		Elector:          elector,
-		Controllers:      Clients{Kube: controllerKube, Supervisor: controllerSupervisor},
+		File:                     file,
+		Namespace:                o.Namespace,
+		DeploymentName:           o.DeploymentName,
+		AuditTokenFingerprintKey: auditKey,
+		KubeClient:               kubeClient,
+		SupervisorClient:         supervisorClient,
+		Elector:                  elector,
+		Controllers:              Clients{Kube: controllerKube, Supervisor: controllerSupervisor},
 		// Everything the Supervisor reads lives in its own namespace.
 		KubeInformers: kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithNamespace(o.Namespace)),
 		CRInformers:   supervisorinformers.NewSharedInformerFactoryWithOptions(supervisorClient, 0, supervisorinformers.WithNamespace(o.Namespace)),
@@ -175,3 +187,6 @@ func servingCertificate(namespace string, file *config.Config, scheme *apiserver
 		APIServiceNames: []string{scheme.ClientSecretGV.Version + "." + scheme.ClientSecretGV.Group},
 	}, kubeClient, aggregator)
 }
+
+// tokenFingerprintKeyTimeout bounds the wait for the audit key's Secret at start-up.
+const tokenFingerprintKeyTimeout = 2 * time.Minute

@@ -89,7 +89,7 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 		logger.V(4).Info("token credential request refused", "reason", "empty token")
 		return nil, ErrAuthenticationFailed
 	}
-	e.Audit.Event(ctx, "TokenCredentialRequest Token Received", audit.Fields{}, "tokenID", audit.TokenID(token))
+	e.Audit.Event(ctx, "TokenCredentialRequest Token Received", audit.Fields{}, "tokenID", e.Audit.TokenID(token))
 	authn := auditedAuthenticator{APIGroup: key.APIGroup, Kind: key.Kind, Name: key.Name}
 	resp, ok, err := e.Authenticators.AuthenticateToken(ctx, key, token)
 	if err != nil {

@@ -103,7 +103,7 @@ func TestExchange(t *testing.T) {
 			var log bytes.Buffer
 			e := &Exchanger{Authenticators: users, Issuer: issuer, Reserved: tt.reserved, Now: func() time.Time { return now }, Audit: audit.New(&log, false)}
 			cred, err := e.Exchange(context.Background(), tt.key, tt.token)
-			checkEvents(t, log.String(), tt.token, tt.wantEvents)
+			checkEvents(t, log.String(), e.Audit.TokenID(tt.token), tt.token, tt.wantEvents)
 			if tt.wantUser == "" {
 				if !errors.Is(err, ErrAuthenticationFailed) || err.Error() != "authentication failed" || cred != nil {
 					t.Fatalf("got cred=%v err=%v, want the uniform authentication failure", cred, err)
@@ -124,10 +124,10 @@ func TestExchange(t *testing.T) {
 }
 
 // checkEvents checks that out holds the events named want, in order, each marked as an audit
-// event and naming the authenticator where Pinniped's does, the first with the token's SHA-256;
-// and that neither the token nor (redacted by default) a username appears. A reserved name is
-// Kubernetes's, not a person's, and may be named in the reason.
-func checkEvents(t *testing.T, out, token string, want []string) {
+// event and naming the authenticator where Pinniped's does, the first with the token's
+// fingerprint tokenID; and that neither the token nor (redacted by default) a username appears. A
+// reserved name is Kubernetes's, not a person's, and may be named in the reason.
+func checkEvents(t *testing.T, out, tokenID, token string, want []string) {
 	t.Helper()
 	var got []string
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
@@ -143,8 +143,8 @@ func checkEvents(t *testing.T, out, token string, want []string) {
 		switch {
 		case ev["auditEvent"] != true:
 			t.Errorf("not marked auditEvent: %s", line)
-		case msg == "TokenCredentialRequest Token Received" && ev["tokenID"] != audit.TokenID(token):
-			t.Errorf("tokenID is not the token's SHA-256: %s", line)
+		case msg == "TokenCredentialRequest Token Received" && ev["tokenID"] != tokenID:
+			t.Errorf("tokenID is not the token's fingerprint: %s", line)
 		case msg != "TokenCredentialRequest Token Received" && ev["authenticator"] == nil:
 			t.Errorf("no authenticator: %s", line)
 		}

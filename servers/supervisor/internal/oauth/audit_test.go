@@ -2,6 +2,8 @@ package oauth
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"reflect"
@@ -18,6 +20,12 @@ import (
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
 )
+
+// sha256Hex is how Pinniped names a token in its audit events.
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
 
 // auditLog collects audit events written by the test server's goroutines.
 type auditLog struct {
@@ -113,8 +121,11 @@ func TestLoginEventsAudited(t *testing.T) {
 		issued[ev["tokenID"]] = true
 	}
 	for _, raw := range []string{idToken, body["access_token"].(string), refreshed.Extra("id_token").(string)} {
-		if !issued[audit.TokenID(raw)] {
-			t.Errorf("no ID Token Issued event with the SHA-256 of an issued token")
+		if !issued[h.endpoints.shared.Audit.TokenID(raw)] {
+			t.Errorf("no ID Token Issued event with the fingerprint of an issued token")
+		}
+		if issued[sha256Hex(raw)] {
+			t.Errorf("an ID Token Issued event names a token by its plain SHA-256, which lets log readers test guesses")
 		}
 	}
 	using := find(events, "Using Upstream IDP")[0]

@@ -20,7 +20,7 @@ func (p *Provider) AuditUsing(ctx context.Context, res *Resolved) {
 // SHA-256 of its encoded state: message is "Upstream Authorize Redirect" when the login leaves
 // for the upstream or the login form, "AuthorizeID From Parameters" when it comes back.
 func (p *Provider) AuditAuthorizeID(ctx context.Context, message, encodedState string) {
-	p.Audit.Event(ctx, message, audit.Fields{}, "authorizeID", audit.TokenID(encodedState))
+	p.Audit.Event(ctx, message, audit.Fields{}, "authorizeID", p.Audit.TokenID(encodedState))
 }
 
 // AuditParams writes Pinniped's "HTTP Request Parameters" event: the first value of each of the
