@@ -202,4 +202,16 @@ func hasCondition(typ string, status metav1.ConditionStatus, reason string) func
 	}
 }
 
+// tlsInvalidURLJudged checks the conditions of an authenticator whose TLS configuration is
+// invalid: TLSConfigurationValid False, the URL's condition urlType judged on its own (as upstream
+// does), and the next step, next, not run.
+func tlsInvalidURLJudged(urlType string, status metav1.ConditionStatus, reason, message, next string) func([]metav1.Condition) bool {
+	return func(conds []metav1.Condition) bool {
+		u := condition(conds, urlType)
+		return hasCondition("TLSConfigurationValid", metav1.ConditionFalse, "InvalidTLSConfig")(conds) &&
+			u != nil && u.Status == status && u.Reason == reason && u.Message == message &&
+			hasCondition(next, metav1.ConditionUnknown, "UnableToValidate")(conds)
+	}
+}
+
 func b64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }

@@ -51,16 +51,29 @@ func TestJWTAuthenticatorStatus(t *testing.T) {
 			wantOK: hasCondition("DiscoveryURLValid", metav1.ConditionFalse, "InvalidDiscoveryProbe"),
 		},
 		{
+			// As upstream, the issuer URL is judged on its own: status-watching tools read it.
 			name:   "CA data that is not a certificate",
 			spec:   authv1alpha1.JWTAuthenticatorSpec{Issuer: issuer.Issuer, Audience: "a", TLS: &authv1alpha1.TLSSpec{CertificateAuthorityData: b64([]byte("not a PEM"))}},
 			phase:  authv1alpha1.PhaseError,
-			wantOK: hasCondition("TLSConfigurationValid", metav1.ConditionFalse, "InvalidTLSConfig"),
+			wantOK: tlsInvalidURLJudged("IssuerURLValid", metav1.ConditionTrue, "Success", "issuer is a valid URL", "DiscoveryURLValid"),
+		},
+		{
+			name:   "CA data that is not base64",
+			spec:   authv1alpha1.JWTAuthenticatorSpec{Issuer: issuer.Issuer, Audience: "a", TLS: &authv1alpha1.TLSSpec{CertificateAuthorityData: "%%%"}},
+			phase:  authv1alpha1.PhaseError,
+			wantOK: tlsInvalidURLJudged("IssuerURLValid", metav1.ConditionTrue, "Success", "issuer is a valid URL", "DiscoveryURLValid"),
+		},
+		{
+			name:   "CA data that is not a certificate and an issuer with a query",
+			spec:   authv1alpha1.JWTAuthenticatorSpec{Issuer: "https://issuer.example.com?x=1", Audience: "a", TLS: &authv1alpha1.TLSSpec{CertificateAuthorityData: b64([]byte("not a PEM"))}},
+			phase:  authv1alpha1.PhaseError,
+			wantOK: tlsInvalidURLJudged("IssuerURLValid", metav1.ConditionFalse, "InvalidIssuerURLContainsQueryParams", "spec.issuer https://issuer.example.com?x=1 cannot include query params", "DiscoveryURLValid"),
 		},
 		{
 			name:   "CA from a missing Secret",
 			spec:   authv1alpha1.JWTAuthenticatorSpec{Issuer: issuer.Issuer, Audience: "a", TLS: &authv1alpha1.TLSSpec{CertificateAuthorityDataSource: &authv1alpha1.CertificateAuthorityDataSourceSpec{Kind: "Secret", Name: "nope", Key: "ca.crt"}}},
 			phase:  authv1alpha1.PhaseError,
-			wantOK: hasCondition("TLSConfigurationValid", metav1.ConditionFalse, "InvalidTLSConfig"),
+			wantOK: tlsInvalidURLJudged("IssuerURLValid", metav1.ConditionTrue, "Success", "issuer is a valid URL", "DiscoveryURLValid"),
 		},
 		{
 			name:   "issuer with a query",

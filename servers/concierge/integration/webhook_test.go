@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -54,6 +55,26 @@ func TestTokenCredentialRequestWebhook(t *testing.T) {
 			requireFailed(t, exchange(t, "WebhookAuthenticator", "local-users", token))
 		})
 	}
+
+	// As upstream, the endpoint is judged on its own when the CA data is not: status-watching
+	// tools read EndpointURLValid.
+	t.Run("invalid CA data, the endpoint judged on its own", func(t *testing.T) {
+		for name, tc := range map[string]struct {
+			endpoint, ca, status, reason, message string
+		}{
+			"not a certificate": {env.webhookURL, b64([]byte("not a PEM")), "True", "Success", "spec.endpoint is a valid URL"},
+			"not base64":        {env.webhookURL, "%%%", "True", "Success", "spec.endpoint is a valid URL"},
+			"and an endpoint without a host": {"https://", b64([]byte("not a PEM")), "False", "InvalidEndpointURL",
+				"spec.endpoint URL is not valid: the URL has no host"},
+		} {
+			obj := "bad-ca-" + strings.ReplaceAll(name, " ", "-")
+			createWebhookAuthenticator(t, obj, authv1alpha1.WebhookAuthenticatorSpec{Endpoint: tc.endpoint, TLS: &authv1alpha1.TLSSpec{CertificateAuthorityData: tc.ca}})
+			waitForWebhookStatus(t, obj, func(s authv1alpha1.WebhookAuthenticatorStatus) bool {
+				return s.Phase == authv1alpha1.PhaseError &&
+					tlsInvalidURLJudged("EndpointURLValid", metav1.ConditionStatus(tc.status), tc.reason, tc.message, "WebhookConnectionValid")(s.Conditions)
+			})
+		}
+	})
 
 	t.Run("unreachable endpoint shows in status", func(t *testing.T) {
 		createWebhookAuthenticator(t, "unreachable", authv1alpha1.WebhookAuthenticatorSpec{Endpoint: "https://127.0.0.1:1/authenticate"})

@@ -614,3 +614,38 @@ func (want exchangeRefusal) check(t *testing.T, what string, status int, body ma
 		t.Errorf("%s: %d %v; want %d %s ending %q", what, status, body, want.status, want.error, want.hint)
 	}
 }
+
+// A pinniped CLI from before the username and groups scopes asks for neither; Pinniped grants
+// both to pinniped-cli anyway, so that its tokens carry what the Concierge needs: so does the
+// Supervisor, in the token response's scope and in every token's claims.
+func TestPinnipedCLIIsGrantedUsernameAndGroupsUnasked(t *testing.T) {
+	h := newHarness(t, nil)
+	old := h.cli()
+	old.Scopes = []string{provider.ScopeOpenID, provider.ScopeOfflineAccess, provider.ScopeRequestAudience}
+	l := login{verifier: oauth2.GenerateVerifier(), nonce: rand.Text(), state: rand.Text()}
+	loc, resp := h.authorize(old.AuthCodeURL(l.state, oidc.Nonce(l.nonce), oauth2.S256ChallengeOption(l.verifier), oauth2.SetAuthURLParam("pinniped_idp_name", idpName)))
+	if loc == nil || loc.Query().Get("code") == "" {
+		t.Fatalf("login did not reach the CLI: %s", resp.Status)
+	}
+	if got := strings.Fields(loc.Query().Get("scope")); !slices.Contains(got, provider.ScopeUsername) || !slices.Contains(got, provider.ScopeGroups) {
+		t.Errorf("the authorization response grants %q; want username and groups too", got)
+	}
+	tok, err := old.Exchange(h.clientContext(), loc.Query().Get("code"), oauth2.VerifierOption(l.verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(fmt.Sprint(tok.Extra("scope"))); !slices.Contains(got, provider.ScopeUsername) || !slices.Contains(got, provider.ScopeGroups) {
+		t.Errorf("the token response grants %q; want username and groups too", got)
+	}
+	_, claims := h.idToken(tok.Extra("id_token").(string), provider.PinnipedCLIClientID)
+	if claims["username"] != "pinny@example.com" || !slices.Equal(toStrings(claims["groups"]), []string{"seals", "walruses"}) {
+		t.Errorf("ID token claims %v; want username and groups", claims)
+	}
+	status, body := h.exchange(tok.AccessToken, "cluster-1")
+	if status != http.StatusOK {
+		t.Fatalf("token exchange: %d %v", status, body)
+	}
+	if _, ex := h.idToken(body["access_token"].(string), "cluster-1"); ex["username"] != "pinny@example.com" || !slices.Equal(toStrings(ex["groups"]), []string{"seals", "walruses"}) {
+		t.Errorf("the cluster's token claims %v; want username and groups", ex)
+	}
+}

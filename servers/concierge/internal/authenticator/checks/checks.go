@@ -42,6 +42,11 @@ func (l *List) Fail(typ, reason, format string, args ...any) {
 // FailAndSkipRest records step typ as failed and every step after it in order as not run.
 func (l *List) FailAndSkipRest(order []string, typ, reason, format string, args ...any) {
 	l.Fail(typ, reason, format, args...)
+	l.SkipAfter(order, typ)
+}
+
+// SkipAfter records every step after typ in order as not run.
+func (l *List) SkipAfter(order []string, typ string) {
 	for i, t := range order {
 		if t == typ {
 			l.Skip(order[i+1:]...)

@@ -228,7 +228,7 @@ func TestNewReportsInvalidClaimsAndRules(t *testing.T) {
 				authn.Close()
 				t.Fatal("New() returned an authenticator for an invalid spec")
 			}
-			assertChecks(t, result, authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonInvalidAuthenticator)
+			assertChecks(t, result, authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonInvalidAuthenticator, "")
 			msg := result[len(result)-1].Message
 			if strings.Contains(msg, "claimMappings") {
 				t.Errorf("message %q names the Kubernetes field claimMappings, not the spec's", msg)

@@ -110,14 +110,15 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 
 	client, err := httpClient(cfg.CABundle)
 	if err != nil {
-		return fail(authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ReasonInvalidTLSConfig, "%v", err)
+		result.Fail(authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ReasonInvalidTLSConfig, "%v", err)
+	} else {
+		result.Pass(authv1alpha1.ConditionTLSConfigurationValid, cabundle.ValidMessage("spec.tls", cfg.CABundle))
 	}
-	result.Pass(authv1alpha1.ConditionTLSConfigurationValid, cabundle.ValidMessage("spec.tls", cfg.CABundle))
-
-	if reason, msg := validateIssuerURL(cfg.Issuer); reason != "" {
-		return fail(authv1alpha1.ConditionIssuerURLValid, reason, "%s", msg)
+	// The issuer URL is judged on its own, whatever the TLS configuration, as upstream does.
+	if !CheckIssuerURL(&result, cfg.Issuer) || err != nil {
+		result.SkipAfter(steps, authv1alpha1.ConditionIssuerURLValid)
+		return nil, result
 	}
-	result.Pass(authv1alpha1.ConditionIssuerURLValid, "issuer is a valid URL")
 
 	probeCtx := oidc.ClientContext(ctx, client)
 	provider, err := oidc.NewProvider(probeCtx, cfg.Issuer)
@@ -252,6 +253,16 @@ func validateClaimsAndRules(jwtAuthn apiserverapi.JWTAuthenticator) error {
 
 // validateIssuerURL returns a reason and message when issuer is not acceptable, checked in
 // upstream's order and worded as upstream words them.
+// CheckIssuerURL records IssuerURLValid for issuer in l and reports whether it passed.
+func CheckIssuerURL(l *checks.List, issuer string) bool {
+	if reason, msg := validateIssuerURL(issuer); reason != "" {
+		l.Fail(authv1alpha1.ConditionIssuerURLValid, reason, "%s", msg)
+		return false
+	}
+	l.Pass(authv1alpha1.ConditionIssuerURLValid, "issuer is a valid URL")
+	return true
+}
+
 func validateIssuerURL(issuer string) (reason, message string) {
 	u, err := url.Parse(issuer)
 	switch {

@@ -161,10 +161,14 @@ func TestNewReportsEachStep(t *testing.T) {
 		cfg        Config
 		failedType string // "" means all pass
 		wantReason string
+		// wantURL is the status of the URL's condition when TLS failed: it is judged on its own.
+		wantURL metav1.ConditionStatus
 	}{
 		{name: "valid", cfg: Config{Issuer: iss.Issuer, Audience: audience, CABundle: iss.CABundle}},
 		{name: "CA bundle without certificates", cfg: Config{Issuer: iss.Issuer, Audience: audience, CABundle: []byte("not PEM")},
-			failedType: authv1alpha1.ConditionTLSConfigurationValid, wantReason: authv1alpha1.ReasonInvalidTLSConfig},
+			failedType: authv1alpha1.ConditionTLSConfigurationValid, wantReason: authv1alpha1.ReasonInvalidTLSConfig, wantURL: metav1.ConditionTrue},
+		{name: "CA bundle without certificates and an http issuer", cfg: Config{Issuer: "http://127.0.0.1/issuer", Audience: audience, CABundle: []byte("not PEM")},
+			failedType: authv1alpha1.ConditionTLSConfigurationValid, wantReason: authv1alpha1.ReasonInvalidTLSConfig, wantURL: metav1.ConditionFalse},
 		{name: "http issuer", cfg: Config{Issuer: "http://127.0.0.1/issuer", Audience: audience},
 			failedType: authv1alpha1.ConditionIssuerURLValid, wantReason: authv1alpha1.ReasonInvalidIssuerURLScheme},
 		{name: "issuer with query", cfg: Config{Issuer: iss.Issuer + "?a=b", Audience: audience},
@@ -198,7 +202,7 @@ func TestNewReportsEachStep(t *testing.T) {
 			if authn != nil {
 				t.Cleanup(authn.Close)
 			}
-			assertChecks(t, result, tt.failedType, tt.wantReason)
+			assertChecks(t, result, tt.failedType, tt.wantReason, tt.wantURL)
 			if (authn != nil) != (tt.failedType == "") {
 				t.Errorf("authenticator returned = %v; want one only when every check passes", authn != nil)
 			}
@@ -207,8 +211,9 @@ func TestNewReportsEachStep(t *testing.T) {
 }
 
 // assertChecks expects every condition type in order: True before failedType, False with
-// wantReason at it, Unknown after it.
-func assertChecks(t *testing.T, result checks.List, failedType, wantReason string) {
+// wantReason at it, Unknown after it, but for the URL's condition after a TLS failure, which has
+// the status wantURL.
+func assertChecks(t *testing.T, result checks.List, failedType, wantReason string, wantURL metav1.ConditionStatus) {
 	t.Helper()
 	if len(result) != len(allConditionTypes) {
 		t.Fatalf("got %d checks %+v; want one per condition type %v", len(result), result, allConditionTypes)
@@ -225,6 +230,10 @@ func assertChecks(t *testing.T, result checks.List, failedType, wantReason strin
 				t.Errorf("%s = %s/%s (%s); want False/%s", c.Type, c.Status, c.Reason, c.Message, wantReason)
 			}
 			want = metav1.ConditionUnknown
+		case c.Type == authv1alpha1.ConditionIssuerURLValid && wantURL != "":
+			if c.Status != wantURL {
+				t.Errorf("%s = %s/%s (%s); want %s, judged on its own", c.Type, c.Status, c.Reason, c.Message, wantURL)
+			}
 		case c.Status != want:
 			t.Errorf("%s = %s/%s (%s); want %s", c.Type, c.Status, c.Reason, c.Message, want)
 		}

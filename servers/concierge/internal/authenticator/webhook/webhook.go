@@ -79,33 +79,22 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	}
 
 	var roots *x509.CertPool
+	tlsOK := true
 	if cfg.CABundle != nil {
 		roots = x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(cfg.CABundle) {
-			return fail(authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ReasonInvalidTLSConfig, "the CA bundle holds no PEM certificate")
-		}
+		tlsOK = roots.AppendCertsFromPEM(cfg.CABundle)
 	}
-	result.Pass(authv1alpha1.ConditionTLSConfigurationValid, cabundle.ValidMessage("spec.tls", cfg.CABundle))
-
-	endpoint, err := url.Parse(cfg.Endpoint)
-	if err != nil {
-		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointURL,
-			"spec.endpoint URL cannot be parsed: %v", err)
+	if tlsOK {
+		result.Pass(authv1alpha1.ConditionTLSConfigurationValid, cabundle.ValidMessage("spec.tls", cfg.CABundle))
+	} else {
+		result.Fail(authv1alpha1.ConditionTLSConfigurationValid, authv1alpha1.ReasonInvalidTLSConfig, "the CA bundle holds no PEM certificate")
 	}
-	if endpoint.Scheme == "https" && endpoint.Host == "" {
-		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointURL,
-			"spec.endpoint URL is not valid: the URL has no host")
+	// The endpoint is judged on its own, whatever the TLS configuration, as upstream does.
+	endpoint, proxy, ok := CheckEndpointURL(&result, cfg.Endpoint)
+	if !ok || !tlsOK {
+		result.SkipAfter(steps, authv1alpha1.ConditionEndpointURLValid)
+		return nil, result
 	}
-	if endpoint.Scheme != "https" {
-		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointURLScheme,
-			"spec.endpoint URL %s has invalid scheme, require 'https'", cfg.Endpoint)
-	}
-	proxy, err := http.ProxyFromEnvironment(&http.Request{URL: endpoint})
-	if err != nil {
-		return fail(authv1alpha1.ConditionEndpointURLValid, authv1alpha1.ReasonInvalidEndpointCannotDetermineProxy,
-			"spec.endpoint URL error: %v", err)
-	}
-	result.Pass(authv1alpha1.ConditionEndpointURLValid, "spec.endpoint is a valid URL")
 
 	if proxy != nil {
 		// The upstream client connects through the proxy; a direct dial would test the wrong path.
@@ -159,4 +148,29 @@ func dialTLS(ctx context.Context, endpoint *url.URL, roots *x509.CertPool) error
 		return err
 	}
 	return conn.Close()
+}
+
+// CheckEndpointURL records EndpointURLValid for endpoint in l and reports whether it passed, with
+// the parsed URL and the proxy the environment names for it (nil for none).
+func CheckEndpointURL(l *checks.List, endpoint string) (*url.URL, *url.URL, bool) {
+	fail := func(reason, format string, args ...any) (*url.URL, *url.URL, bool) {
+		l.Fail(authv1alpha1.ConditionEndpointURLValid, reason, format, args...)
+		return nil, nil, false
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return fail(authv1alpha1.ReasonInvalidEndpointURL, "spec.endpoint URL cannot be parsed: %v", err)
+	}
+	if u.Scheme == "https" && u.Host == "" {
+		return fail(authv1alpha1.ReasonInvalidEndpointURL, "spec.endpoint URL is not valid: the URL has no host")
+	}
+	if u.Scheme != "https" {
+		return fail(authv1alpha1.ReasonInvalidEndpointURLScheme, "spec.endpoint URL %s has invalid scheme, require 'https'", endpoint)
+	}
+	proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u})
+	if err != nil {
+		return fail(authv1alpha1.ReasonInvalidEndpointCannotDetermineProxy, "spec.endpoint URL error: %v", err)
+	}
+	l.Pass(authv1alpha1.ConditionEndpointURLValid, "spec.endpoint is a valid URL")
+	return u, proxy, true
 }

@@ -124,10 +124,14 @@ func TestNewReportsEachStep(t *testing.T) {
 		cfg        Config
 		failedType string // "" means all pass
 		wantReason string
+		// wantURL is the status of the URL's condition when TLS failed: it is judged on its own.
+		wantURL metav1.ConditionStatus
 	}{
 		{name: "valid", cfg: Config{Endpoint: server.URL, CABundle: server.caBundle}},
 		{name: "CA bundle without certificates", cfg: Config{Endpoint: server.URL, CABundle: []byte("not PEM")},
-			failedType: authv1alpha1.ConditionTLSConfigurationValid, wantReason: authv1alpha1.ReasonInvalidTLSConfig},
+			failedType: authv1alpha1.ConditionTLSConfigurationValid, wantReason: authv1alpha1.ReasonInvalidTLSConfig, wantURL: metav1.ConditionTrue},
+		{name: "CA bundle without certificates and an http endpoint", cfg: Config{Endpoint: "http://127.0.0.1/authenticate", CABundle: []byte("not PEM")},
+			failedType: authv1alpha1.ConditionTLSConfigurationValid, wantReason: authv1alpha1.ReasonInvalidTLSConfig, wantURL: metav1.ConditionFalse},
 		{name: "unparsable endpoint", cfg: Config{Endpoint: "https://[::1"},
 			failedType: authv1alpha1.ConditionEndpointURLValid, wantReason: authv1alpha1.ReasonInvalidEndpointURL},
 		{name: "http endpoint", cfg: Config{Endpoint: "http://127.0.0.1/authenticate"},
@@ -142,7 +146,7 @@ func TestNewReportsEachStep(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			authn, result := New(context.Background(), tt.cfg)
-			assertChecks(t, result, tt.failedType, tt.wantReason)
+			assertChecks(t, result, tt.failedType, tt.wantReason, tt.wantURL)
 			if (authn != nil) != (tt.failedType == "") {
 				t.Errorf("authenticator returned = %v; want one only when every check passes", authn != nil)
 			}
@@ -151,8 +155,9 @@ func TestNewReportsEachStep(t *testing.T) {
 }
 
 // assertChecks expects every condition type in order: True before failedType, False with
-// wantReason at it, Unknown after it.
-func assertChecks(t *testing.T, result checks.List, failedType, wantReason string) {
+// wantReason at it, Unknown after it, but for the URL's condition after a TLS failure, which has
+// the status wantURL.
+func assertChecks(t *testing.T, result checks.List, failedType, wantReason string, wantURL metav1.ConditionStatus) {
 	t.Helper()
 	if len(result) != len(allConditionTypes) {
 		t.Fatalf("got %d checks %+v; want one per condition type %v", len(result), result, allConditionTypes)
@@ -169,6 +174,10 @@ func assertChecks(t *testing.T, result checks.List, failedType, wantReason strin
 				t.Errorf("%s = %s/%s (%s); want False/%s", c.Type, c.Status, c.Reason, c.Message, wantReason)
 			}
 			want = metav1.ConditionUnknown
+		case c.Type == authv1alpha1.ConditionEndpointURLValid && wantURL != "":
+			if c.Status != wantURL {
+				t.Errorf("%s = %s/%s (%s); want %s, judged on its own", c.Type, c.Status, c.Reason, c.Message, wantURL)
+			}
 		case c.Status != want:
 			t.Errorf("%s = %s/%s (%s); want %s", c.Type, c.Status, c.Reason, c.Message, want)
 		}

@@ -51,7 +51,11 @@ type kind[T Object] struct {
 	phase          func(T) authv1alpha1.Phase
 	// build validates the spec and returns the authenticator (nil when invalid) and the outcome of
 	// every step after resolving the CA bundle.
-	build        func(ctx context.Context, obj T, caBundle []byte) (authncache.Value, checks.List)
+	build func(ctx context.Context, obj T, caBundle []byte) (authncache.Value, checks.List)
+	// urlCondition is the condition of the spec's URL, which checkURL records: judged even when
+	// the CA bundle cannot be resolved, as upstream does.
+	urlCondition string
+	checkURL     func(obj T, l *checks.List) bool
 	updateStatus func(ctx context.Context, obj T, conditions []metav1.Condition, phase authv1alpha1.Phase) error
 	informer     cache.SharedIndexInformer
 }
@@ -130,6 +134,7 @@ func (c *Controller[T]) sync(ctx context.Context, name string) error {
 		c.setBuilt(name, nil)
 		var steps checks.List
 		steps.Fail(authv1alpha1.ConditionTLSConfigurationValid, tlsErr.Reason, "%s", tlsErr.Message)
+		c.kind.checkURL(obj, &steps)
 		steps.Skip(c.laterSteps()...)
 		if err := c.writeStatus(ctx, obj, steps); err != nil {
 			return err
@@ -182,11 +187,11 @@ func (c *Controller[T]) resolveTLS(obj T) ([]byte, *cabundle.Error) {
 	return bundle, nil
 }
 
-// laterSteps are the kind's steps after TLS, which cannot run when TLS is broken.
+// laterSteps are the kind's steps after TLS and the URL, which cannot run when TLS is broken.
 func (c *Controller[T]) laterSteps() []string {
 	var out []string
 	for _, t := range c.kind.conditionTypes {
-		if t != authv1alpha1.ConditionTLSConfigurationValid && t != authv1alpha1.ConditionReady {
+		if t != authv1alpha1.ConditionTLSConfigurationValid && t != c.kind.urlCondition && t != authv1alpha1.ConditionReady {
 			out = append(out, t)
 		}
 	}

@@ -291,6 +291,10 @@ func failedAt(types []string, failed, reason string) map[string]wantCondition {
 		case typ == failed:
 			want[typ] = wantCondition{metav1.ConditionFalse, reason}
 			seen = true
+		case failed == authv1alpha1.ConditionTLSConfigurationValid &&
+			(typ == authv1alpha1.ConditionIssuerURLValid || typ == authv1alpha1.ConditionEndpointURLValid):
+			// The URL is judged on its own, whatever the TLS configuration, as upstream does.
+			want[typ] = wantCondition{metav1.ConditionTrue, authv1alpha1.ReasonSuccess}
 		case seen:
 			want[typ] = wantCondition{metav1.ConditionUnknown, authv1alpha1.ReasonUnableToValidate}
 		default:

@@ -53,6 +53,10 @@ func jwtKind(client conciergeclientset.Interface, informer authinformers.JWTAuth
 			}
 			return a, steps
 		},
+		urlCondition: authv1alpha1.ConditionIssuerURLValid,
+		checkURL: func(o *authv1alpha1.JWTAuthenticator, l *checks.List) bool {
+			return jwt.CheckIssuerURL(l, o.Spec.Issuer)
+		},
 		updateStatus: func(ctx context.Context, o *authv1alpha1.JWTAuthenticator, conds []metav1.Condition, phase authv1alpha1.Phase) error {
 			o = o.DeepCopy()
 			o.Status.Conditions, o.Status.Phase = conds, phase
@@ -83,6 +87,11 @@ func webhookKind(client conciergeclientset.Interface, informer authinformers.Web
 				return nil, steps
 			}
 			return a, steps
+		},
+		urlCondition: authv1alpha1.ConditionEndpointURLValid,
+		checkURL: func(o *authv1alpha1.WebhookAuthenticator, l *checks.List) bool {
+			_, _, ok := webhook.CheckEndpointURL(l, o.Spec.Endpoint)
+			return ok
 		},
 		updateStatus: func(ctx context.Context, o *authv1alpha1.WebhookAuthenticator, conds []metav1.Condition, phase authv1alpha1.Phase) error {
 			o = o.DeepCopy()

@@ -97,12 +97,18 @@ func (p *Provider) FinishLogin(w http.ResponseWriter, r *http.Request, ar fosite
 }
 
 // GrantScopes grants the requested scopes the Supervisor knows; others (profile, email) are
-// accepted but not granted.
+// accepted but not granted. The pinniped CLI is granted username and groups whether it asked or
+// not, as Pinniped grants them: CLIs from before those scopes never ask, and the Concierge needs
+// the claims.
 func GrantScopes(ar fosite.AuthorizeRequester) {
 	for _, scope := range []string{ScopeOpenID, ScopeOfflineAccess, ScopeRequestAudience, ScopeUsername, ScopeGroups} {
 		if ar.GetRequestedScopes().Has(scope) {
 			ar.GrantScope(scope)
 		}
+	}
+	if ar.GetClient().GetID() == PinnipedCLIClientID {
+		ar.GrantScope(ScopeUsername)
+		ar.GrantScope(ScopeGroups)
 	}
 }
 
