@@ -44,7 +44,7 @@ func TestNoCreationTimestampOnTheWire(t *testing.T) {
 			name: "named TokenCredentialRequest",
 			obj:  &login.TokenCredentialRequest{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}}},
 			gv:   loginv1alpha1.SchemeGroupVersion,
-			want: `{"kind":"TokenCredentialRequest","apiVersion":"login.concierge.pinniped.dev/v1alpha1","metadata":{"labels":{"a":"b"},"name":"x"},"spec":{"authenticator":{"apiGroup":null,"kind":"","name":""}},"status":{}}` + "\n",
+			want: `{"kind":"TokenCredentialRequest","apiVersion":"login.concierge.pinniped.dev/v1alpha1","metadata":{"name":"x","labels":{"a":"b"}},"spec":{"authenticator":{"apiGroup":null,"kind":"","name":""}},"status":{}}` + "\n",
 		},
 		{
 			name: "WhoAmIRequest",

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/endpoints/filters/impersonation"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
@@ -87,7 +88,7 @@ func New(c Config) (http.Handler, error) {
 		forward(w, r, asServiceAccount, withoutCredentials)
 	})
 	h = withAuthorizationUnlessAnonymous(h, genericapifilters.WithAuthorization(h, c.Authorizer, codecs))
-	h = genericapifilters.WithImpersonation(h, c.Authorizer, codecs)
+	h = impersonation.WithImpersonation(h, c.Authorizer, codecs)
 	h = withOriginalUser(h)
 	h = genericapifilters.WithAuthentication(h, c.Authenticator, genericapifilters.Unauthorized(codecs), nil, nil)
 	h = withTokenSlot(h)

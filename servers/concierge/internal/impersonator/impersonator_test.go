@@ -48,9 +48,7 @@ func TestImpersonationHeaders(t *testing.T) {
 }
 
 // allowAll authorizes everything except impersonation of anyone but "allowed-target".
-type allowAll struct{}
-
-func (allowAll) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+var allowAll = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	if a.GetVerb() == "impersonate" && a.GetName() != "allowed-target" {
 		return authorizer.DecisionDeny, "no", nil
 	}
@@ -58,7 +56,7 @@ func (allowAll) Authorize(_ context.Context, a authorizer.Attributes) (authorize
 		return authorizer.DecisionDeny, "no secrets", nil
 	}
 	return authorizer.DecisionAllow, "", nil
-}
+})
 
 // originalUserInfoHeader carries OriginalUserInfoExtraKey to the kube-apiserver.
 const originalUserInfoHeader = "Impersonate-Extra-" + OriginalUserInfoExtraKey
@@ -128,7 +126,7 @@ func testProxy(t testing.TB, kube *fakeKube, http2 bool) *httptest.Server {
 	handler, err := New(Config{
 		APIServer:                  &rest.Config{Host: kube.URL, BearerToken: "concierge-sa", TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
 		Authenticator:              authn,
-		Authorizer:                 allowAll{},
+		Authorizer:                 allowAll,
 		TokenCredentialRequests:    http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }),
 		TokenCredentialRequestPath: "/apis/login.concierge.pinniped.dev/v1alpha1/tokencredentialrequests",
 	})

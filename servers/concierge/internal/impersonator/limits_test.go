@@ -25,7 +25,7 @@ func limitedProxy(t *testing.T, backend http.Handler, c Config) *httptest.Server
 	t.Cleanup(kube.Close)
 	c.APIServer = &rest.Config{Host: kube.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
 	c.Authenticator = anonymous.NewAuthenticator(nil)
-	c.Authorizer = allowAll{}
+	c.Authorizer = allowAll
 	handler, err := New(c)
 	require.NoError(t, err)
 	front := httptest.NewUnstartedServer(handler)

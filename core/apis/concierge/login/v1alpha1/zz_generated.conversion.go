@@ -76,10 +76,7 @@ func RegisterConversions(s *runtime.Scheme) error {
 }
 
 func autoConvert_v1alpha1_ClusterCredential_To_login_ClusterCredential(in *ClusterCredential, out *login.ClusterCredential, s conversion.Scope) error {
-	out.ExpirationTimestamp = in.ExpirationTimestamp
-	out.Token = in.Token
-	out.ClientCertificateData = in.ClientCertificateData
-	out.ClientKeyData = in.ClientKeyData
+	*out = *(*login.ClusterCredential)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -89,10 +86,7 @@ func Convert_v1alpha1_ClusterCredential_To_login_ClusterCredential(in *ClusterCr
 }
 
 func autoConvert_login_ClusterCredential_To_v1alpha1_ClusterCredential(in *login.ClusterCredential, out *ClusterCredential, s conversion.Scope) error {
-	out.ExpirationTimestamp = in.ExpirationTimestamp
-	out.Token = in.Token
-	out.ClientCertificateData = in.ClientCertificateData
-	out.ClientKeyData = in.ClientKeyData
+	*out = *(*ClusterCredential)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -156,8 +150,7 @@ func Convert_login_TokenCredentialRequestList_To_v1alpha1_TokenCredentialRequest
 }
 
 func autoConvert_v1alpha1_TokenCredentialRequestSpec_To_login_TokenCredentialRequestSpec(in *TokenCredentialRequestSpec, out *login.TokenCredentialRequestSpec, s conversion.Scope) error {
-	out.Token = in.Token
-	out.Authenticator = in.Authenticator
+	*out = *(*login.TokenCredentialRequestSpec)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -167,8 +160,7 @@ func Convert_v1alpha1_TokenCredentialRequestSpec_To_login_TokenCredentialRequest
 }
 
 func autoConvert_login_TokenCredentialRequestSpec_To_v1alpha1_TokenCredentialRequestSpec(in *login.TokenCredentialRequestSpec, out *TokenCredentialRequestSpec, s conversion.Scope) error {
-	out.Token = in.Token
-	out.Authenticator = in.Authenticator
+	*out = *(*TokenCredentialRequestSpec)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -178,8 +170,7 @@ func Convert_login_TokenCredentialRequestSpec_To_v1alpha1_TokenCredentialRequest
 }
 
 func autoConvert_v1alpha1_TokenCredentialRequestStatus_To_login_TokenCredentialRequestStatus(in *TokenCredentialRequestStatus, out *login.TokenCredentialRequestStatus, s conversion.Scope) error {
-	out.Credential = (*login.ClusterCredential)(unsafe.Pointer(in.Credential))
-	out.Message = (*string)(unsafe.Pointer(in.Message))
+	*out = *(*login.TokenCredentialRequestStatus)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -189,8 +180,7 @@ func Convert_v1alpha1_TokenCredentialRequestStatus_To_login_TokenCredentialReque
 }
 
 func autoConvert_login_TokenCredentialRequestStatus_To_v1alpha1_TokenCredentialRequestStatus(in *login.TokenCredentialRequestStatus, out *TokenCredentialRequestStatus, s conversion.Scope) error {
-	out.Credential = (*ClusterCredential)(unsafe.Pointer(in.Credential))
-	out.Message = (*string)(unsafe.Pointer(in.Message))
+	*out = *(*TokenCredentialRequestStatus)(unsafe.Pointer(in))
 	return nil
 }
 

@@ -17,7 +17,7 @@ import (
 )
 
 type Interface interface {
-	Discovery() discovery.DiscoveryInterface
+	Discovery() discovery.DiscoveryInterfaces
 	ClientsecretV1alpha1() clientsecretv1alpha1.ClientsecretV1alpha1Interface
 	ConfigV1alpha1() configv1alpha1.ConfigV1alpha1Interface
 	IdpV1alpha1() idpv1alpha1.IdpV1alpha1Interface
@@ -47,7 +47,7 @@ func (c *Clientset) IdpV1alpha1() idpv1alpha1.IdpV1alpha1Interface {
 }
 
 // Discovery retrieves the DiscoveryClient
-func (c *Clientset) Discovery() discovery.DiscoveryInterface {
+func (c *Clientset) Discovery() discovery.DiscoveryInterfaces {
 	if c == nil {
 		return nil
 	}

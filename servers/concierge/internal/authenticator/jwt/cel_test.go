@@ -179,7 +179,7 @@ func TestNewReportsInvalidClaimsAndRules(t *testing.T) {
 				{Key: "example.com/a=b", ValueExpression: "claims.tenant"},
 			}}},
 			wantMsg: []string{
-				`claims.extra[0].key: Invalid value: "example.com/Tenant": key must be lowercase`,
+				`claims.extra[0].key: Invalid value: "example.com/Tenant": must be lowercase`,
 				`claims.extra[1].key: Invalid value: "example.k8s.io/tenant": k8s.io, kubernetes.io and their subdomains are reserved`,
 				`claims.extra[3].key: Duplicate value: "example.com/a=b"`,
 				`claims.extra[2].key: Invalid value: "example.com/a=b": Pinniped does not allow extra key names to contain equals sign`,

@@ -11,9 +11,9 @@ import (
 // Interface provides access to all the informers in this group version.
 type Interface interface {
 	// FederationDomains returns a FederationDomainInformer.
-	FederationDomains() FederationDomainInformer
+	FederationDomains() TypedFederationDomainInformer
 	// OIDCClients returns a OIDCClientInformer.
-	OIDCClients() OIDCClientInformer
+	OIDCClients() TypedOIDCClientInformer
 }
 
 type version struct {
@@ -27,12 +27,12 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
-// FederationDomains returns a FederationDomainInformer.
-func (v *version) FederationDomains() FederationDomainInformer {
+// FederationDomains returns a TypedFederationDomainInformer.
+func (v *version) FederationDomains() TypedFederationDomainInformer {
 	return &federationDomainInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
-// OIDCClients returns a OIDCClientInformer.
-func (v *version) OIDCClients() OIDCClientInformer {
+// OIDCClients returns a TypedOIDCClientInformer.
+func (v *version) OIDCClients() TypedOIDCClientInformer {
 	return &oIDCClientInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 	supervisoridpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
@@ -19,11 +20,39 @@ import (
 )
 
 // ActiveDirectoryIdentityProviderInformer provides access to a shared informer and lister for
-// ActiveDirectoryIdentityProviders.
+// ActiveDirectoryIdentityProviders. Prefer using the type-safe variant (see [TypedActiveDirectoryIdentityProviderInformer]).
 type ActiveDirectoryIdentityProviderInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() idpv1alpha1.ActiveDirectoryIdentityProviderLister
 }
+
+// TypedActiveDirectoryIdentityProviderInformer provides access to a shared informer and lister for
+// ActiveDirectoryIdentityProviders, including the type-safe TypedInformer variant.
+// It is a superset of ActiveDirectoryIdentityProviderInformer.
+type TypedActiveDirectoryIdentityProviderInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() ActiveDirectoryIdentityProviderIndexInformer
+	Lister() idpv1alpha1.ActiveDirectoryIdentityProviderLister
+}
+
+// ActiveDirectoryIdentityProviderIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type ActiveDirectoryIdentityProviderIndexInformer cache.TypedSharedIndexInformer[*supervisoridpv1alpha1.ActiveDirectoryIdentityProvider]
+
+// ActiveDirectoryIdentityProviderHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for ActiveDirectoryIdentityProvider.
+type ActiveDirectoryIdentityProviderHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*supervisoridpv1alpha1.ActiveDirectoryIdentityProvider]
+
+// ActiveDirectoryIdentityProviderDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for ActiveDirectoryIdentityProvider.
+type ActiveDirectoryIdentityProviderDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*supervisoridpv1alpha1.ActiveDirectoryIdentityProvider]
+
+// ActiveDirectoryIdentityProviderFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for ActiveDirectoryIdentityProvider.
+type ActiveDirectoryIdentityProviderFilteringHandler = cache.TypedFilteringResourceEventHandler[*supervisoridpv1alpha1.ActiveDirectoryIdentityProvider]
+
+// ActiveDirectoryIdentityProviderIndexers is a specialization of [cache.TypedIndexers] for ActiveDirectoryIdentityProvider.
+type ActiveDirectoryIdentityProviderIndexers = cache.TypedIndexers[*supervisoridpv1alpha1.ActiveDirectoryIdentityProvider]
+
+// DeletedActiveDirectoryIdentityProvider is a specialization of [cache.DeletedObject] for ActiveDirectoryIdentityProvider.
+type DeletedActiveDirectoryIdentityProvider = cache.DeletedObject[*supervisoridpv1alpha1.ActiveDirectoryIdentityProvider]
 
 type activeDirectoryIdentityProviderInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -34,55 +63,132 @@ type activeDirectoryIdentityProviderInformer struct {
 // NewActiveDirectoryIdentityProviderInformer constructs a new informer for ActiveDirectoryIdentityProvider type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedActiveDirectoryIdentityProviderInformer]).
 func NewActiveDirectoryIdentityProviderInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewFilteredActiveDirectoryIdentityProviderInformer(client, namespace, resyncPeriod, indexers, nil)
+	return NewActiveDirectoryIdentityProviderInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedActiveDirectoryIdentityProviderInformer constructs a new informer for ActiveDirectoryIdentityProvider type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedActiveDirectoryIdentityProviderInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers ActiveDirectoryIdentityProviderIndexers) ActiveDirectoryIdentityProviderIndexInformer {
+	return NewTypedActiveDirectoryIdentityProviderInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredActiveDirectoryIdentityProviderInformer constructs a new informer for ActiveDirectoryIdentityProvider type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredActiveDirectoryIdentityProviderInformer]).
 func NewFilteredActiveDirectoryIdentityProviderInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(
-		&cache.ListWatch{
-			ListFunc: func(options v1.ListOptions) (runtime.Object, error) {
+	return NewTypedActiveDirectoryIdentityProviderInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredActiveDirectoryIdentityProviderInformer constructs a new informer for ActiveDirectoryIdentityProvider type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredActiveDirectoryIdentityProviderInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers ActiveDirectoryIdentityProviderIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) ActiveDirectoryIdentityProviderIndexInformer {
+	return NewTypedActiveDirectoryIdentityProviderInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
+}
+
+// NewActiveDirectoryIdentityProviderInformerWithOptions constructs a new informer for ActiveDirectoryIdentityProvider type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedActiveDirectoryIdentityProviderInformerWithOptions]).
+func NewActiveDirectoryIdentityProviderInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedActiveDirectoryIdentityProviderInformerWithOptions(client, namespace, options)
+}
+
+// NewTypedActiveDirectoryIdentityProviderInformerWithOptions constructs a new informer for ActiveDirectoryIdentityProvider type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedActiveDirectoryIdentityProviderInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) ActiveDirectoryIdentityProviderIndexInformer {
+	gvr := schema.GroupVersionResource{Group: "idp.supervisor.pinniped.dev", Version: "v1alpha1", Resource: "activedirectoryidentityproviders"}
+	identifier := options.InformerName.WithResource(gvr)
+	tweakListOptions := options.TweakListOptions
+	return cache.NewTypedSharedIndexInformer[*supervisoridpv1alpha1.ActiveDirectoryIdentityProvider](cache.NewSharedIndexInformerWithOptions(
+		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.IdpV1alpha1().ActiveDirectoryIdentityProviders(namespace).List(context.Background(), options)
+				return client.IdpV1alpha1().ActiveDirectoryIdentityProviders(namespace).List(context.Background(), opts)
 			},
-			WatchFunc: func(options v1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.IdpV1alpha1().ActiveDirectoryIdentityProviders(namespace).Watch(context.Background(), options)
+				return client.IdpV1alpha1().ActiveDirectoryIdentityProviders(namespace).Watch(context.Background(), opts)
 			},
-			ListWithContextFunc: func(ctx context.Context, options v1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.IdpV1alpha1().ActiveDirectoryIdentityProviders(namespace).List(ctx, options)
+				return client.IdpV1alpha1().ActiveDirectoryIdentityProviders(namespace).List(ctx, opts)
 			},
-			WatchFuncWithContext: func(ctx context.Context, options v1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.IdpV1alpha1().ActiveDirectoryIdentityProviders(namespace).Watch(ctx, options)
+				return client.IdpV1alpha1().ActiveDirectoryIdentityProviders(namespace).Watch(ctx, opts)
 			},
-		},
+		}, client),
 		&supervisoridpv1alpha1.ActiveDirectoryIdentityProvider{},
-		resyncPeriod,
-		indexers,
-	)
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: options.ResyncPeriod,
+			Indexers:     options.Indexers,
+			Identifier:   identifier,
+		},
+	))
 }
 
 func (f *activeDirectoryIdentityProviderInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewFilteredActiveDirectoryIdentityProviderInformer(client, f.namespace, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
+	return NewTypedActiveDirectoryIdentityProviderInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *activeDirectoryIdentityProviderInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&supervisoridpv1alpha1.ActiveDirectoryIdentityProvider{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *activeDirectoryIdentityProviderInformer) TypedInformer() ActiveDirectoryIdentityProviderIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*supervisoridpv1alpha1.ActiveDirectoryIdentityProvider](f.factory.InformerFor(&supervisoridpv1alpha1.ActiveDirectoryIdentityProvider{}, f.defaultInformer))
 }
 
 func (f *activeDirectoryIdentityProviderInformer) Lister() idpv1alpha1.ActiveDirectoryIdentityProviderLister {
 	return idpv1alpha1.NewActiveDirectoryIdentityProviderLister(f.Informer().GetIndexer())
+}
+
+// ToTypedActiveDirectoryIdentityProviderInformer converts an untyped informer into a TypedActiveDirectoryIdentityProviderInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *ActiveDirectoryIdentityProvider. If that is not the case, calling type-safe methods of the returned
+// TypedActiveDirectoryIdentityProviderInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedActiveDirectoryIdentityProviderInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedActiveDirectoryIdentityProviderInformer(informer ActiveDirectoryIdentityProviderInformer) TypedActiveDirectoryIdentityProviderInformer {
+	if informer, ok := informer.(TypedActiveDirectoryIdentityProviderInformer); ok {
+		return informer
+	}
+	return &activeDirectoryIdentityProviderTypedInformerAdapter{informer}
+}
+
+type activeDirectoryIdentityProviderTypedInformerAdapter struct {
+	ActiveDirectoryIdentityProviderInformer
+}
+
+func (a *activeDirectoryIdentityProviderTypedInformerAdapter) TypedInformer() ActiveDirectoryIdentityProviderIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*supervisoridpv1alpha1.ActiveDirectoryIdentityProvider](a.Informer())
+}
+
+// ToActiveDirectoryIdentityProviderIndexInformer converts an untyped informer into a ActiveDirectoryIdentityProviderIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *ActiveDirectoryIdentityProvider. If that is not the case, calling type-safe methods of the returned
+// ActiveDirectoryIdentityProviderIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a ActiveDirectoryIdentityProviderIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToActiveDirectoryIdentityProviderIndexInformer(informer cache.SharedIndexInformer) ActiveDirectoryIdentityProviderIndexInformer {
+	if informer, ok := informer.(ActiveDirectoryIdentityProviderIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*supervisoridpv1alpha1.ActiveDirectoryIdentityProvider](informer)
 }

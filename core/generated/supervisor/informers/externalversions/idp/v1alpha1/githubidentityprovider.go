@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 	supervisoridpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
@@ -19,11 +20,39 @@ import (
 )
 
 // GitHubIdentityProviderInformer provides access to a shared informer and lister for
-// GitHubIdentityProviders.
+// GitHubIdentityProviders. Prefer using the type-safe variant (see [TypedGitHubIdentityProviderInformer]).
 type GitHubIdentityProviderInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() idpv1alpha1.GitHubIdentityProviderLister
 }
+
+// TypedGitHubIdentityProviderInformer provides access to a shared informer and lister for
+// GitHubIdentityProviders, including the type-safe TypedInformer variant.
+// It is a superset of GitHubIdentityProviderInformer.
+type TypedGitHubIdentityProviderInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() GitHubIdentityProviderIndexInformer
+	Lister() idpv1alpha1.GitHubIdentityProviderLister
+}
+
+// GitHubIdentityProviderIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type GitHubIdentityProviderIndexInformer cache.TypedSharedIndexInformer[*supervisoridpv1alpha1.GitHubIdentityProvider]
+
+// GitHubIdentityProviderHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for GitHubIdentityProvider.
+type GitHubIdentityProviderHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*supervisoridpv1alpha1.GitHubIdentityProvider]
+
+// GitHubIdentityProviderDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for GitHubIdentityProvider.
+type GitHubIdentityProviderDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*supervisoridpv1alpha1.GitHubIdentityProvider]
+
+// GitHubIdentityProviderFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for GitHubIdentityProvider.
+type GitHubIdentityProviderFilteringHandler = cache.TypedFilteringResourceEventHandler[*supervisoridpv1alpha1.GitHubIdentityProvider]
+
+// GitHubIdentityProviderIndexers is a specialization of [cache.TypedIndexers] for GitHubIdentityProvider.
+type GitHubIdentityProviderIndexers = cache.TypedIndexers[*supervisoridpv1alpha1.GitHubIdentityProvider]
+
+// DeletedGitHubIdentityProvider is a specialization of [cache.DeletedObject] for GitHubIdentityProvider.
+type DeletedGitHubIdentityProvider = cache.DeletedObject[*supervisoridpv1alpha1.GitHubIdentityProvider]
 
 type gitHubIdentityProviderInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -34,55 +63,132 @@ type gitHubIdentityProviderInformer struct {
 // NewGitHubIdentityProviderInformer constructs a new informer for GitHubIdentityProvider type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedGitHubIdentityProviderInformer]).
 func NewGitHubIdentityProviderInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewFilteredGitHubIdentityProviderInformer(client, namespace, resyncPeriod, indexers, nil)
+	return NewGitHubIdentityProviderInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedGitHubIdentityProviderInformer constructs a new informer for GitHubIdentityProvider type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedGitHubIdentityProviderInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers GitHubIdentityProviderIndexers) GitHubIdentityProviderIndexInformer {
+	return NewTypedGitHubIdentityProviderInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredGitHubIdentityProviderInformer constructs a new informer for GitHubIdentityProvider type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredGitHubIdentityProviderInformer]).
 func NewFilteredGitHubIdentityProviderInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(
-		&cache.ListWatch{
-			ListFunc: func(options v1.ListOptions) (runtime.Object, error) {
+	return NewTypedGitHubIdentityProviderInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredGitHubIdentityProviderInformer constructs a new informer for GitHubIdentityProvider type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredGitHubIdentityProviderInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers GitHubIdentityProviderIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) GitHubIdentityProviderIndexInformer {
+	return NewTypedGitHubIdentityProviderInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
+}
+
+// NewGitHubIdentityProviderInformerWithOptions constructs a new informer for GitHubIdentityProvider type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedGitHubIdentityProviderInformerWithOptions]).
+func NewGitHubIdentityProviderInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedGitHubIdentityProviderInformerWithOptions(client, namespace, options)
+}
+
+// NewTypedGitHubIdentityProviderInformerWithOptions constructs a new informer for GitHubIdentityProvider type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedGitHubIdentityProviderInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) GitHubIdentityProviderIndexInformer {
+	gvr := schema.GroupVersionResource{Group: "idp.supervisor.pinniped.dev", Version: "v1alpha1", Resource: "githubidentityproviders"}
+	identifier := options.InformerName.WithResource(gvr)
+	tweakListOptions := options.TweakListOptions
+	return cache.NewTypedSharedIndexInformer[*supervisoridpv1alpha1.GitHubIdentityProvider](cache.NewSharedIndexInformerWithOptions(
+		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.IdpV1alpha1().GitHubIdentityProviders(namespace).List(context.Background(), options)
+				return client.IdpV1alpha1().GitHubIdentityProviders(namespace).List(context.Background(), opts)
 			},
-			WatchFunc: func(options v1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.IdpV1alpha1().GitHubIdentityProviders(namespace).Watch(context.Background(), options)
+				return client.IdpV1alpha1().GitHubIdentityProviders(namespace).Watch(context.Background(), opts)
 			},
-			ListWithContextFunc: func(ctx context.Context, options v1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.IdpV1alpha1().GitHubIdentityProviders(namespace).List(ctx, options)
+				return client.IdpV1alpha1().GitHubIdentityProviders(namespace).List(ctx, opts)
 			},
-			WatchFuncWithContext: func(ctx context.Context, options v1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.IdpV1alpha1().GitHubIdentityProviders(namespace).Watch(ctx, options)
+				return client.IdpV1alpha1().GitHubIdentityProviders(namespace).Watch(ctx, opts)
 			},
-		},
+		}, client),
 		&supervisoridpv1alpha1.GitHubIdentityProvider{},
-		resyncPeriod,
-		indexers,
-	)
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: options.ResyncPeriod,
+			Indexers:     options.Indexers,
+			Identifier:   identifier,
+		},
+	))
 }
 
 func (f *gitHubIdentityProviderInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewFilteredGitHubIdentityProviderInformer(client, f.namespace, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
+	return NewTypedGitHubIdentityProviderInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *gitHubIdentityProviderInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&supervisoridpv1alpha1.GitHubIdentityProvider{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *gitHubIdentityProviderInformer) TypedInformer() GitHubIdentityProviderIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*supervisoridpv1alpha1.GitHubIdentityProvider](f.factory.InformerFor(&supervisoridpv1alpha1.GitHubIdentityProvider{}, f.defaultInformer))
 }
 
 func (f *gitHubIdentityProviderInformer) Lister() idpv1alpha1.GitHubIdentityProviderLister {
 	return idpv1alpha1.NewGitHubIdentityProviderLister(f.Informer().GetIndexer())
+}
+
+// ToTypedGitHubIdentityProviderInformer converts an untyped informer into a TypedGitHubIdentityProviderInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *GitHubIdentityProvider. If that is not the case, calling type-safe methods of the returned
+// TypedGitHubIdentityProviderInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedGitHubIdentityProviderInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedGitHubIdentityProviderInformer(informer GitHubIdentityProviderInformer) TypedGitHubIdentityProviderInformer {
+	if informer, ok := informer.(TypedGitHubIdentityProviderInformer); ok {
+		return informer
+	}
+	return &gitHubIdentityProviderTypedInformerAdapter{informer}
+}
+
+type gitHubIdentityProviderTypedInformerAdapter struct {
+	GitHubIdentityProviderInformer
+}
+
+func (a *gitHubIdentityProviderTypedInformerAdapter) TypedInformer() GitHubIdentityProviderIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*supervisoridpv1alpha1.GitHubIdentityProvider](a.Informer())
+}
+
+// ToGitHubIdentityProviderIndexInformer converts an untyped informer into a GitHubIdentityProviderIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *GitHubIdentityProvider. If that is not the case, calling type-safe methods of the returned
+// GitHubIdentityProviderIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a GitHubIdentityProviderIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToGitHubIdentityProviderIndexInformer(informer cache.SharedIndexInformer) GitHubIdentityProviderIndexInformer {
+	if informer, ok := informer.(GitHubIdentityProviderIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*supervisoridpv1alpha1.GitHubIdentityProvider](informer)
 }
