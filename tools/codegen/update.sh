@@ -41,6 +41,7 @@ kube::codegen::gen_openapi \
 	--output-pkg "${module}/core/generated/openapi" \
 	--extra-pkgs k8s.io/api/core/v1 \
 	--report-filename "${generated}/openapi/api_rule_violations.list" \
+	--output-model-name-file zz_generated.model_name.go \
 	--update-report \
 	"${apis}"
 

@@ -6,7 +6,6 @@ package aggregatedapi
 import (
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
-	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	generatedopenapi "sealion.dev/core/generated/openapi"
 	"sealion.dev/servers/internal/tlsprofile"
@@ -72,10 +70,8 @@ func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
 	namer := openapinamer.NewDefinitionNamer(o.Scheme)
 	c.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
 	c.OpenAPIConfig.Info.Title = o.Title
-	c.OpenAPIConfig.GetDefinitionName = upstreamDefinitionNames(namer)
 	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
 	c.OpenAPIV3Config.Info.Title = o.Title
-	c.OpenAPIV3Config.GetDefinitionName = upstreamDefinitionNames(namer)
 	if err := recommended.ApplyTo(c); err != nil {
 		return nil, fmt.Errorf("configuring the API server: %w", err)
 	}
@@ -116,22 +112,4 @@ func limit(c *genericapiserver.Config) {
 	c.RequestTimeout = requestTimeout
 	c.MaxRequestBodyBytes = maxRequestBodyBytes
 	c.ShutdownDelayDuration = shutdownDelay
-}
-
-// ourDefinitions is how the OpenAPI names of this module's API types start: the namer turns the Go
-// import path sealion.dev/core/apis/... around.
-const ourDefinitions = "dev.sealion.core.apis."
-
-// upstreamDefinitionNames names the OpenAPI definitions of our API types as upstream Pinniped's
-// (dev.pinniped.apis.<component>.<group>.v1alpha1.<Kind>, since its v0.43), which kubectl prints in
-// validation errors and explain; every other type keeps the namer's name. References between
-// definitions go through the same function, so they stay consistent.
-func upstreamDefinitionNames(namer *openapinamer.DefinitionNamer) func(string) (string, spec.Extensions) {
-	return func(name string) (string, spec.Extensions) {
-		def, ext := namer.GetDefinitionName(name)
-		if rest, ok := strings.CutPrefix(def, ourDefinitions); ok {
-			def = "dev.pinniped.apis." + rest
-		}
-		return def, ext
-	}
 }

@@ -5,5 +5,8 @@
 // +k8s:deepcopy-gen=package
 // +k8s:conversion-gen=sealion.dev/core/apis/concierge/login
 // +k8s:openapi-gen=true
+// The OpenAPI models are named as upstream Pinniped's are (kubectl explain and validation
+// errors print them):
+// +k8s:openapi-model-package=dev.pinniped.apis.concierge.login.v1alpha1
 // +groupName=login.concierge.pinniped.dev
 package v1alpha1
