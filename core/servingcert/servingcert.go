@@ -124,6 +124,31 @@ type Controller struct {
 	secrets             corelisters.SecretNamespaceLister
 	apiServiceInformers aggregatorinformers.SharedInformerFactory
 	apiServices         apiregistrationlisters.APIServiceLister
+
+	// written is the controller's own last write, until the informer's cache shows it. Only the
+	// singleton sync touches it, and it never runs concurrently with itself.
+	written *write
+}
+
+// write is a Secret the controller wrote and the resourceVersion of the one it replaced ("" when
+// it created it). Until the cache has seen the write, a sync reading the cache would serve the old
+// certificate again (the APIServices already trust the new CA) and renew a second time.
+type write struct {
+	secret   *corev1.Secret
+	replaced string
+}
+
+// newest is cached, or the controller's own write while the cache still shows what that write
+// replaced. Once the cache shows anything else, the cache is the truth again.
+func (c *Controller) newest(cached *corev1.Secret) *corev1.Secret {
+	if c.written == nil {
+		return cached
+	}
+	if cached == nil && c.written.replaced == "" || cached != nil && cached.ResourceVersion == c.written.replaced {
+		return c.written.secret
+	}
+	c.written = nil
+	return cached
 }
 
 // New makes a controller. aggregator may be nil when cfg.APIServiceNames is empty.
@@ -223,6 +248,7 @@ func (c *Controller) sync(ctx context.Context) (time.Duration, error) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("get Secret %s/%s from cache: %w", c.cfg.Namespace, c.cfg.SecretName, err)
 	}
+	secret = c.newest(secret)
 	var current *stored
 	if secret != nil {
 		current, err = c.parse(secret, now)
@@ -313,8 +339,10 @@ func (c *Controller) issue(ctx context.Context, old *corev1.Secret) (*stored, er
 		SecretKeyTLSPrivateKey:       keyPEM,
 	}
 	secrets := c.kube.CoreV1().Secrets(c.cfg.Namespace)
+	var written *corev1.Secret
+	replaced := ""
 	if old == nil {
-		_, err = secrets.Create(ctx, &corev1.Secret{
+		written, err = secrets.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: c.cfg.SecretName, Namespace: c.cfg.Namespace, Labels: c.cfg.SecretLabels},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       data,
@@ -324,11 +352,16 @@ func (c *Controller) issue(ctx context.Context, old *corev1.Secret) (*stored, er
 		// rather than be overwritten.
 		updated := old.DeepCopy()
 		updated.Data = data
-		_, err = secrets.Update(ctx, updated, metav1.UpdateOptions{})
+		replaced = old.ResourceVersion
+		written, err = secrets.Update(ctx, updated, metav1.UpdateOptions{})
 	}
 	if err != nil {
+		// What we wrote before may be gone (deleted, or replaced by another writer): the next
+		// sync reads the cache alone.
+		c.written = nil
 		return nil, fmt.Errorf("write Secret %s/%s: %w", c.cfg.Namespace, c.cfg.SecretName, err)
 	}
+	c.written = &write{secret: written, replaced: replaced}
 	klog.FromContext(ctx).Info("Stored new serving certificate", "hostname", host, "notAfter", ca.Certificate().NotAfter)
 	// The leaf was signed after the CA, so the CA expires first.
 	notAfter := ca.Certificate().NotAfter

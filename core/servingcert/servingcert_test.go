@@ -231,6 +231,33 @@ func TestSyncRenews(t *testing.T) {
 	assert.Equal(t, secret.Data[SecretKeyCACertificate], f.caBundle(t, apiService))
 }
 
+// TestSyncAfterRenewalWithAStaleCache: right after a renewal the informer's cache may still hold
+// the Secret the renewal replaced. The next sync must neither serve the old certificate again
+// (the APIServices already trust the new CA) nor renew a second time.
+func TestSyncAfterRenewalWithAStaleCache(t *testing.T) {
+	issuedAt := t0.Add(-(duration - renew))
+	old := secretData(t, hostname, issuedAt, nil)
+	f := newFixture(t, nil, []runtime.Object{newSecret(old)}, newAPIService(apiService, old[SecretKeyCACertificate]))
+	cached, err := f.c.secrets.Get(DefaultSecretName)
+	require.NoError(t, err)
+	stale := cached.DeepCopy()
+
+	_, err = f.c.sync(f.ctx)
+	require.NoError(t, err)
+	renewed := f.secret(t)
+	require.NoError(t, f.c.secretInformers.Core().V1().Secrets().Informer().GetIndexer().Update(stale))
+	f.kube.ClearActions()
+	listener := &countingListener{}
+	f.c.Provider().AddListener(listener)
+
+	_, err = f.c.sync(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, writes(f.kube), "a second renewal")
+	assert.Zero(t, listener.count.Load(), "the served certificate changed")
+	assertServes(t, f, renewed)
+	assert.Equal(t, renewed.Data[SecretKeyCACertificate], f.caBundle(t, apiService))
+}
+
 func TestSyncReplacesUnusableSecret(t *testing.T) {
 	valid := secretData(t, hostname, t0, nil)
 	otherCA, err := certauthority.New("other", duration)
