@@ -50,11 +50,13 @@ func Load(path, contextName string) (*Loaded, error) {
 	if name == "" {
 		name = raw.CurrentContext
 	}
+	// Checked before the lookup: client-go loads an entry without a name as the context "", which
+	// no current-context selects.
+	if name == "" {
+		return nil, fmt.Errorf("the kubeconfig %s has no current context: choose one of %s with --kubeconfig-context", where, contextNames(raw))
+	}
 	ctx, ok := raw.Contexts[name]
 	if !ok {
-		if name == "" {
-			return nil, fmt.Errorf("the kubeconfig %s has no current context: choose one of %s with --kubeconfig-context", where, contextNames(raw))
-		}
 		return nil, fmt.Errorf("the kubeconfig %s has no context %q: it has %s", where, name, contextNames(raw))
 	}
 	cluster, ok := raw.Clusters[ctx.Cluster]
