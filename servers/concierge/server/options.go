@@ -129,6 +129,7 @@ func (o *Options) Config() (*Config, error) {
 		Port:                    int(*file.AggregatedAPIServerPort),
 		Kubeconfig:              o.Kubeconfig,
 		DisableAdmissionPlugins: file.AggregatedAPIServerDisableAdmissionPlugins,
+		Discovery:               kubeClient.Discovery(),
 		Title:                   "Pinniped Concierge",
 		Scheme:                  scheme.Scheme,
 		Codecs:                  scheme.Codecs,

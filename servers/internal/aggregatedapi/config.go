@@ -5,17 +5,22 @@ package aggregatedapi
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/discovery"
 
 	generatedopenapi "sealion.dev/core/generated/openapi"
 	"sealion.dev/servers/internal/tlsprofile"
@@ -31,6 +36,9 @@ type Options struct {
 	Kubeconfig string
 	// DisableAdmissionPlugins turns off some of the generic server's admission plugins.
 	DisableAdmissionPlugins []string
+	// Discovery is the cluster's: the admission plugins of the policy kinds it does not serve
+	// are turned off too (unservedPolicyPlugins).
+	Discovery discovery.ServerResourcesInterface
 	// Title names the server in its OpenAPI documents.
 	Title string
 	// Scheme and Codecs hold the served types, under Versions.
@@ -49,12 +57,21 @@ func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
 	if o.Cert == nil {
 		return nil, fmt.Errorf("aggregated API server %q: no serving certificate", o.Title)
 	}
+	if o.Discovery == nil {
+		return nil, fmt.Errorf("aggregated API server %q: no discovery client for the cluster", o.Title)
+	}
+	unserved, err := unservedPolicyPlugins(o.Discovery)
+	if err != nil {
+		return nil, fmt.Errorf("aggregated API server %q: %w", o.Title, err)
+	}
 	recommended := genericoptions.NewRecommendedOptions("", o.Codecs.LegacyCodec(o.Versions...))
 	recommended.Etcd = nil
 	recommended.SecureServing.BindAddress = o.BindAddress
 	recommended.SecureServing.BindPort = o.Port
 	applyTLS(recommended.SecureServing.SecureServingOptions, o.TLS)
-	recommended.Admission.DisablePlugins = o.DisableAdmissionPlugins
+	disabled := append(slices.Clone(o.DisableAdmissionPlugins), unserved...)
+	slices.Sort(disabled)
+	recommended.Admission.DisablePlugins = slices.Compact(disabled)
 	recommended.Authorization.AlwaysAllowPaths = []string{"/healthz", "/readyz", "/livez"}
 	if o.Kubeconfig != "" {
 		recommended.Authentication.RemoteKubeConfigFile = o.Kubeconfig
@@ -77,6 +94,36 @@ func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
 	}
 	c.SecureServing.Cert = o.Cert
 	return c, nil
+}
+
+// policyKinds are the admission plugins of policy kinds, by kind, that clusters serve in
+// admissionregistration.k8s.io/v1 only from some Kubernetes version on: ValidatingAdmissionPolicy
+// from 1.30, MutatingAdmissionPolicy from 1.36.
+var policyKinds = map[string]string{
+	"ValidatingAdmissionPolicy": validatingadmissionpolicy.PluginName,
+	"MutatingAdmissionPolicy":   mutatingadmissionpolicy.PluginName,
+}
+
+// unservedPolicyPlugins names the plugins of the policy kinds the cluster does not serve. Such a
+// plugin's informer never syncs there, and the server would never be ready; it is switched off,
+// as Pinniped switches it off.
+func unservedPolicyPlugins(d discovery.ServerResourcesInterface) ([]string, error) {
+	const gv = "admissionregistration.k8s.io/v1"
+	resources, err := d.ServerResourcesForGroupVersion(gv)
+	if err != nil {
+		return nil, fmt.Errorf("discovering the cluster's %s kinds: %w", gv, err)
+	}
+	served := map[string]bool{}
+	for _, r := range resources.APIResources {
+		served[r.Kind] = true
+	}
+	var off []string
+	for _, kind := range slices.Sorted(maps.Keys(policyKinds)) {
+		if !served[kind] {
+			off = append(off, policyKinds[kind])
+		}
+	}
+	return off, nil
 }
 
 // applyTLS gives the server the TLS profile's versions, ciphers and HTTP versions.

@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"sealion.dev/servers/internal/tlsprofile"
 )
@@ -61,5 +64,37 @@ func TestApplyTLS(t *testing.T) {
 	if !slices.Equal(info.CipherSuites, want) || info.MinTLSVersion != tls.VersionTLS12 || !info.DisableHTTP2 {
 		t.Errorf("ciphers %v, min version %x, HTTP/2 disabled %v; want %v, TLS 1.2 and disabled",
 			info.CipherSuites, info.MinTLSVersion, info.DisableHTTP2, want)
+	}
+}
+
+// A cluster that does not serve a policy kind in admissionregistration.k8s.io/v1 gets its
+// admission plugin switched off: its informer would never sync, and the server never be ready
+// (MutatingAdmissionPolicy before Kubernetes 1.36, ValidatingAdmissionPolicy before 1.30).
+func TestUnservedPolicyPlugins(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		kinds []string
+		want  []string
+	}{
+		{"1.36 and later", []string{"MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"}, nil},
+		{"1.30 to 1.35", []string{"MutatingWebhookConfiguration", "ValidatingAdmissionPolicy"}, []string{"MutatingAdmissionPolicy"}},
+		{"before 1.30", []string{"MutatingWebhookConfiguration"}, []string{"MutatingAdmissionPolicy", "ValidatingAdmissionPolicy"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			list := &metav1.APIResourceList{GroupVersion: "admissionregistration.k8s.io/v1"}
+			for _, k := range c.kinds {
+				list.APIResources = append(list.APIResources, metav1.APIResource{Kind: k, Name: strings.ToLower(k) + "s"})
+			}
+			d := &fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{Resources: []*metav1.APIResourceList{list}}}
+			got, err := unservedPolicyPlugins(d)
+			if err != nil || !slices.Equal(got, c.want) {
+				t.Errorf("unservedPolicyPlugins() = %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+	// Without an answer the server does not start rather than guess.
+	d := &fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{}}
+	if _, err := unservedPolicyPlugins(d); err == nil {
+		t.Error("no error when the cluster does not answer for admissionregistration.k8s.io/v1")
 	}
 }

@@ -222,7 +222,7 @@ func startServer(t *testing.T, cp *controlplane.ControlPlane, kube kubernetes.In
 		t.Fatal(err)
 	}
 	generic, err := aggregatedapi.RecommendedConfig(aggregatedapi.Options{
-		BindAddress: net.ParseIP("127.0.0.1"), Port: port, Kubeconfig: cp.KubeconfigPath, Title: "Pinniped Supervisor",
+		BindAddress: net.ParseIP("127.0.0.1"), Port: port, Kubeconfig: cp.KubeconfigPath, Title: "Pinniped Supervisor", Discovery: kube.Discovery(),
 		Scheme: scheme.Scheme, Codecs: scheme.Codecs, Versions: []schema.GroupVersion{scheme.ClientSecretGV}, Cert: cert,
 	})
 	if err != nil {

@@ -146,6 +146,7 @@ func (o *Options) Config() (*Config, error) {
 		Port:                    int(*file.AggregatedAPIServerPort),
 		Kubeconfig:              o.Kubeconfig,
 		DisableAdmissionPlugins: file.AggregatedAPIServerDisableAdmissionPlugins,
+		Discovery:               kubeClient.Discovery(),
 		Title:                   "Pinniped Supervisor",
 		Scheme:                  scheme.Scheme,
 		Codecs:                  scheme.Codecs,
