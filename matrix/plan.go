@@ -22,22 +22,31 @@ type Cell struct {
 func (c Cell) String() string { return c.Distribution + "/" + c.Version + "/" + c.Path }
 
 // Filter selects cells: a list of patterns distribution/version/path, each part a glob
-// (path.Match syntax plus {a,b} alternatives); missing trailing parts match anything. The version
-// NewestMinor stands for the newest minor of the run (see WithNewest).
+// (path.Match syntax plus {a,b} alternatives); missing trailing parts match anything. The
+// versions NewestMinor and OldestMinor stand for the newest and the oldest minor of the run (see
+// WithMinors).
 type Filter []pattern
 
-// NewestMinor is the version that names the newest minor in a filter, so that CI can always run
-// it without knowing which it is today.
-const NewestMinor = "newest"
+// NewestMinor and OldestMinor are the versions that name the newest and the oldest minor of the
+// run in a filter, so that CI can always run them without knowing which they are today: a
+// library upgrade breaks the oldest clusters first.
+const (
+	NewestMinor = "newest"
+	OldestMinor = "oldest"
+)
 
-// WithNewest returns the filter with the version NewestMinor replaced by minor ("1.37").
-func (f Filter) WithNewest(minor string) Filter {
+// WithMinors returns the filter with the versions NewestMinor and OldestMinor replaced by newest
+// and oldest ("1.37", "1.31").
+func (f Filter) WithMinors(newest, oldest string) Filter {
 	out := make(Filter, len(f))
 	for i, p := range f {
 		p.parts[1] = slices.Clone(p.parts[1])
 		for j, alt := range p.parts[1] {
-			if alt == NewestMinor {
-				p.parts[1][j] = minor
+			switch alt {
+			case NewestMinor:
+				p.parts[1][j] = newest
+			case OldestMinor:
+				p.parts[1][j] = oldest
 			}
 		}
 		out[i] = p

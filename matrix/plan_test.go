@@ -209,24 +209,24 @@ func TestSelects(t *testing.T) {
 	}
 }
 
-func TestFilterWithNewest(t *testing.T) {
+func TestFilterWithMinors(t *testing.T) {
 	t.Parallel()
 	c, err := DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := planOpts("kubeadm/newest/webhook, gke/{1.33,newest}/ldap", t)
+	opts := planOpts("kubeadm/newest/webhook, gke/{1.33,newest}/ldap, eks/oldest/webhook", t)
 	original := opts.Filter
-	opts.Filter = opts.Filter.WithNewest("1.36")
+	opts.Filter = opts.Filter.WithMinors("1.36", "1.32")
 	groups, err := c.Plan(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := CellNames(groups), []string{"kubeadm/1.36/webhook", "gke/1.33/ldap", "gke/1.36/ldap"}; !slices.Equal(got, want) {
+	if got, want := CellNames(groups), []string{"kubeadm/1.36/webhook", "gke/1.33/ldap", "gke/1.36/ldap", "eks/1.32/webhook"}; !slices.Equal(got, want) {
 		t.Errorf("cells %v, want %v", got, want)
 	}
 	// The filter it was made from is unchanged.
 	if _, err := c.Plan(planOpts("kubeadm/newest/webhook", t)); err == nil || original[0].parts[1][0] != NewestMinor {
-		t.Errorf("without WithNewest 'newest' should select nothing (%v) and the original stay as it was (%v)", err, original[0].parts[1])
+		t.Errorf("without WithMinors 'newest' should select nothing (%v) and the original stay as it was (%v)", err, original[0].parts[1])
 	}
 }

@@ -150,7 +150,7 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(stderr, "matrix: %s\n", warning)
 	}
 	if len(versions) > 0 {
-		filter = filter.WithNewest(versions[len(versions)-1].Minor)
+		filter = filter.WithMinors(versions[len(versions)-1].Minor, versions[0].Minor)
 	}
 	// Only the minors the cells select are checked: a cold check downloads the release's modules.
 	for i, v := range versions {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -106,6 +110,46 @@ func TestOIDCClientSecretRequestThroughTheAggregator(t *testing.T) {
 	}
 
 	t.Run("kubectl create -f", func(t *testing.T) { checkKubectlCreate(ctx, t, cp) })
+}
+
+// On a cluster that does not serve MutatingAdmissionPolicies (Kubernetes before 1.36, here a
+// kube-apiserver told not to), the server switches that admission plugin off and becomes ready:
+// the plugin's informer would never sync, and the pods of 1.31 to 1.35 clusters never became
+// ready (the full matrix found it).
+func TestReadyOnAClusterWithoutMutatingAdmissionPolicies(t *testing.T) {
+	cp := controlplane.StartForTest(t, controlplane.Options{ExtraAPIServerFlags: []string{
+		"--runtime-config=admissionregistration.k8s.io/v1/mutatingadmissionpolicies=false,admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings=false",
+		// The kube-apiserver's own plugin would wait for the kind just as ours did.
+		"--disable-admission-plugins=MutatingAdmissionPolicy",
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	resources, err := kube.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Kind == "MutatingAdmissionPolicy" {
+			t.Fatal("the kube-apiserver still serves MutatingAdmissionPolicies: the test would prove nothing")
+		}
+	}
+	_, port := startServer(t, cp, kube)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // only /readyz's answer matters
+	var last string
+	if err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz?verbose", port))
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		last = string(body)
+		return resp.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		t.Fatalf("the server never became ready; /readyz answered:\n%s", last)
+	}
 }
 
 // checkKubectlCreate uses the resource as upstream's documentation does, with `kubectl create -f`
