@@ -92,8 +92,9 @@ func TestCompleteFillsDefaults(t *testing.T) {
 		t.Errorf("timeouts: shutdown %v, read header %v, idle %v; want 10s, 10s, 90s",
 			completed.ShutdownTimeout, completed.ReadHeaderTimeout, completed.IdleTimeout)
 	}
-	if completed.MaxRequestsInFlight != 100 || completed.MaxMutatingRequestsInFlight != 30 {
-		t.Errorf("in-flight limits %d and %d, want 100 and 30", completed.MaxRequestsInFlight, completed.MaxMutatingRequestsInFlight)
+	if completed.MaxRequestsInFlight != 100 || completed.MaxMutatingRequestsInFlight != 30 || completed.MaxQueueWait != 10*time.Second {
+		t.Errorf("in-flight limits %d and %d, queue wait %v; want 100, 30, 10s",
+			completed.MaxRequestsInFlight, completed.MaxMutatingRequestsInFlight, completed.MaxQueueWait)
 	}
 }
 

@@ -9,11 +9,9 @@ import (
 	"net/http"
 	"time"
 
-	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	"k8s.io/klog/v2"
 
+	"sealion.dev/servers/internal/fairqueue"
 	"sealion.dev/servers/supervisor/config"
 	"sealion.dev/servers/supervisor/internal/sni"
 )
@@ -40,7 +38,11 @@ const maxHeaderBytes = 64 << 10
 // fail the probes and get the pod restarted. A connection served the bootstrap certificate gets
 // nothing but /healthz. Every request is audited, /healthz only when the configuration asks.
 func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) ([]*listener, error) {
-	handler = withHealthz(withInFlightLimit(handler, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight))
+	limited, err := c.queuing(handler)
+	if err != nil {
+		return nil, err
+	}
+	handler = withHealthz(limited)
 	handler = withoutBootstrapConnections(handler)
 	handler = withAudit(handler, c.audit, c.File.Audit.LogInternalPaths.Enabled())
 	httpsConfig := c.File.TLSProfile.ServerConfig()
@@ -124,12 +126,23 @@ func (l *listener) serve(ctx context.Context, errc chan<- error) {
 	klog.FromContext(ctx).Info("listening", "listener", l.name, "network", l.network, "address", l.ln.Addr().String())
 }
 
-// withInFlightLimit answers 429 with Retry-After to a GET beyond reads in flight, and to a request
-// of any other method (POST above all) beyond writes, with the kube-apiserver's filter. Its request information
-// is only the method: no path of ours is a Kubernetes API path, and none is long-running.
-func withInFlightLimit(next http.Handler, reads, writes int) http.Handler {
-	next = genericfilters.WithMaxInFlightLimit(next, reads, writes, nil)
-	return genericapifilters.WithRequestInfo(next, &genericapirequest.RequestInfoFactory{})
+// queuing executes at most MaxRequestsInFlight GETs (and HEADs and OPTIONS) and
+// MaxMutatingRequestsInFlight requests of other methods at once; the rest wait in fair queues, per
+// client (fairqueue's default shape), and get 429 with Retry-After when their queue is full or
+// they have waited MaxQueueWait. No path of ours is long-running.
+func (c completedConfig) queuing(next http.Handler) (http.Handler, error) {
+	limiter := func(name string, concurrency int) (*fairqueue.Limiter, error) {
+		return fairqueue.New(fairqueue.Config{Name: name, Concurrency: concurrency, MaxWait: c.MaxQueueWait})
+	}
+	reads, err := limiter("supervisor-reads", c.MaxRequestsInFlight)
+	if err != nil {
+		return nil, err
+	}
+	writes, err := limiter("supervisor-writes", c.MaxMutatingRequestsInFlight)
+	if err != nil {
+		return nil, err
+	}
+	return fairqueue.WithFairQueuing(next, reads, writes, nil), nil
 }
 
 // withHealthz answers /healthz on any host, for probes, and passes everything else to next.

@@ -11,15 +11,18 @@ import (
 	"time"
 
 	"sealion.dev/core/certauthority"
+	"sealion.dev/servers/internal/fairqueue/floodtest"
 )
 
-// The listeners bound what a client may send and how many requests they serve at once.
+// The listeners bound what a client may send and how many requests they execute at once; a
+// request beyond that waits its turn, and is refused only once it has waited too long.
 func TestListenerLimits(t *testing.T) {
 	c, _ := testConfig(t, minimalFile+`endpoints:
   https: {network: disabled}
   http: {network: tcp, address: "127.0.0.1:0"}
 `)
 	c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight = 1, 1
+	c.MaxQueueWait = 300 * time.Millisecond
 	c.ShutdownDelay = time.Millisecond
 	arrived, release := make(chan struct{}, 2), make(chan struct{})
 	listeners, err := c.Complete().listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +95,17 @@ func TestListenerLimits(t *testing.T) {
 		_ = resp.Body.Close()
 	}
 	want(http.MethodGet, "/healthz", nil, http.StatusOK)
+	// A request that arrives while every seat is taken is served once one frees up.
+	waiting := make(chan int, 1)
+	go func() {
+		code, _ := send(http.MethodGet, "/waiting", nil)
+		waiting <- code
+	}()
+	time.Sleep(100 * time.Millisecond)
 	close(release)
+	if code := <-waiting; code != http.StatusOK {
+		t.Errorf("a request that waited for a seat ended with %d, want 200", code)
+	}
 	for range 2 {
 		if code := <-codes; code != http.StatusOK {
 			t.Errorf("a blocked request ended with %d", code)
@@ -225,4 +238,38 @@ tls:
 	if proto != "http/1.1" {
 		t.Errorf("negotiated %q, want http/1.1: HTTP/2 needs an AES-128-GCM cipher", proto)
 	}
+}
+
+// An attacker who floods the listeners from one address fills only that address's queues and is
+// refused beyond them at once, while a user at another address is served after a few of the
+// flood's requests, not behind its whole backlog: a flood cannot lock others out.
+func TestListenerFloodDoesNotLockOthersOut(t *testing.T) {
+	c, _ := testConfig(t, minimalFile+`endpoints:
+  https: {network: disabled}
+  http: {network: tcp, address: "127.0.0.1:0"}
+`)
+	c.MaxMutatingRequestsInFlight = 1
+	recorder := &floodtest.Recorder{}
+	listeners, err := c.Complete().listen(recorder, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	listeners[0].serve(ctx, errc)
+	defer func() {
+		cancel()
+		<-errc
+	}()
+	url := "http://" + listeners[0].ln.Addr().String()
+	floodtest.Attack(t, floodtest.Target{
+		Client: func(ip string) *http.Client { return floodtest.ClientFrom(http.DefaultClient, ip) },
+		Request: func(path string) *http.Request {
+			r, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader("grant_type=x"))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			return r
+		},
+		Served:    recorder.Served,
+		FloodPath: "/flood/oauth2/token", UserPath: "/user/oauth2/token",
+	})
 }

@@ -55,8 +55,9 @@ type Config struct {
 	// TokenCredentialRequestPath is /apis/login.concierge.<suffix>/v1alpha1/tokencredentialrequests.
 	TokenCredentialRequestPath string
 	// MaxRequestsInFlight and MaxMutatingRequestsInFlight are DefaultMaxRequestsInFlight and
-	// DefaultMaxMutatingRequestsInFlight when zero.
+	// DefaultMaxMutatingRequestsInFlight when zero, MaxQueueWait DefaultMaxQueueWait.
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	MaxQueueWait                                     time.Duration
 }
 
 // FlushInterval is how often streamed responses (watches, logs -f) are flushed to the client.
@@ -98,8 +99,11 @@ func New(c Config) (http.Handler, error) {
 	// Limits come before authentication, which costs the cluster TokenReviews: a flood of
 	// requests is refused here, whoever sends it.
 	h = withRequestBodyLimit(h)
-	h = genericfilters.WithMaxInFlightLimit(h, cmp.Or(c.MaxRequestsInFlight, DefaultMaxRequestsInFlight),
-		cmp.Or(c.MaxMutatingRequestsInFlight, DefaultMaxMutatingRequestsInFlight), isLongRunning)
+	h, err = withFairQueuing(h, cmp.Or(c.MaxRequestsInFlight, DefaultMaxRequestsInFlight),
+		cmp.Or(c.MaxMutatingRequestsInFlight, DefaultMaxMutatingRequestsInFlight), cmp.Or(c.MaxQueueWait, DefaultMaxQueueWait))
+	if err != nil {
+		return nil, fmt.Errorf("impersonator: %w", err)
+	}
 	h = genericapifilters.WithRequestInfo(h, resolver)
 	h = withHopByHopHeadersRemoved(h)
 	h = genericfilters.WithPanicRecovery(h, resolver)

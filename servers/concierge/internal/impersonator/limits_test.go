@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apiserver/pkg/authentication/request/anonymous"
 	"k8s.io/client-go/rest"
+
+	"sealion.dev/servers/internal/fairqueue/floodtest"
 )
 
 // limitedProxy is the proxy, for anonymous clients, in front of backend, with the in-flight
@@ -46,7 +48,7 @@ func TestInFlightLimit(t *testing.T) {
 			<-release
 		}
 		_, _ = io.Copy(io.Discard, r.Body)
-	}), Config{MaxRequestsInFlight: 2, MaxMutatingRequestsInFlight: 1})
+	}), Config{MaxRequestsInFlight: 2, MaxMutatingRequestsInFlight: 1, MaxQueueWait: 300 * time.Millisecond})
 	var released atomic.Bool
 	t.Cleanup(func() {
 		if released.CompareAndSwap(false, true) {
@@ -91,6 +93,7 @@ func TestInFlightLimit(t *testing.T) {
 	inBackground(http.MethodGet, blocking)
 	inBackground(http.MethodPost, blocking)
 
+	// A third read and a second write wait their turn, and are refused when it does not come.
 	resp := do(http.MethodGet, blocking)
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "a third read")
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
@@ -100,12 +103,41 @@ func TestInFlightLimit(t *testing.T) {
 	inBackground(http.MethodGet, blocking+"?watch=true")
 	inBackground(http.MethodGet, "/api/v1/namespaces/work/pods/p/log?follow=true")
 
+	// A read that arrives while the seats are taken is served once one frees up.
+	waiting := make(chan int, 1)
+	go func() {
+		resp, err := send(http.MethodGet, "/api/v1/namespaces/work/configmaps/waiting")
+		if err != nil {
+			waiting <- 0
+			return
+		}
+		waiting <- resp.StatusCode
+	}()
+	time.Sleep(100 * time.Millisecond)
 	released.Store(true)
 	close(release)
+	assert.Equal(t, http.StatusOK, <-waiting, "a read that waited for a seat")
 	for range 5 {
 		assert.Equal(t, http.StatusOK, <-codes)
 	}
 	assert.Equal(t, http.StatusOK, do(http.MethodGet, blocking).StatusCode, "the slots are free again")
+}
+
+// An attacker who floods the proxy from one address fills only that address's queues and is refused
+// beyond them at once, before any TokenReview is spent on it, while a user at another address is
+// served after a few of the flood's requests: a flood cannot lock others out.
+func TestFloodDoesNotLockOthersOut(t *testing.T) {
+	recorder := &floodtest.Recorder{}
+	front := limitedProxy(t, recorder, Config{MaxMutatingRequestsInFlight: 1})
+	floodtest.Attack(t, floodtest.Target{
+		Client: func(ip string) *http.Client { return floodtest.ClientFrom(front.Client(), ip) },
+		Request: func(path string) *http.Request {
+			r, _ := http.NewRequest(http.MethodPost, front.URL+path, strings.NewReader("{}"))
+			return r
+		},
+		Served:    recorder.Served,
+		FloodPath: "/api/v1/namespaces/flood/configmaps", UserPath: "/api/v1/namespaces/user/configmaps",
+	})
 }
 
 func TestRequestBodyLimit(t *testing.T) {
