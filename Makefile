@@ -338,12 +338,49 @@ vulncheck: deps ## fail on a known advisory (as of VULNDB_VERSION) our code reac
 .PHONY: test
 test: verify-format verify-modules vulncheck verify-generate unit verify-cli-platforms release-check integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof quickstart-proof)
 
+# make bench: every benchmark, one after the other, into $(BENCH_OUT)/results.txt (the Go benchmark
+# format; the run's machine, versions and commit on top), then tools/bench compares each figure with
+# the committed baseline and checks the goals, and writes report.md and the plots. It fails on a
+# regression of more than 10% beyond the baseline's measured noise. bench-short is its short form,
+# in make test: the load tests without the cluster, with short steps, against their own baseline.
+# make bench-baseline [BENCH_SHORT=true] measures a baseline: BENCH_RUNS runs on a quiet machine.
+BENCH_OUT ?= _output/bench
+BENCH_DURATION ?= 5s
+BENCH_RUNS ?= 3
+BENCH_SHORT ?=
+BENCH_BASELINE = tools/bench/baseline$(if $(BENCH_SHORT),-short).txt
+
 .PHONY: bench
-bench: kube-binaries ## benchmarks: in-server exchange cost, load runs through the aggregation layer and the Supervisor, the proxy on a cluster
-	$(GO) test -run '^$$' -bench . -benchmem ./core/certauthority/ ./servers/concierge/internal/credential/
-	$(GO) test -count=1 -run '^TestLoad' -v ./servers/concierge/integration/ -load
-	$(GO) test -count=1 -run '^TestLoad' -v ./servers/supervisor/integration/ -load
-	$(MAKE) bench-proxy-if-allowed
+bench: ## benchmarks with their gate: in-server exchange cost, load through the aggregation layer and the Supervisor, the proxy on a cluster; report in _output/bench
+	$(MAKE) bench-run
+	$(MAKE) bench-gate
+
+.PHONY: bench-short
+bench-short: ## the short form of make bench (part of make test): the load tests, short steps, no cluster
+	$(MAKE) bench-run BENCH_SHORT=true BENCH_DURATION=2s
+	$(MAKE) bench-gate BENCH_SHORT=true
+
+.PHONY: bench-gate
+bench-gate:
+	@[ -f $(BENCH_BASELINE) ] || { echo "no baseline to compare with: measure one on a quiet machine (make bench-baseline$(if $(BENCH_SHORT), BENCH_SHORT=true)) and commit $(BENCH_BASELINE)"; exit 1; }
+	cd tools && $(GO) run ./bench -baseline ../$(BENCH_BASELINE) $(if $(BENCH_SHORT),,-goals bench/goals.yaml) -out $(abspath $(BENCH_OUT)) $(if $(BENCH_SHORT),-subset) $(abspath $(BENCH_OUT))/results.txt
+
+.PHONY: bench-baseline
+bench-baseline: ## measure the baseline of make bench (BENCH_SHORT=true: of bench-short) from BENCH_RUNS runs, into tools/bench
+	rm -f $(BENCH_OUT)/baseline.txt
+	for i in $$(seq $(BENCH_RUNS)); do $(MAKE) bench-run && cat $(BENCH_OUT)/results.txt >> $(BENCH_OUT)/baseline.txt; done
+	mv $(BENCH_OUT)/baseline.txt $(BENCH_BASELINE)
+
+.PHONY: bench-run
+bench-run: kube-binaries test-deps
+	rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
+	{ echo "commit: $$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo -dirty)"; echo "go: $$($(GO) env GOVERSION)"; \
+	  echo "kubernetes: $(KUBE_VERSION)"; echo "cores: $$(nproc)"; echo "memory: $$(free -g | awk '/^Mem:/ {print $$2 " GiB"}')"; \
+	  echo "form: $(if $(BENCH_SHORT),short,full)"; echo "step: $(BENCH_DURATION)"; } > $(BENCH_OUT)/results.txt
+	$(if $(BENCH_SHORT),,$(GO) test -run '^$$' -bench . -benchmem ./core/certauthority/ ./servers/concierge/internal/credential/ | tee -a $(BENCH_OUT)/results.txt)
+	$(GO) test -count=1 -v -run '^TestLoad$$' ./servers/concierge/integration/ -load -load-duration $(BENCH_DURATION) | tee -a $(BENCH_OUT)/results.txt
+	$(GO) test -count=1 -v -run '^TestLoad$$' ./servers/supervisor/integration/ -load -load-duration $(BENCH_DURATION) | tee -a $(BENCH_OUT)/results.txt
+	$(if $(BENCH_SHORT),,$(MAKE) --no-print-directory bench-proxy-if-allowed | tee -a $(BENCH_OUT)/results.txt)
 
 .PHONY: bench-proxy-if-allowed
 bench-proxy-if-allowed:

@@ -15,11 +15,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,6 +30,7 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/testing/loadrun"
 	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/ldap"
 )
@@ -54,8 +53,10 @@ var loadConcurrency = []int{1, 8, 32}
 // TestLoad logs in through the CLI's cli_password flow against an LDAPIdentityProvider (a real
 // slapd) and exchanges the resulting access tokens for a cluster's ID token (RFC 8693), as fast as
 // a number of concurrent clients can, at the Supervisor binary acting as its ServiceAccount, with
-// its sessions in the real kube-apiserver. It prints throughput, latency percentiles and the
-// Supervisor's memory. It is a measurement: it fails only if a login or an exchange fails.
+// its sessions in the real kube-apiserver. It prints rates, latency percentiles, the kube-apiserver
+// requests each operation costs and the Supervisor's memory, as benchmark lines for tools/bench.
+// It is a measurement: it fails only if a login or an exchange fails, or if the Supervisor's
+// client-side rate limit, rather than its work, set the numbers.
 func TestLoad(t *testing.T) {
 	if !*load {
 		t.Skip("load run is opt-in: go test -load (make bench runs it)")
@@ -103,15 +104,15 @@ func TestLoad(t *testing.T) {
 	memBefore := supervisorMemory(t)
 	requestsBefore := secretRequests(t)
 	throttledBefore := throttlingWaits(t)
-	var rows []string
+	loadrun.WriteUnits(os.Stdout)
 	var logins int
 	for _, clients := range loadConcurrency {
-		r := runSupervisorLoad(t, "password login", clients, func(ctx context.Context, _ int) error {
+		r := supervisorStep(t, "password login", clients, func(ctx context.Context, _ int) error {
 			_, err := login(ctx)
 			return err
 		})
-		logins += r.count
-		rows = append(rows, r.row("CLI password login (authorize + token)", clients))
+		logins += r.Count
+		loadrun.Write(os.Stdout, fmt.Sprintf("Supervisor/operation=password-login/clients=%d", clients), r.Figures()...)
 	}
 	secretsAfter := countSecrets(t)
 	loginRequests := secretRequests(t).minus(requestsBefore)
@@ -128,38 +129,29 @@ func TestLoad(t *testing.T) {
 			accessTokens[i] = tok.AccessToken
 		}
 		before := secretRequests(t)
-		r := runSupervisorLoad(t, "token exchange", clients, func(ctx context.Context, c int) error {
+		r := supervisorStep(t, "token exchange", clients, func(ctx context.Context, c int) error {
 			return exchange(ctx, client, issuerURL, accessTokens[c])
 		})
-		exchanges += r.count
+		exchanges += r.Count
 		exchangeRequests = exchangeRequests.plus(secretRequests(t).minus(before))
-		rows = append(rows, r.row("RFC 8693 token exchange (pinniped-cli → "+loadAudience+")", clients))
+		loadrun.Write(os.Stdout, fmt.Sprintf("Supervisor/operation=token-exchange/clients=%d", clients), r.Figures()...)
 	}
 	memAfter := supervisorMemory(t)
-	throttled := throttlingWaits(t) - throttledBefore
-
-	var out strings.Builder
-	fmt.Fprintf(&out, "\n### Supervisor: LDAP password logins and token exchanges (%s per step, this machine: %d cores)\n\n", *loadDuration, runtime.NumCPU())
-	fmt.Fprintln(&out, "The Supervisor binary (acting as its ServiceAccount, with the install's RBAC) serves a FederationDomain whose")
-	fmt.Fprintf(&out, "LDAPIdentityProvider is a local slapd (LDAPS); sessions are Secrets in a local etcd + kube-apiserver. Logins rotate through %d\n", loadUsers)
-	fmt.Fprintln(&out, "LDAP users, so a per-user login limit is not what is measured. N clients are goroutines sharing one HTTP/1.1 connection pool;")
-	fmt.Fprintln(&out, "everything, the clients included, runs on this host. A login (its two HTTP requests) counts once in Requests and req/s.")
-	fmt.Fprintln(&out)
-	fmt.Fprintln(&out, "| Operation | Clients | Requests | req/s | p50 | p99 |")
-	fmt.Fprintln(&out, "|---|---:|---:|---:|---:|---:|")
-	fmt.Fprintln(&out, strings.Join(rows, "\n"))
-	fmt.Fprintf(&out, "\nSecret requests the kube-apiserver served (its apiserver_request_total), per operation: a login %s; an exchange %s.\n",
-		loginRequests.per(logins), exchangeRequests.per(exchanges))
-	fmt.Fprintf(&out, "The Supervisor's kube client waited %d times for its client-side rate limit (client-go's QPS and burst; its log's \"client-side throttling\"):\n"+
-		"where that is not 0, the limit, not the work, sets these numbers (a limit of Q requests/s allows Q/%.0f logins/s and Q/%.0f exchanges/s).\n",
-		throttled, loginRequests.total(logins), exchangeRequests.total(exchanges))
-	fmt.Fprintf(&out, "Session Secrets left by the %d measured logins: %d (%.1f per login).\n",
-		logins, secretsAfter-secretsBefore, float64(secretsAfter-secretsBefore)/float64(logins))
-	fmt.Fprintf(&out, "\nSupervisor process memory (VmRSS and VmHWM from /proc/%d/status):\n\n", env.process.Process.Pid)
-	fmt.Fprintln(&out, "| RSS before the load | RSS after the load | Peak RSS |")
-	fmt.Fprintln(&out, "|---:|---:|---:|")
-	fmt.Fprintf(&out, "| %s | %s | %s |\n\n", mib(memBefore.rss), mib(memAfter.rss), mib(memAfter.peak))
-	fmt.Print(out.String())
+	// Secret requests the kube-apiserver served (its apiserver_request_total) per operation, and
+	// the session Secrets a login leaves.
+	loadrun.Write(os.Stdout, "SupervisorKubeRequests/operation=password-login", loadrun.Figure{Value: loginRequests.total(logins), Unit: loadrun.PerCall})
+	loadrun.Write(os.Stdout, "SupervisorKubeRequests/operation=token-exchange", loadrun.Figure{Value: exchangeRequests.total(exchanges), Unit: loadrun.PerCall})
+	loadrun.Write(os.Stdout, "SupervisorSessionSecrets/operation=password-login",
+		loadrun.Figure{Value: float64(secretsAfter-secretsBefore) / float64(logins), Unit: "secrets/login"})
+	loadrun.Write(os.Stdout, "SupervisorMemory/state=before-load", loadrun.Figure{Value: memBefore.RSS, Unit: loadrun.MiB})
+	loadrun.Write(os.Stdout, "SupervisorMemory/state=after-load", loadrun.Figure{Value: memAfter.RSS, Unit: loadrun.MiB})
+	loadrun.Write(os.Stdout, "SupervisorMemory/state=peak", loadrun.Figure{Value: memAfter.Peak, Unit: loadrun.MiB})
+	t.Logf("per login: %s Secret requests; per exchange: %s", loginRequests.per(logins), exchangeRequests.per(exchanges))
+	// Where the Supervisor's kube client waited for its client-side rate limit (client-go's QPS and
+	// burst), the limit, not the work, set the numbers above: a measurement of the wrong thing.
+	if throttled := throttlingWaits(t) - throttledBefore; throttled > 0 {
+		t.Errorf("the Supervisor's kube client waited %d times for its client-side rate limit", throttled)
+	}
 }
 
 // setUpLoadIssuer creates the LDAPIdentityProvider for dir, its bind Secret, and a
@@ -307,60 +299,17 @@ func exchange(ctx context.Context, client *http.Client, issuerURL, accessToken s
 	return nil
 }
 
-type supervisorLoadResult struct {
-	count    int
-	p50, p99 time.Duration
-	rps      float64
-}
-
-func (r supervisorLoadResult) row(operation string, clients int) string {
-	return fmt.Sprintf("| %s | %d | %d | %.1f | %s | %s |", operation, clients, r.count, r.rps, msString(r.p50), msString(r.p99))
-}
-
-// runSupervisorLoad calls op from clients goroutines (op learns which), each one call after
-// another, starting calls for loadDuration and letting the last ones finish (a login may take
-// seconds under load), and returns the throughput and latency percentiles of the calls that
-// succeeded; failures fail the test.
-func runSupervisorLoad(t *testing.T, what string, clients int, op func(ctx context.Context, client int) error) supervisorLoadResult {
+// supervisorStep runs one step of the load and fails t if a call failed.
+func supervisorStep(t *testing.T, what string, clients int, op func(ctx context.Context, client int) error) loadrun.Result {
 	t.Helper()
-	var mu sync.Mutex
-	var all []time.Duration
-	var failures []error
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(*loadDuration)
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			var bad []error
-			for time.Now().Before(deadline) {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				began := time.Now()
-				err := op(ctx, c)
-				cancel()
-				if err != nil {
-					bad = append(bad, err)
-					continue
-				}
-				mine = append(mine, time.Since(began))
-			}
-			mu.Lock()
-			all, failures = append(all, mine...), append(failures, bad...)
-			mu.Unlock()
-		}()
+	r := loadrun.Closed(clients, *loadDuration, op)
+	if len(r.Failures) > 0 {
+		t.Errorf("%s with %d clients: %d calls failed; the first: %v", what, clients, len(r.Failures), r.Failures[0])
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if len(failures) > 0 {
-		t.Errorf("%s with %d clients: %d calls failed; the first: %v", what, clients, len(failures), failures[0])
-	}
-	if len(all) == 0 {
+	if r.Count == 0 {
 		t.Fatalf("%s with %d clients: no call completed%s", what, clients, env.serverLog())
 	}
-	slices.Sort(all)
-	return supervisorLoadResult{count: len(all), p50: all[len(all)/2], p99: all[len(all)*99/100], rps: float64(len(all)) / elapsed.Seconds()}
+	return r
 }
 
 func countSecrets(t *testing.T) int {
@@ -454,33 +403,12 @@ func throttlingWaits(t *testing.T) int {
 	return strings.Count(string(data), "client-side throttling")
 }
 
-type processMemory struct{ rss, peak int64 }
-
-// supervisorMemory reads the Supervisor process's resident set size and its high-water mark.
-func supervisorMemory(t *testing.T) processMemory {
+// supervisorMemory reads the Supervisor process's resident memory.
+func supervisorMemory(t *testing.T) loadrun.Memory {
 	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", env.process.Process.Pid))
+	m, err := loadrun.MemoryOf(env.process.Process.Pid)
 	if err != nil {
 		t.Fatalf("reading the Supervisor's memory: %v", err)
 	}
-	var m processMemory
-	for _, line := range strings.Split(string(status), "\n") {
-		field, value, _ := strings.Cut(line, ":")
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		switch {
-		case err != nil:
-		case field == "VmRSS":
-			m.rss = kb << 10
-		case field == "VmHWM":
-			m.peak = kb << 10
-		}
-	}
-	if m.rss == 0 {
-		t.Fatal("no VmRSS in the Supervisor's /proc status")
-	}
 	return m
 }
-
-func msString(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

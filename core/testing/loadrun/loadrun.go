@@ -1,0 +1,150 @@
+// Package loadrun drives the load tests of make bench: a number of clients call an operation as
+// fast as they can for a while, and the outcome is its rate and latency percentiles. Figures are
+// written in the Go benchmark format, with the direction of each unit, for tools/bench to compare
+// with the baseline, check against the goals and draw as curves.
+package loadrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Result is one step of a load test.
+type Result struct {
+	// Count is how many calls succeeded; Failures are the errors of the others.
+	Count    int
+	Failures []error
+	// P50 and P99 are the successful calls' latencies; Rate is Count per second of the step.
+	P50, P99 time.Duration
+	Rate     float64
+}
+
+// Closed runs op from clients concurrent callers, each calling again as soon as its call
+// returns, for d (a closed loop: the load adapts to the server's speed). A call that is still
+// running when d ends is not counted.
+func Closed(clients int, d time.Duration, op func(ctx context.Context, client int) error) Result {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var mu sync.Mutex
+	var all []time.Duration
+	var failures []error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range clients {
+		wg.Go(func() {
+			var mine []time.Duration
+			var bad []error
+			for ctx.Err() == nil {
+				began := time.Now()
+				err := op(ctx, c)
+				if ctx.Err() != nil {
+					break // the step ended during this call
+				}
+				if err != nil {
+					bad = append(bad, err)
+					continue
+				}
+				mine = append(mine, time.Since(began))
+			}
+			mu.Lock()
+			all, failures = append(all, mine...), append(failures, bad...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	r := Result{Count: len(all), Failures: failures, Rate: float64(len(all)) / time.Since(start).Seconds()}
+	if len(all) > 0 {
+		slices.Sort(all)
+		r.P50, r.P99 = all[len(all)/2], all[len(all)*99/100]
+	}
+	return r
+}
+
+// Figure is one value of a benchmark line, in a unit of Units.
+type Figure struct {
+	Value float64
+	Unit  string
+}
+
+// The units of the load tests, and which way is better.
+const (
+	// PerSecond is successful calls per second.
+	PerSecond = "req/s"
+	// P50Millis and P99Millis are latency percentiles in milliseconds.
+	P50Millis = "p50-ms"
+	P99Millis = "p99-ms"
+	// Ratio is one rate over another of the same run (the proxy's over the direct path's, an
+	// exchange's over a no-op's): the figure that does not depend on the machine.
+	Ratio = "ratio"
+	// MiB is resident memory.
+	MiB = "MiB"
+	// PerCall is requests (to the kube-apiserver, say) per call.
+	PerCall = "requests/call"
+)
+
+// units says which way is better for each unit above.
+var units = map[string]string{
+	PerSecond: "higher", P50Millis: "lower", P99Millis: "lower", Ratio: "higher", MiB: "lower", PerCall: "lower",
+}
+
+// WriteUnits writes the unit metadata lines.
+func WriteUnits(w io.Writer) {
+	for _, u := range slices.Sorted(maps.Keys(units)) {
+		fmt.Fprintf(w, "Unit %s better=%s\n", u, units[u])
+	}
+}
+
+// Figures are r's rate and percentiles.
+func (r Result) Figures() []Figure {
+	return []Figure{
+		{r.Rate, PerSecond},
+		{float64(r.P50.Microseconds()) / 1000, P50Millis},
+		{float64(r.P99.Microseconds()) / 1000, P99Millis},
+	}
+}
+
+// Write writes one benchmark line: name (without "Benchmark"; sub-benchmark parts as key=value,
+// the last numeric one the x of a curve) and its figures.
+func Write(w io.Writer, name string, figures ...Figure) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Benchmark%s 1", name)
+	for _, f := range figures {
+		fmt.Fprintf(&b, " %.4g %s", f.Value, f.Unit)
+	}
+	fmt.Fprintln(w, b.String())
+}
+
+// Memory is a process's resident memory, in MiB: now (VmRSS) and its high-water mark (VmHWM).
+type Memory struct{ RSS, Peak float64 }
+
+// MemoryOf reads the memory of the process pid from /proc.
+func MemoryOf(pid int) (Memory, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Memory{}, err
+	}
+	var m Memory
+	for _, line := range strings.Split(string(status), "\n") {
+		field, value, _ := strings.Cut(line, ":")
+		kib, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
+		switch {
+		case err != nil:
+		case field == "VmRSS":
+			m.RSS = kib / 1024
+		case field == "VmHWM":
+			m.Peak = kib / 1024
+		}
+	}
+	if m.RSS == 0 || m.Peak == 0 {
+		return Memory{}, fmt.Errorf("no VmRSS or VmHWM in /proc/%d/status", pid)
+	}
+	return m, nil
+}

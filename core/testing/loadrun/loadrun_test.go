@@ -1,0 +1,63 @@
+package loadrun
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestClosed(t *testing.T) {
+	var calls atomic.Int64
+	r := Closed(4, 200*time.Millisecond, func(ctx context.Context, client int) error {
+		if client < 0 || client > 3 {
+			t.Errorf("client %d of 4", client)
+		}
+		time.Sleep(time.Millisecond)
+		if calls.Add(1)%10 == 0 {
+			return errors.New("every tenth call fails")
+		}
+		return nil
+	})
+	if r.Count == 0 || len(r.Failures) == 0 || int64(r.Count+len(r.Failures)) > calls.Load() {
+		t.Errorf("%d succeeded and %d failed of %d calls", r.Count, len(r.Failures), calls.Load())
+	}
+	if r.P50 < time.Millisecond || r.P99 < r.P50 || r.Rate <= 0 {
+		t.Errorf("p50 %v, p99 %v, rate %v", r.P50, r.P99, r.Rate)
+	}
+}
+
+func TestWrite(t *testing.T) {
+	var b strings.Builder
+	WriteUnits(&b)
+	Write(&b, "Exchange/clients=32", Result{Rate: 1546.26, P50: 12345 * time.Microsecond, P99: 40 * time.Millisecond}.Figures()...)
+	Write(&b, "Proxy/ratio", Figure{0.93, Ratio})
+	want := `Unit MiB better=lower
+Unit p50-ms better=lower
+Unit p99-ms better=lower
+Unit ratio better=higher
+Unit req/s better=higher
+Unit requests/call better=lower
+BenchmarkExchange/clients=32 1 1546 req/s 12.35 p50-ms 40 p99-ms
+BenchmarkProxy/ratio 1 0.93 ratio
+`
+	if b.String() != want {
+		t.Errorf("wrote\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestMemoryOf(t *testing.T) {
+	m, err := MemoryOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RSS <= 0 || m.Peak < m.RSS {
+		t.Errorf("RSS %.1f MiB, peak %.1f MiB", m.RSS, m.Peak)
+	}
+	if _, err := MemoryOf(-1); err == nil {
+		t.Error("MemoryOf(-1) succeeded")
+	}
+}

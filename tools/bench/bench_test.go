@@ -1,0 +1,171 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The baseline's exchange rate varies by 20% across its three runs (its noise); its login rate
+// by 2%.
+const baselineText = `goos: linux
+cpu: Test CPU
+Unit req/s better=higher
+Unit p50-ms better=lower
+BenchmarkExchange/clients=1-2 1 500 req/s 2.0 p50-ms
+BenchmarkExchange/clients=1-2 1 450 req/s 2.1 p50-ms
+BenchmarkExchange/clients=1-2 1 550 req/s 1.9 p50-ms
+BenchmarkLogin-2 1 100 req/s 10 p50-ms
+BenchmarkLogin-2 1 101 req/s 10 p50-ms
+BenchmarkLogin-2 1 99 req/s 10 p50-ms
+BenchmarkGone 1 7 req/s
+`
+
+func TestCompare(t *testing.T) {
+	baseline, err := readFiles(write(t, "baseline.txt", baselineText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, err := readFiles(write(t, "current.txt", `goos: linux
+commit: abc
+Unit req/s better=higher
+Unit p50-ms better=lower
+BenchmarkExchange/clients=1-2 1 380 req/s 2.0 p50-ms
+BenchmarkLogin-2 1 85 req/s 13 p50-ms
+BenchmarkNew 1 3 req/s
+BenchmarkLogin-2 1 85 things
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]verdict{
+		// 24% worse, but the baseline's noise is 20%: within 10% + 20%.
+		"Exchange/clients=1 req/s":  pass,
+		"Exchange/clients=1 p50-ms": pass,
+		// 15% worse where the noise is 2%.
+		"Login req/s":  regressed,
+		"Login p50-ms": regressed,
+		"New req/s":    unknown,
+		"Login things": unknown,
+		"Gone req/s":   missing,
+	}
+	got := map[string]verdict{}
+	for _, c := range compare(current, baseline, 0.10, false) {
+		got[c.key.String()] = c.verdict
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	for _, c := range compare(current, baseline, 0.10, true) {
+		if c.verdict == missing {
+			t.Errorf("a subset run reported %s missing", c.key)
+		}
+	}
+}
+
+func TestImprovementAndUngatedUnits(t *testing.T) {
+	baseline, err := readFiles(write(t, "b.txt", "BenchmarkX 1 100 req/s 5 widgets\nUnit req/s better=higher\nBenchmarkX 1 100 req/s 5 widgets\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, err := readFiles(write(t, "c.txt", "Unit req/s better=higher\nBenchmarkX 1 200 req/s 50 widgets\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range compare(current, baseline, 0.10, false) {
+		want := map[string]verdict{"req/s": improved, "widgets": ungated}[c.unit]
+		if c.verdict != want {
+			t.Errorf("%s: %q, want %q", c.key, c.verdict, want)
+		}
+	}
+}
+
+func TestGoals(t *testing.T) {
+	goals, err := readGoals(write(t, "goals.yaml", `
+- {name: Exchange/clients=1, unit: req/s, min: 400, why: enough}
+- {name: Exchange/clients=1, unit: p50-ms, max: 1, why: fast}
+- {name: Absent, unit: req/s, min: 1, why: measured}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, err := readFiles(write(t, "c.txt", "BenchmarkExchange/clients=1 1 500 req/s 2 p50-ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var verdicts []verdict
+	for _, g := range checkGoals(current, goals, false) {
+		verdicts = append(verdicts, g.verdict)
+	}
+	if strings.Join(strs(verdicts), ",") != "ok,FAILED,MISSING" {
+		t.Errorf("verdicts %v, want ok, FAILED, MISSING", verdicts)
+	}
+	if n := len(checkGoals(current, goals, true)); n != 2 {
+		t.Errorf("a subset run checked %d goals, want the 2 it has figures for", n)
+	}
+	for _, bad := range []string{"- {name: X, unit: req/s, why: no bound}", "- {name: X, unit: req/s, min: 1, typo: 2}"} {
+		if _, err := readGoals(write(t, "bad.yaml", bad)); err == nil {
+			t.Errorf("readGoals accepted %q", bad)
+		}
+	}
+}
+
+func strs(vs []verdict) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, string(v))
+	}
+	return out
+}
+
+// A run writes its report and one PNG for each curve, and fails on a regression.
+func TestRun(t *testing.T) {
+	out := t.TempDir()
+	current := write(t, "current.txt", `Unit req/s better=higher
+BenchmarkProxyGET/path=proxy/clients=1 1 900 req/s
+BenchmarkProxyGET/path=proxy/clients=10 1 2000 req/s
+BenchmarkProxyGET/path=proxy/clients=500 1 2100 req/s
+BenchmarkProxyGET/path=direct/clients=1 1 1000 req/s
+BenchmarkProxyGET/path=direct/clients=10 1 2200 req/s
+BenchmarkProxyGET/path=direct/clients=500 1 2300 req/s
+BenchmarkLogin 1 50 req/s
+`)
+	baseline := write(t, "baseline.txt", baselineText)
+	err := run(baseline, "", out, 0.10, true, []string{current})
+	if err == nil || !strings.Contains(err.Error(), "1 figures regressed") {
+		t.Errorf("run: %v, want the login's regression", err)
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| Login | req/s | 100.0 | 50.00 | 0.50 | 2% | REGRESSED |",
+		"### ProxyGET: req/s by clients",
+		"| clients | path=proxy | path=direct |",
+		"| 500 | 2.100k | 2.300k |",
+	} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	png, err := os.ReadFile(filepath.Join(out, "ProxyGET-req_s-by-clients.png"))
+	if err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
+		t.Errorf("the curve's plot: %v", err)
+	}
+	if err := run(baseline, "", t.TempDir(), 0.10, true, []string{write(t, "ok.txt", "Unit req/s better=higher\nBenchmarkLogin 1 98 req/s\n")}); err != nil {
+		t.Errorf("a run within the tolerance failed: %v", err)
+	}
+}

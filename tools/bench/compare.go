@@ -1,0 +1,81 @@
+package main
+
+import "fmt"
+
+// verdict is what a comparison or a goal concludes.
+type verdict string
+
+const (
+	pass      verdict = "ok"
+	regressed verdict = "REGRESSED"
+	missing   verdict = "MISSING"
+	improved  verdict = "improved"
+	ungated   verdict = "not gated"
+	unknown   verdict = "new"
+	failed    verdict = "FAILED"
+)
+
+func (v verdict) fails() bool { return v == regressed || v == missing || v == failed }
+
+// comparison is one figure against the baseline.
+type comparison struct {
+	key
+	current, baseline float64 // medians
+	ratio             float64 // current / baseline
+	noise             float64 // the baseline's spread across its repeated runs
+	verdict           verdict
+}
+
+// compare sets each figure of current against baseline. A figure is worse when it moved in its
+// unit's worse direction by more than tolerance plus the baseline's own noise; the noise is
+// measured, so a figure that swings 8% between identical runs is allowed 18%, not 10%.
+func compare(current, baseline *figures, tolerance float64, subset bool) []comparison {
+	if baseline == nil {
+		return nil
+	}
+	var out []comparison
+	for _, k := range current.order {
+		c := comparison{key: k, current: median(current.values[k])}
+		base, ok := baseline.values[k]
+		if !ok {
+			c.verdict = unknown
+			out = append(out, c)
+			continue
+		}
+		c.baseline, c.noise = median(base), spread(base)
+		if c.baseline != 0 {
+			c.ratio = c.current / c.baseline
+		}
+		better := current.better(k.unit)
+		if better == 0 {
+			better = baseline.better(k.unit)
+		}
+		limit := tolerance + c.noise
+		switch {
+		case better == 0 || c.baseline == 0:
+			c.verdict = ungated
+		case float64(better)*(c.ratio-1) < -limit:
+			c.verdict = regressed
+		case float64(better)*(c.ratio-1) > limit:
+			c.verdict = improved
+		default:
+			c.verdict = pass
+		}
+		out = append(out, c)
+	}
+	if !subset {
+		for _, k := range baseline.order {
+			if _, ok := current.values[k]; !ok {
+				out = append(out, comparison{key: k, baseline: median(baseline.values[k]), verdict: missing})
+			}
+		}
+	}
+	return out
+}
+
+func (c comparison) ratioString() string {
+	if c.verdict == missing || c.verdict == unknown || c.baseline == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", c.ratio)
+}

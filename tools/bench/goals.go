@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/yaml"
+)
+
+// goal is a bound a figure must keep, with the reason for it.
+type goal struct {
+	// Name and Unit name the figure.
+	Name string `json:"name"`
+	Unit string `json:"unit"`
+	// Min and Max bound its median; either may be absent.
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
+	// Why is what the bound stands for, in the report.
+	Why string `json:"why"`
+}
+
+func readGoals(name string) ([]goal, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	var goals []goal
+	if err := yaml.UnmarshalStrict(data, &goals); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for i, g := range goals {
+		if g.Name == "" || g.Unit == "" || (g.Min == nil && g.Max == nil) {
+			return nil, fmt.Errorf("%s: goal %d needs a name, a unit and a min or a max", name, i+1)
+		}
+	}
+	return goals, nil
+}
+
+// goalResult is a goal checked against a run.
+type goalResult struct {
+	goal
+	value   float64
+	verdict verdict
+}
+
+func (g goal) bound() string {
+	switch {
+	case g.Min != nil && g.Max != nil:
+		return fmt.Sprintf("%g to %g", *g.Min, *g.Max)
+	case g.Min != nil:
+		return fmt.Sprintf(">= %g", *g.Min)
+	default:
+		return fmt.Sprintf("<= %g", *g.Max)
+	}
+}
+
+func checkGoals(current *figures, goals []goal, subset bool) []goalResult {
+	var out []goalResult
+	for _, g := range goals {
+		r := goalResult{goal: g}
+		values, ok := current.values[key{g.Name, g.Unit}]
+		switch {
+		case !ok && subset:
+			continue
+		case !ok:
+			r.verdict = missing
+		default:
+			r.value = median(values)
+			r.verdict = pass
+			if (g.Min != nil && r.value < *g.Min) || (g.Max != nil && r.value > *g.Max) {
+				r.verdict = failed
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
