@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	"sealion.dev/core/testing/loadrun"
 	"sealion.dev/e2e/steps"
 )
 
@@ -34,17 +34,19 @@ const (
 	// benchStep bounds each load step (one operation, one path, one concurrency).
 	benchStep = 3 * time.Second
 	// benchObjects is how many ConfigMaps the LIST returns (plus the namespace's kube-root-ca.crt).
-	benchObjects = 50
+	benchObjects = 500
 	// benchUpdates is how many updates the watch delay is measured over.
 	benchUpdates = 50
 )
 
-var benchConcurrency = []int{1, 16, 64}
+// benchConcurrency are the steps of the curves, up to the 500 concurrent clients of a busy cluster.
+var benchConcurrency = []int{1, 16, 64, 256, 500}
 
 // TestImpersonationProxyBenchmark measures what the impersonation proxy costs against talking to
 // the kube-apiserver directly: GET and LIST latency and throughput at several concurrencies, watch
-// event delay, and the Concierge's memory. It is a measurement printed as Markdown, opted into with
-// SEALION_E2E_BENCH=true; it fails only on errors, never on numbers.
+// event delay, and the Concierge's memory. It is a measurement printed as benchmark lines for
+// tools/bench (make bench), opted into with SEALION_E2E_BENCH=true; it fails only on errors, never
+// on numbers.
 func TestImpersonationProxyBenchmark(t *testing.T) {
 	if !benchmarking() {
 		t.Skip("the impersonation proxy benchmark runs only with SEALION_E2E_BENCH=true")
@@ -95,67 +97,56 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 			kube := kubeClient(t, cfg)
 			memBefore := conciergeMemory(ctx, t, kube)
 			ops := []struct {
-				name string
-				call func(c kubernetes.Interface) func(context.Context) error
+				id, name string
+				call     func(c kubernetes.Interface) func(context.Context) error
 			}{
-				{"GET one ConfigMap", func(c kubernetes.Interface) func(context.Context) error {
+				{"GET", "GET one ConfigMap", func(c kubernetes.Interface) func(context.Context) error {
 					return func(ctx context.Context) error {
 						_, err := c.CoreV1().ConfigMaps(ns).Get(ctx, benchObjectName(0), metav1.GetOptions{})
 						return err
 					}
 				}},
-				{fmt.Sprintf("LIST %d ConfigMaps", benchObjects+1), func(c kubernetes.Interface) func(context.Context) error {
+				{"LIST", fmt.Sprintf("LIST %d ConfigMaps", benchObjects+1), func(c kubernetes.Interface) func(context.Context) error {
 					return func(ctx context.Context) error {
 						_, err := c.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 						return err
 					}
 				}},
 			}
-			var rows []string
+			fmt.Printf("proxy-cluster: %s %s\n", steps.ClusterFrom(ctx).Info.Name, steps.ClusterFrom(ctx).Name)
+			loadrun.WriteUnits(os.Stdout)
 			for _, op := range ops {
 				for _, clients := range benchConcurrency {
-					d, err := runLoad(ctx, clients, benchStep, op.call(direct))
-					if err != nil {
-						t.Fatalf("%s directly with %d clients: %v", op.name, clients, err)
-					}
-					p, err := runLoad(ctx, clients, benchStep, op.call(viaProxy))
-					if err != nil {
-						t.Fatalf("%s through the proxy with %d clients: %v", op.name, clients, err)
-					}
-					rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.0f | %s | %s | %s | %s |", op.name, clients,
-						d.rate(), p.rate(), ms(d.percentile(0.50)), ms(p.percentile(0.50)), ms(d.percentile(0.99)), ms(p.percentile(0.99))))
+					d := proxyBenchStep(ctx, t, op.name+" directly", clients, op.call(direct))
+					p := proxyBenchStep(ctx, t, op.name+" through the proxy", clients, op.call(viaProxy))
+					loadrun.Write(os.Stdout, fmt.Sprintf("Proxy%s/path=direct/clients=%d", op.id, clients), d.Figures()...)
+					loadrun.Write(os.Stdout, fmt.Sprintf("Proxy%s/path=proxy/clients=%d", op.id, clients), p.Figures()...)
+					loadrun.Write(os.Stdout, fmt.Sprintf("ProxyOverDirect/operation=%s/clients=%d", op.id, clients),
+						loadrun.Figure{Value: p.Rate / d.Rate, Unit: loadrun.Ratio})
+					loadrun.Write(os.Stdout, fmt.Sprintf("ProxyAddedLatency/operation=%s/clients=%d", op.id, clients),
+						loadrun.Figure{Value: float64((p.P50 - d.P50).Microseconds()) / 1000, Unit: loadrun.P50Millis})
 				}
 			}
 			delays, err := watchDelays(ctx, kube, ns, map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy})
 			if err != nil {
 				t.Fatal(err)
 			}
-			memAfter := conciergeMemory(ctx, t, kube)
-
-			var out strings.Builder
-			fmt.Fprintf(&out, "\n### Impersonation proxy overhead (%s cluster %q)\n\n", steps.ClusterFrom(ctx).Info.Name, steps.ClusterFrom(ctx).Name)
-			fmt.Fprintln(&out, "Direct: the admin kubeconfig's credentials impersonating pinny (groups and RBAC as through the proxy).")
-			fmt.Fprintln(&out, "Proxy: pinny's certificate from the proxy's signer, valid only at the proxy. pinny holds `view` in the namespace.")
-			fmt.Fprintf(&out, "client-go (JSON, no client rate limit); N clients are goroutines sharing one clientset; %s per step; all on one host.\n\n", benchStep)
-			fmt.Fprintln(&out, "| Operation | Clients | Direct req/s | Proxy req/s | Direct p50 | Proxy p50 | Direct p99 | Proxy p99 |")
-			fmt.Fprintln(&out, "|---|---:|---:|---:|---:|---:|---:|---:|")
-			fmt.Fprintln(&out, strings.Join(rows, "\n"))
-			fmt.Fprintf(&out, "\nWatch event delay over %d updates (from sending the update to receiving its event; both watches open at once;\n"+
-				"the update call's own latency, which both include, for comparison):\n\n", benchUpdates)
-			fmt.Fprintln(&out, "| Path | p50 | p99 | max |")
-			fmt.Fprintln(&out, "|---|---:|---:|---:|")
 			for _, path := range []string{"direct", "proxy", updateCall} {
 				l := latencies(delays[path])
-				fmt.Fprintf(&out, "| %s | %s | %s | %s |\n", path, ms(l.percentile(0.50)), ms(l.percentile(0.99)), ms(l.percentile(1)))
+				loadrun.Write(os.Stdout, "ProxyWatchDelay/path="+path,
+					loadrun.Figure{Value: float64(l.percentile(0.50).Microseconds()) / 1000, Unit: loadrun.P50Millis},
+					loadrun.Figure{Value: float64(l.percentile(0.99).Microseconds()) / 1000, Unit: loadrun.P99Millis})
 			}
-			fmt.Fprintf(&out, "\nConcierge container resources (the proxy runs in it): %s\n", conciergeResources(ctx, t, kube))
-			fmt.Fprintf(&out, "\nConcierge memory (%s):\n\n", memAfter.source)
-			fmt.Fprintln(&out, "| Process | RSS before | RSS after | Peak RSS |")
-			fmt.Fprintln(&out, "|---|---:|---:|---:|")
+			memAfter := conciergeMemory(ctx, t, kube)
+			t.Logf("Concierge container resources (the proxy runs in it): %s", conciergeResources(ctx, t, kube))
+			t.Logf("Concierge memory: %s", memAfter.source)
 			for _, name := range memAfter.names() {
-				fmt.Fprintf(&out, "| %s | %s | %s | %s |\n", name, mib(memBefore.rss[name]), mib(memAfter.rss[name]), mib(memAfter.peak[name]))
+				loadrun.Write(os.Stdout, "ProxyConciergeMemory/process="+name+"/state=before-load", loadrun.Figure{Value: mib(memBefore.rss[name]), Unit: loadrun.MiB})
+				loadrun.Write(os.Stdout, "ProxyConciergeMemory/process="+name+"/state=after-load", loadrun.Figure{Value: mib(memAfter.rss[name]), Unit: loadrun.MiB})
+				if peak, ok := memAfter.peak[name]; ok {
+					loadrun.Write(os.Stdout, "ProxyConciergeMemory/process="+name+"/state=peak", loadrun.Figure{Value: mib(peak), Unit: loadrun.MiB})
+				}
 			}
-			fmt.Print(out.String())
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -221,55 +212,20 @@ func (l latencies) percentile(p float64) time.Duration {
 	return l[max(i, 0)]
 }
 
-type loadResult struct {
-	latencies
-	elapsed time.Duration
-}
-
-func (r loadResult) rate() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
-
-// runLoad calls op from clients goroutines, each one request after another, until d has passed,
-// and returns every request's latency; it stops at the first error.
-func runLoad(ctx context.Context, clients int, d time.Duration, op func(context.Context) error) (loadResult, error) {
-	// A few requests first, so connection setup is not measured.
+// proxyBenchStep warms op up (connections are not what is measured), runs it from clients
+// concurrent callers for benchStep, and fails t if a call failed.
+func proxyBenchStep(ctx context.Context, t *testing.T, what string, clients int, op func(context.Context) error) loadrun.Result {
+	t.Helper()
 	for range 3 {
 		if err := op(ctx); err != nil {
-			return loadResult{}, err
+			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	per := make([]latencies, clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(d)
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				reqCtx, done := context.WithTimeout(ctx, 30*time.Second)
-				began := time.Now()
-				err := op(reqCtx)
-				done()
-				if err != nil {
-					cancel(err)
-					return
-				}
-				per[c] = append(per[c], time.Since(began))
-			}
-		}()
+	r := loadrun.Closed(clients, benchStep, func(ctx context.Context, _ int) error { return op(ctx) })
+	if len(r.Failures) > 0 || r.Count == 0 {
+		t.Fatalf("%s with %d clients: %d calls failed, %d succeeded; the first failure: %v", what, clients, len(r.Failures), r.Count, r.Failures)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := context.Cause(ctx); err != nil {
-		return loadResult{}, err
-	}
-	var all latencies
-	for _, l := range per {
-		all = append(all, l...)
-	}
-	return loadResult{latencies: all, elapsed: elapsed}, nil
+	return r
 }
 
 // updateCall names, among watchDelays' results, the latency of the update calls themselves.
@@ -473,12 +429,7 @@ func procMemory() (memory, error) {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
-func mib(b int64) string {
-	if b == 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-}
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // benchmarking is SEALION_E2E_BENCH=true: the benchmark runs, on a Concierge installed with the
 // bench-resources component.
