@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +26,7 @@ import (
 	"sealion.dev/servers/internal/serverboot"
 	"sealion.dev/servers/supervisor/apiserver"
 	"sealion.dev/servers/supervisor/config"
+	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 )
 
 // Options are the command-line flags. Everything else is in the configuration file.
@@ -166,12 +168,15 @@ func (o *Options) Config() (*Config, error) {
 		SupervisorClient:         supervisorClient,
 		Elector:                  elector,
 		Controllers:              Clients{Kube: controllerKube, Supervisor: controllerSupervisor},
-		// Everything the Supervisor reads lives in its own namespace.
-		KubeInformers: kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithNamespace(o.Namespace)),
-		CRInformers:   supervisorinformers.NewSharedInformerFactoryWithOptions(supervisorClient, 0, supervisorinformers.WithNamespace(o.Namespace)),
-		Scheme:        scheme,
-		Serving:       serving,
-		APIServer:     generic,
+		// Everything the Supervisor reads lives in its own namespace. Its informers leave out the
+		// sessions' Secrets, which nothing reads from a cache (the storage reads and writes each
+		// one directly): with thousands of users they would be most of the Supervisor's memory.
+		KubeInformers: kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithNamespace(o.Namespace),
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sessions.NotSessionsSelector })),
+		CRInformers: supervisorinformers.NewSharedInformerFactoryWithOptions(supervisorClient, 0, supervisorinformers.WithNamespace(o.Namespace)),
+		Scheme:      scheme,
+		Serving:     serving,
+		APIServer:   generic,
 	}, nil
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +20,16 @@ import (
 // GarbageCollectInterval is how often RunGarbageCollector sweeps.
 const GarbageCollectInterval = 30 * time.Second
 
+// The garbage collector's pace. It lists gcPageSize Secrets at a time, so that its memory does
+// not grow with the sessions of a large organisation (100,000 records list as hundreds of MiB at
+// once), and deletes gcParallelDeletes at once: a sweep of 100,000 expired records then takes
+// about a minute, and stays well within the API server's own limits (its priority and fairness
+// gives a ServiceAccount's workload tens of seats).
+const (
+	gcPageSize        = 500
+	gcParallelDeletes = 8
+)
+
 // GarbageCollect deletes the Secrets of the namespace whose garbage-collect-after time has passed
 // and returns how many it deleted. As Pinniped's collector, it goes by the annotation alone,
 // whatever the Secret's type and labels: Secrets that other Pinniped versions wrote during a
@@ -25,36 +37,77 @@ const GarbageCollectInterval = 30 * time.Second
 // annotation, or whose time does not parse, are left alone. A Secret whose deletion ends a login
 // first has the login's upstream tokens revoked; when that fails, the Secret stays for the next
 // pass, up to maxRevocationAttempts times. A Secret is deleted only as it was listed (same UID and
-// resourceVersion), so that a record used since, or a new Secret of the same name, stays.
+// resourceVersion), so that a record used since, or a new Secret of the same name, stays. When
+// the list's continuation expires during a long sweep, the rest waits for the next sweep.
 func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
-	list, err := s.secrets.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("listing Secrets to garbage collect: %w", err)
-	}
+	var mu sync.Mutex
 	deleted := 0
 	var errs []error
-	for _, secret := range list.Items {
-		gcAfter, ok := secret.Annotations[GarbageCollectAfterAnnotation]
-		if !ok {
-			continue
+	opts := metav1.ListOptions{Limit: gcPageSize}
+	for {
+		list, err := s.secrets.List(ctx, opts)
+		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+			break
 		}
-		after, err := time.Parse(time.RFC3339, gcAfter)
-		if err != nil || !s.now().After(after) {
-			continue
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing Secrets to garbage collect: %w", err))
+			break
 		}
-		if err := s.revokeUpstreamOf(ctx, &secret); err != nil && s.retryRevocation(ctx, &secret, err) {
-			continue
+		var g errgroup.Group
+		g.SetLimit(gcParallelDeletes)
+		for i := range list.Items {
+			secret := &list.Items[i]
+			if !s.expired(secret) {
+				continue
+			}
+			g.Go(func() error {
+				ok, err := s.collect(ctx, secret)
+				mu.Lock()
+				defer mu.Unlock()
+				if ok {
+					deleted++
+				}
+				if err != nil {
+					errs = append(errs, err)
+				}
+				return nil
+			})
 		}
-		err = s.secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &secret.UID, ResourceVersion: &secret.ResourceVersion}})
-		switch {
-		case err == nil:
-			deleted++
-			s.auditCollected(ctx, &secret)
-		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-			errs = append(errs, fmt.Errorf("deleting %s: %w", secret.Name, err))
+		_ = g.Wait()
+		if list.Continue == "" {
+			break
 		}
+		opts.Continue = list.Continue
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// expired reports whether secret asks to be collected, and its time has passed.
+func (s *Storage) expired(secret *corev1.Secret) bool {
+	gcAfter, ok := secret.Annotations[GarbageCollectAfterAnnotation]
+	if !ok {
+		return false
+	}
+	after, err := time.Parse(time.RFC3339, gcAfter)
+	return err == nil && s.now().After(after)
+}
+
+// collect revokes the upstream tokens of an expired Secret's login, if it ends one, and deletes
+// it; it reports whether it deleted it.
+func (s *Storage) collect(ctx context.Context, secret *corev1.Secret) (bool, error) {
+	if err := s.revokeUpstreamOf(ctx, secret); err != nil && s.retryRevocation(ctx, secret, err) {
+		return false, nil
+	}
+	err := s.secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &secret.UID, ResourceVersion: &secret.ResourceVersion}})
+	switch {
+	case err == nil:
+		s.auditCollected(ctx, secret)
+		return true, nil
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("deleting %s: %w", secret.Name, err)
+	}
 }
 
 // auditCollected writes Pinniped's "Session Garbage Collected" event for a deleted record of a

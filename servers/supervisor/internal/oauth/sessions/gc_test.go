@@ -3,7 +3,9 @@ package sessions
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
@@ -172,5 +175,60 @@ func TestGarbageCollectAudit(t *testing.T) {
 	}
 	if strings.Count(got, "\n") != 3 {
 		t.Errorf("audit events:\n%s\nwant three", got)
+	}
+}
+
+// A sweep lists the Secrets a page at a time, and collects every page; when the list's
+// continuation has expired (a long sweep outlived etcd's compaction), it stops without an error,
+// and the next sweep collects the rest.
+func TestGarbageCollectPages(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	past := now.Add(-time.Second).Format(time.RFC3339)
+	const total = 2*gcPageSize + 17
+	var objects []runtime.Object
+	for i := range total {
+		objects = append(objects, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("expired-%04d", i), Namespace: namespace, Annotations: map[string]string{GarbageCollectAfterAnnotation: past},
+		}})
+	}
+	for _, expireAfterPages := range []int{0, 1} {
+		clientset := fake.NewClientset(objects...)
+		var all []corev1.Secret
+		pages := 0
+		// The fake lists everything at once: this serves the listing as the API server pages it,
+		// from the Secrets as they were before the sweep.
+		clientset.PrependReactor("list", "secrets", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			opts := action.(k8stesting.ListActionImpl).ListOptions
+			if opts.Limit != gcPageSize {
+				t.Errorf("listed with limit %d, want %d", opts.Limit, gcPageSize)
+			}
+			if opts.Continue == "" {
+				list, err := clientset.Tracker().List(corev1.SchemeGroupVersion.WithResource("secrets"), corev1.SchemeGroupVersion.WithKind("Secret"), namespace)
+				if err != nil {
+					return true, nil, err
+				}
+				all = list.(*corev1.SecretList).Items
+			} else if expireAfterPages > 0 && pages >= expireAfterPages {
+				return true, nil, apierrors.NewResourceExpired("the continue token has expired")
+			}
+			from, _ := strconv.Atoi(opts.Continue)
+			to := min(from+gcPageSize, len(all))
+			pages++
+			page := &corev1.SecretList{Items: all[from:to]}
+			if to < len(all) {
+				page.Continue = strconv.Itoa(to)
+			}
+			return true, page, nil
+		})
+		s := NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}, sessionstest.Keys())
+		s.now = func() time.Time { return now }
+		n, err := s.GarbageCollect(context.Background())
+		want := total
+		if expireAfterPages > 0 {
+			want = expireAfterPages * gcPageSize
+		}
+		if err != nil || n != want {
+			t.Errorf("continuation expiring after %d pages: GarbageCollect() = %d, %v; want %d deleted", expireAfterPages, n, err, want)
+		}
 	}
 }

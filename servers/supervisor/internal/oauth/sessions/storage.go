@@ -90,6 +90,11 @@ const (
 	typeOIDC         = "oidc"
 )
 
+// NotSessionsSelector selects every object but the sessions' records (Secrets of the kinds above,
+// by their type label), the other Secrets of the namespace included: OIDC clients' secrets, keys,
+// certificates.
+var NotSessionsSelector = TypeLabel + " notin (" + strings.Join([]string{typeAuthcode, typeAccessToken, typeRefreshToken, typePKCE, typeOIDC}, ",") + ")"
+
 var storageLifetimes = map[string]time.Duration{
 	typeAuthcode:     MaxRecordLifetime,
 	typeAccessToken:  SessionLifetime + AccessTokenLifetime,
