@@ -1692,3 +1692,40 @@ func TestImpersonationProxyRBAC(t *testing.T) {
 		})
 	}
 }
+
+// Every server's Go runtime knows its container's memory limit (GOMEMLIMIT from the downward
+// API), so that it collects garbage harder near the limit instead of being killed at it.
+func TestServersKnowTheirMemoryLimit(t *testing.T) {
+	for name, objects := range map[string][]*unstructured.Unstructured{
+		"concierge":                      kustomize(t, conciergeDeploy),
+		"local-user-authenticator":       kustomize(t, usersDeploy),
+		"supervisor":                     kustomize(t, supervisorDeploy),
+		"concierge chart":                render(t, conciergeChart, nil),
+		"local-user-authenticator chart": render(t, usersChart, nil),
+		"supervisor chart":               render(t, supervisorChart, nil),
+	} {
+		deployments := 0
+		for _, obj := range objects {
+			if obj.GetKind() != "Deployment" {
+				continue
+			}
+			deployments++
+			var d appsv1.Deployment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &d); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range d.Spec.Template.Spec.Containers {
+				if c.Resources.Limits.Memory().IsZero() {
+					t.Errorf("%s: container %s has no memory limit", name, c.Name)
+				}
+				i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" })
+				if i < 0 || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.ResourceFieldRef == nil || c.Env[i].ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
+					t.Errorf("%s: container %s does not set GOMEMLIMIT from limits.memory", name, c.Name)
+				}
+			}
+		}
+		if deployments == 0 {
+			t.Errorf("%s: no Deployment", name)
+		}
+	}
+}
