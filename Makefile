@@ -377,7 +377,7 @@ bench-run: kube-binaries test-deps
 	{ echo "commit: $$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo -dirty)"; echo "go: $$($(GO) env GOVERSION)"; \
 	  echo "kubernetes: $(KUBE_VERSION)"; echo "cores: $$(nproc)"; echo "memory: $$(free -g | awk '/^Mem:/ {print $$2 " GiB"}')"; \
 	  echo "form: $(if $(BENCH_SHORT),short,full)"; echo "step: $(BENCH_DURATION)"; } > $(BENCH_OUT)/results.txt
-	$(if $(BENCH_SHORT),,$(GO) test -run '^$$' -bench . -benchmem ./core/certauthority/ ./servers/concierge/internal/credential/ | tee -a $(BENCH_OUT)/results.txt)
+	$(GO) test -run '^$$' -bench . -benchmem $(if $(BENCH_SHORT),-benchtime 20x ./cli/cmd/pinniped/,./core/certauthority/ ./servers/concierge/internal/credential/ ./cli/cmd/pinniped/) | tee -a $(BENCH_OUT)/results.txt
 	$(GO) test -count=1 -v -run '^TestLoad$$' ./servers/concierge/integration/ -load -load-duration $(BENCH_DURATION) | tee -a $(BENCH_OUT)/results.txt
 	$(GO) test -count=1 -v -run '^TestLoad$$' ./servers/supervisor/integration/ -load -load-duration $(BENCH_DURATION) | tee -a $(BENCH_OUT)/results.txt
 	$(if $(BENCH_SHORT),,$(MAKE) --no-print-directory bench-proxy-if-allowed | tee -a $(BENCH_OUT)/results.txt)

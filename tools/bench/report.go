@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/perf/benchunit"
 )
@@ -33,7 +34,11 @@ func (r report) failures() int {
 	return n
 }
 
+// value formats v of unit for the report: times as durations, everything else scaled (1.546k).
 func value(v float64, unit string) string {
+	if tidied, tidyUnit := benchunit.Tidy(v, unit); strings.HasPrefix(tidyUnit, "sec") {
+		return time.Duration(tidied * float64(time.Second)).Round(time.Microsecond).String()
+	}
 	return benchunit.Scale(v, benchunit.ClassOf(unit))
 }
 
