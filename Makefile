@@ -379,7 +379,7 @@ bench-run: kube-binaries test-deps
 	  echo "form: $(if $(BENCH_SHORT),short,full)"; echo "step: $(BENCH_DURATION)"; } > $(BENCH_OUT)/results.txt
 	$(GO) test -run '^$$' -bench . -benchmem $(if $(BENCH_SHORT),-benchtime 20x ./cli/cmd/pinniped/,./core/certauthority/ ./servers/concierge/internal/credential/ ./cli/cmd/pinniped/) | tee -a $(BENCH_OUT)/results.txt
 	$(GO) test -count=1 -v -run '^TestLoad$$' ./servers/concierge/integration/ -load -load-duration $(BENCH_DURATION) | tee -a $(BENCH_OUT)/results.txt
-	$(GO) test -count=1 -v -run '^TestLoad$$' ./servers/supervisor/integration/ -load -load-duration $(BENCH_DURATION) | tee -a $(BENCH_OUT)/results.txt
+	$(GO) test -count=1 -timeout 30m -v -run '^TestLoad$$' ./servers/supervisor/integration/ -load -load-duration $(BENCH_DURATION) $(if $(BENCH_SHORT),,-load-sessions 100000) | tee -a $(BENCH_OUT)/results.txt
 	$(if $(BENCH_SHORT),,$(MAKE) --no-print-directory bench-proxy-if-allowed | tee -a $(BENCH_OUT)/results.txt)
 
 .PHONY: bench-proxy-if-allowed

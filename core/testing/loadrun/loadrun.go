@@ -88,11 +88,15 @@ const (
 	MiB = "MiB"
 	// PerCall is requests (to the kube-apiserver, say) per call.
 	PerCall = "requests/call"
+	// Seconds is how long something took; Rejected counts requests a server refused.
+	Seconds  = "s"
+	Rejected = "rejected"
 )
 
 // units says which way is better for each unit above.
 var units = map[string]string{
 	PerSecond: "higher", P50Millis: "lower", P99Millis: "lower", Ratio: "higher", MiB: "lower", PerCall: "lower",
+	Seconds: "lower", Rejected: "lower",
 }
 
 // WriteUnits writes the unit metadata lines.

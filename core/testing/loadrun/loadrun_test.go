@@ -39,8 +39,10 @@ func TestWrite(t *testing.T) {
 Unit p50-ms better=lower
 Unit p99-ms better=lower
 Unit ratio better=higher
+Unit rejected better=lower
 Unit req/s better=higher
 Unit requests/call better=lower
+Unit s better=lower
 BenchmarkExchange/clients=32 1 1546 req/s 12.35 p50-ms 40 p99-ms
 BenchmarkProxy/ratio 1 0.93 ratio
 `

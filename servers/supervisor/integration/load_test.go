@@ -152,6 +152,13 @@ func TestLoad(t *testing.T) {
 	if throttled := throttlingWaits(t) - throttledBefore; throttled > 0 {
 		t.Errorf("the Supervisor's kube client waited %d times for its client-side rate limit", throttled)
 	}
+	if *loadSessions > 0 {
+		tok, err := login(ctx)
+		if err != nil {
+			t.Fatalf("logging in for the session steps: %v", err)
+		}
+		sessionScale(t, func(ctx context.Context, _ int) error { return exchange(ctx, client, issuerURL, tok.AccessToken) })
+	}
 }
 
 // setUpLoadIssuer creates the LDAPIdentityProvider for dir, its bind Secret, and a
