@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -37,6 +39,9 @@ const (
 	benchObjects = 500
 	// benchUpdates is how many updates the watch delay is measured over.
 	benchUpdates = 50
+	// benchBurstEvents is how many updates a burst sends as fast as the cluster takes them, every
+	// one of which each watch must deliver, in order, without a stall.
+	benchBurstEvents = 10000
 )
 
 // benchConcurrency are the steps of the curves, up to the 500 concurrent clients of a busy cluster.
@@ -136,6 +141,15 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 				loadrun.Write(os.Stdout, "ProxyWatchDelay/path="+path,
 					loadrun.Figure{Value: float64(l.percentile(0.50).Microseconds()) / 1000, Unit: loadrun.P50Millis},
 					loadrun.Figure{Value: float64(l.percentile(0.99).Microseconds()) / 1000, Unit: loadrun.P99Millis})
+			}
+			bursts, err := watchBurst(ctx, kube, ns, map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for path, b := range bursts {
+				loadrun.Write(os.Stdout, "ProxyWatchBurst/path="+path,
+					loadrun.Figure{Value: float64(benchBurstEvents) / b.took.Seconds(), Unit: loadrun.EventsPerSecond},
+					loadrun.Figure{Value: float64(b.longestGap.Microseconds()) / 1000, Unit: loadrun.MaxGapMillis})
 			}
 			memAfter := conciergeMemory(ctx, t, kube)
 			t.Logf("Concierge container resources (the proxy runs in it): %s", conciergeResources(ctx, t, kube))
@@ -286,6 +300,112 @@ func watchDelays(ctx context.Context, kube kubernetes.Interface, ns string, watc
 		}
 	}
 	return delays, nil
+}
+
+// burst is what one watch saw of a burst: how long it took from the first update sent to the
+// last event received, and the longest wait between two events.
+type burst struct{ took, longestGap time.Duration }
+
+// watchBurst opens a watch on the namespace's ConfigMaps labelled for the burst with each client,
+// updates 100 of them benchBurstEvents times in all, 16 updates at once, and returns what each
+// watch saw. A watch that misses an update, sees one out of order, or stalls for 30s fails it.
+func watchBurst(ctx context.Context, kube kubernetes.Interface, ns string, watchers map[string]kubernetes.Interface) (map[string]burst, error) {
+	const objects = 100
+	selector := "bench=burst"
+	var rv string
+	for i := range objects {
+		cm, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%03d", i), Labels: map[string]string{"bench": "burst"}},
+			Data:       map[string]string{"seq": "-1"},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("creating the burst's ConfigMaps: %w", err)
+		}
+		rv = cm.ResourceVersion
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		path string
+		burst
+		err error
+	}
+	results := make(chan result, len(watchers))
+	start := make(chan time.Time, len(watchers))
+	for path, c := range watchers {
+		w, err := c.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv})
+		if err != nil {
+			return nil, fmt.Errorf("watching %s: %w", path, err)
+		}
+		defer w.Stop()
+		go func() {
+			began := <-start
+			last := map[string]int{}
+			var b burst
+			previous := began
+			for seen := 0; seen < benchBurstEvents; {
+				select {
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						results <- result{path: path, err: fmt.Errorf("%s: the watch ended after %d of %d events", path, seen, benchBurstEvents)}
+						return
+					}
+					cm, isCM := ev.Object.(*corev1.ConfigMap)
+					if !isCM || ev.Type != watch.Modified {
+						continue
+					}
+					seq, _ := strconv.Atoi(cm.Data["seq"])
+					if seq <= last[cm.Name] && last[cm.Name] != 0 {
+						results <- result{path: path, err: fmt.Errorf("%s: %s's update %d after %d", path, cm.Name, seq, last[cm.Name])}
+						return
+					}
+					last[cm.Name] = seq
+					now := time.Now()
+					b.longestGap = max(b.longestGap, now.Sub(previous))
+					previous = now
+					seen++
+				case <-time.After(30 * time.Second):
+					results <- result{path: path, err: fmt.Errorf("%s: no event for 30s after %d of %d", path, seen, benchBurstEvents)}
+					return
+				}
+			}
+			b.took = time.Since(began)
+			results <- result{path: path, burst: b}
+		}()
+	}
+	began := time.Now()
+	for range watchers {
+		start <- began
+	}
+	// Each writer updates its own ConfigMaps in turn, so the updates of one object are ordered.
+	var writers errgroup.Group
+	for w := range 16 {
+		writers.Go(func() error {
+			for n := range benchBurstEvents {
+				if (n%objects)%16 != w {
+					continue
+				}
+				name := fmt.Sprintf("burst-%03d", n%objects)
+				patch := fmt.Sprintf(`{"data":{"seq":"%d"}}`, n+1)
+				if _, err := kube.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+					return fmt.Errorf("update %d of the burst: %w", n, err)
+				}
+			}
+			return nil
+		})
+	}
+	if err := writers.Wait(); err != nil {
+		return nil, err
+	}
+	out := map[string]burst{}
+	for range watchers {
+		r := <-results
+		if r.err != nil {
+			return nil, r.err
+		}
+		out[r.path] = r.burst
+	}
+	return out, nil
 }
 
 // conciergeResources describes the Concierge container's CPU and memory requests and limits, which

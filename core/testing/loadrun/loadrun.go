@@ -88,6 +88,10 @@ const (
 	MiB = "MiB"
 	// PerCall is requests (to the kube-apiserver, say) per call.
 	PerCall = "requests/call"
+	// EventsPerSecond is a watch's events received per second; MaxGapMillis the longest wait
+	// between two of them, in milliseconds.
+	EventsPerSecond = "events/s"
+	MaxGapMillis    = "max-gap-ms"
 	// Seconds is how long something took; Rejected counts requests a server refused.
 	Seconds  = "s"
 	Rejected = "rejected"
@@ -96,7 +100,7 @@ const (
 // units says which way is better for each unit above.
 var units = map[string]string{
 	PerSecond: "higher", P50Millis: "lower", P99Millis: "lower", Ratio: "higher", MiB: "lower", PerCall: "lower",
-	Seconds: "lower", Rejected: "lower",
+	Seconds: "lower", Rejected: "lower", EventsPerSecond: "higher", MaxGapMillis: "lower",
 }
 
 // WriteUnits writes the unit metadata lines.

@@ -36,6 +36,8 @@ func TestWrite(t *testing.T) {
 	Write(&b, "Exchange/clients=32", Result{Rate: 1546.26, P50: 12345 * time.Microsecond, P99: 40 * time.Millisecond}.Figures()...)
 	Write(&b, "Proxy/ratio", Figure{0.93, Ratio})
 	want := `Unit MiB better=lower
+Unit events/s better=higher
+Unit max-gap-ms better=lower
 Unit p50-ms better=lower
 Unit p99-ms better=lower
 Unit ratio better=higher
