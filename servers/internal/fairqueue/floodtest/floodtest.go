@@ -33,8 +33,9 @@ type Target struct {
 
 // Attack floods target from Attacker until the server refuses the attacker's requests at once (its
 // queues are full), then sends one request from User, and fails t unless that is served with
-// 200 after a few of the flood's requests (at most 60), where a single queue for everyone would
-// make it wait behind the whole backlog of 300.
+// 200 before half of the flood's backlog of 300, behind which a single queue for everyone would
+// make it wait whole. Fair queuing serves it after a few dozen (18 to 69 seen, the more the
+// busier the machine: the queues' virtual time runs with the clock).
 func Attack(t *testing.T, target Target) {
 	t.Helper()
 	attacker, user := target.Client(Attacker), target.Client(User)
@@ -85,8 +86,8 @@ func Attack(t *testing.T, target Target) {
 		t.Fatalf("the other address's request ended with %d, want 200", code)
 	}
 	floodFirst := slices.Index(target.Served()[sentAt:], target.UserPath)
-	if floodFirst < 0 || floodFirst > 60 {
-		t.Errorf("%d of the flood's requests were served between the other address's request and its answer, want a few", floodFirst)
+	if floodFirst < 0 || floodFirst > 150 {
+		t.Errorf("%d of the flood's requests were served between the other address's request and its answer, want fewer than half its backlog of 300", floodFirst)
 	}
 }
 
