@@ -12,9 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"time"
 
@@ -23,6 +21,8 @@ import (
 	"k8s.io/apiserver/pkg/util/flowcontrol/fairqueuing/queueset"
 	"k8s.io/apiserver/pkg/util/flowcontrol/metrics"
 	fcrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
+
+	"sealion.dev/servers/internal/clientaddr"
 )
 
 // Config sizes one limiter.
@@ -102,32 +102,13 @@ func (l *Limiter) Do(ctx context.Context, flow string, execute func()) bool {
 	return ran
 }
 
-// ClientFlow is the flow of a request's client: its address, with an IPv6 address reduced to its
-// /64, which one host usually holds whole. Forwarded-for headers are not trusted: anyone can set
-// them, and a flood would then pass as many clients.
-func ClientFlow(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	addr = addr.Unmap()
-	if addr.Is6() {
-		prefix, _ := addr.Prefix(64)
-		return prefix.String()
-	}
-	return addr.String()
-}
-
 // retryAfterSeconds is what a refused client is told to wait, as the kube-apiserver's in-flight
 // filter tells it.
 const retryAfterSeconds = 1
 
 // WithFairQueuing runs next for GETs, HEADs and OPTIONS through reads and for every other method
-// through writes, per client (ClientFlow), and answers a refused request 429 with Retry-After.
+// through writes, per client (its clientaddr.Source), and answers a refused request 429 with
+// Retry-After.
 // Requests exempt says so run at once: long-running ones, which would hold a seat for hours.
 func WithFairQueuing(next http.Handler, reads, writes *Limiter, exempt func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -140,7 +121,7 @@ func WithFairQueuing(next http.Handler, reads, writes *Limiter, exempt func(*htt
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			l = reads
 		}
-		if !l.Do(r.Context(), ClientFlow(r), func() { next.ServeHTTP(w, r) }) {
+		if !l.Do(r.Context(), clientaddr.Source(r), func() { next.ServeHTTP(w, r) }) {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 			http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
 		}

@@ -144,26 +144,6 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-func TestClientFlow(t *testing.T) {
-	for remote, want := range map[string]string{
-		"192.0.2.7:51234":           "192.0.2.7",
-		"[::ffff:192.0.2.7]:51234":  "192.0.2.7",
-		"[2001:db8:1:2:aa::1]:443":  "2001:db8:1:2::/64",
-		"[2001:db8:1:2:ffff::9]:80": "2001:db8:1:2::/64",
-		"[fe80::1%eth0]:80":         "fe80::/64",
-		"@":                         "@", // a Unix socket's peer
-		"not an address":            "not an address",
-	} {
-		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		r.RemoteAddr = remote
-		r.Header.Set("X-Forwarded-For", "198.51.100.1")
-		r.Header.Set("X-Real-Ip", "198.51.100.2")
-		if got := ClientFlow(r); got != want {
-			t.Errorf("ClientFlow(%q) = %q, want %q", remote, got, want)
-		}
-	}
-}
-
 // A forged forwarded-for header does not make a flood look like many clients.
 func TestForwardedForDoesNotSplitAFlood(t *testing.T) {
 	l := newLimiter(t, Config{Concurrency: 1, Queues: 64, QueueLength: 1, HandSize: 1, MaxWait: 10 * time.Second})

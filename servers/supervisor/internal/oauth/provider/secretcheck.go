@@ -4,9 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"net"
-	"net/http"
-	"net/netip"
 	"runtime"
 	"sync"
 	"time"
@@ -129,7 +126,7 @@ const (
 )
 
 // ClientFailures counts failed client authentications per client ID and source address
-// (Source): failures from one source never block the client elsewhere.
+// (clientaddr.Source): failures from one source never block the client elsewhere.
 type ClientFailures struct {
 	now func() time.Time
 
@@ -175,26 +172,4 @@ func (f *ClientFailures) Failed(client, source string) {
 		f.clients[key] = lim
 	}
 	lim.AllowN(now, 1)
-}
-
-// Source is the source address of r that ClientFailures counts by: the connection's IP, and for
-// IPv6 its /64, which one host or network is typically given whole. The Supervisor serves TLS
-// itself, so no header of the request speaks for it. Behind a load balancer that hides client
-// addresses (SNAT), every client shares the balancer's; Services with externalTrafficPolicy: Local
-// keep them.
-func Source(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	addr = addr.Unmap()
-	if addr.Is6() {
-		prefix, _ := addr.Prefix(64)
-		return prefix.String()
-	}
-	return addr.String()
 }

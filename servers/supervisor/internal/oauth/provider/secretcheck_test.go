@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"errors"
-	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -148,21 +147,5 @@ func TestClientFailures(t *testing.T) {
 	now = now.Add(clientFailureInterval)
 	if f.Blocked("client-a", "192.0.2.1") {
 		t.Errorf("still blocked %v later", clientFailureInterval)
-	}
-}
-
-func TestSource(t *testing.T) {
-	for remote, want := range map[string]string{
-		"192.0.2.1:4321":              "192.0.2.1",
-		"[::ffff:192.0.2.1]:4321":     "192.0.2.1",
-		"[2001:db8:1:2:3:4:5:6]:4321": "2001:db8:1:2::/64",
-		"[2001:db8:1:2:ffff::1]:1":    "2001:db8:1:2::/64",
-		"[fe80::1%eth0]:1":            "fe80::/64",
-		"not an address":              "not an address",
-		"192.0.2.1":                   "192.0.2.1",
-	} {
-		if got := Source(&http.Request{RemoteAddr: remote}); got != want {
-			t.Errorf("Source(%q) = %q, want %q", remote, got, want)
-		}
 	}
 }

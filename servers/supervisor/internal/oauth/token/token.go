@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"sealion.dev/servers/internal/audit"
+	"sealion.dev/servers/internal/clientaddr"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
@@ -52,7 +53,7 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 	}
 	// A source that failed too often gets no new secret comparison, but a secret verified before
 	// still works: a stranger failing on purpose blocks only itself.
-	source := provider.Source(r)
+	source := clientaddr.Source(r)
 	fositeCtx := ctx
 	if p.ClientFailures.Blocked(client, source) {
 		fositeCtx = provider.WithoutNewComparisons(ctx)
