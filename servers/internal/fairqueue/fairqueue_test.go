@@ -204,3 +204,20 @@ func TestWithFairQueuing(t *testing.T) {
 		t.Errorf("an exempt request while the writes are full: %d, want it served", w.Code)
 	}
 }
+
+// A handler that panics (net/http's ErrAbortHandler, as the proxy's reverse proxy raises when a
+// client goes away) gives its seat back.
+func TestPanicFreesTheSeat(t *testing.T) {
+	l := newLimiter(t, Config{Concurrency: 1, MaxWait: 50 * time.Millisecond})
+	func() {
+		defer func() {
+			if recover() != http.ErrAbortHandler {
+				t.Error("the handler's panic did not reach the caller")
+			}
+		}()
+		l.Do(context.Background(), "a", func() { panic(http.ErrAbortHandler) })
+	}()
+	if !l.Do(context.Background(), "a", func() {}) {
+		t.Error("the seat of the handler that panicked was not given back")
+	}
+}
