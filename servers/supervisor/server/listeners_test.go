@@ -37,13 +37,7 @@ func TestListenerLimits(t *testing.T) {
 	if len(listeners) != 1 {
 		t.Fatalf("%d listeners, want the http one", len(listeners))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	listeners[0].serve(ctx, errc)
-	defer func() {
-		cancel()
-		<-errc
-	}()
+	serveUntilCleanup(t, listeners[0])
 	url := "http://" + listeners[0].ln.Addr().String()
 	client := &http.Client{Timeout: 10 * time.Second}
 	send := func(method, path string, header http.Header) (int, error) {
@@ -208,13 +202,7 @@ tls:
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	listeners[0].serve(ctx, errc)
-	defer func() {
-		cancel()
-		<-errc
-	}()
+	serveUntilCleanup(t, listeners[0])
 	handshake := func(cipher uint16) (string, error) {
 		conn, err := tls.Dial("tcp", listeners[0].ln.Addr().String(), &tls.Config{
 			InsecureSkipVerify: true, //nolint:gosec // only the cipher is under test
@@ -254,13 +242,7 @@ func TestListenerFloodDoesNotLockOthersOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	listeners[0].serve(ctx, errc)
-	defer func() {
-		cancel()
-		<-errc
-	}()
+	serveUntilCleanup(t, listeners[0])
 	url := "http://" + listeners[0].ln.Addr().String()
 	floodtest.Attack(t, floodtest.Target{
 		Client: func(ip string) *http.Client { return floodtest.ClientFrom(http.DefaultClient, ip) },
@@ -271,5 +253,17 @@ func TestListenerFloodDoesNotLockOthersOut(t *testing.T) {
 		},
 		Served:    recorder.Served,
 		FloodPath: "/flood/oauth2/token", UserPath: "/user/oauth2/token",
+	})
+}
+
+// serveUntilCleanup serves l until the test ends, then stops it and waits for it.
+func serveUntilCleanup(t *testing.T, l *listener) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	l.serve(ctx, errc)
+	t.Cleanup(func() {
+		cancel()
+		<-errc
 	})
 }
