@@ -93,8 +93,8 @@ func (p *provider) Create(ctx context.Context, name string, opts providers.Creat
 		_ = cr.c.lock.Release()
 		return fail("prepare cluster directory", err)
 	}
-	if _, err := os.Stat(l.snapshotFile()); err == nil {
-		return prepFail(fmt.Errorf("%w: %s holds a cluster that was not deleted; delete %q first", errClusterExists, l.dir, name))
+	if err := p.deleteLeftBehind(ctx); err != nil {
+		return prepFail(err)
 	}
 	// Logs of an earlier failed attempt go: this attempt's replace them.
 	if err := os.RemoveAll(l.dir); err != nil {

@@ -52,8 +52,7 @@ func (p *provider) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// teardown stops the cluster and puts the host back as recorded, then removes the cluster's
-// directory except its logs, and releases the host lock.
+// teardown cleans up after the cluster (see cleanUp) and releases the host lock.
 func (p *provider) teardown(ctx context.Context, c *cluster) error {
 	if c.lock == nil {
 		lock, err := hostlock.Acquire(ctx, p.opts.LockPath)
@@ -63,7 +62,46 @@ func (p *provider) teardown(ctx context.Context, c *cluster) error {
 		c.lock = lock
 	}
 	defer func() { _ = c.lock.Release() }()
+	return cleanUp(ctx, c)
+}
 
+// deleteLeftBehind deletes the clusters of the work directory that a process created and never
+// deleted. Its caller holds the host lock, which a running cluster keeps from Create to Delete,
+// so each of them belongs to a process that died: it cannot run again (its containerd and
+// kubelet died with that process) but it still holds the host, and a killed run must not fail
+// the next one.
+func (p *provider) deleteLeftBehind(ctx context.Context) error {
+	entries, err := os.ReadDir(p.opts.WorkDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		l := layout{dir: filepath.Join(p.opts.WorkDir, e.Name())}
+		if _, err := os.Stat(l.snapshotFile()); err != nil {
+			continue // deleted, or never got as far as changing the host
+		}
+		state, err := loadState(l)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kubeadm cluster left behind in %s: %w", l.dir, err))
+			continue
+		}
+		began := time.Now()
+		err = cleanUp(ctx, &cluster{layout: l, state: state})
+		p.progress(state.Name, "delete (left by a process that died)", time.Since(began), err)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("deleting kubeadm cluster %q, left by a process that died: %w", state.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cleanUp stops the cluster and puts the host back as recorded, then removes the cluster's
+// directory except its logs. The caller holds the host lock.
+func cleanUp(ctx context.Context, c *cluster) error {
 	before, err := hoststate.Load(c.snapshotFile())
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,8 +156,40 @@ func TestClusterLifecycle(t *testing.T) {
 	checkHostAsBefore(ctx, t, name)
 }
 
-// TestFailedCreateKeepsLogsAndCleansUp makes the first wait fail right after kubeadm init and
-// checks the error names the step, the logs survive, and the machine is as it was.
+// dyingCreateEnv makes TestProcessDiesWhileCreating a process that dies with its cluster half
+// made; without it that test does nothing.
+const dyingCreateEnv = "SEALION_TEST_DIE_WHILE_CREATING"
+
+// TestProcessDiesWhileCreating is the process a killed run was: it starts creating the cluster
+// named by $SEALION_TEST_DIE_WHILE_CREATING and exits once the kubelet runs, so its daemons die
+// with it and the host keeps what the cluster changed.
+func TestProcessDiesWhileCreating(t *testing.T) {
+	name := os.Getenv(dyingCreateEnv)
+	if name == "" {
+		t.Skip("only as the dying process of TestFailedCreateKeepsLogsAndCleansUp")
+	}
+	p := New(Options{Progress: dieAfter{step: "start kubelet", w: os.Stderr}})
+	err := p.Create(context.Background(), name, providers.CreateOptions{})
+	t.Fatalf("Create returned before the kubelet started: %v", err)
+}
+
+// dieAfter ends the process, as a kill would, once a progress line says step went well.
+type dieAfter struct {
+	step string
+	w    *os.File
+}
+
+func (d dieAfter) Write(p []byte) (int, error) {
+	n, err := d.w.Write(p)
+	if line := string(p); strings.Contains(line, ": "+d.step+" ") && strings.Contains(line, " ok ") {
+		os.Exit(3)
+	}
+	return n, err
+}
+
+// TestFailedCreateKeepsLogsAndCleansUp starts where a killed process left a half-made cluster:
+// Create deletes it first. Then its first wait fails right after kubeadm init, and the test checks
+// the error names the step, the logs survive, and the machine is as it was before either cluster.
 func TestFailedCreateKeepsLogsAndCleansUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: creates a real kubeadm cluster on this machine, which -short excludes")
@@ -164,15 +197,32 @@ func TestFailedCreateKeepsLogsAndCleansUp(t *testing.T) {
 	testdeps.Require(t, providers.CheckHostChangesAllowed(Name, false, os.Getenv))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	const name = "sealion-it-fail"
+	const name, dead = "sealion-it-fail", "sealion-it-dead"
 	p := New(Options{Progress: testWriter{t}})
 	t.Cleanup(func() {
 		if err := p.Delete(context.Background(), name); err != nil {
 			t.Errorf("deleting the cluster in clean-up: %v", err)
 		}
+		if err := p.Delete(context.Background(), dead); err != nil {
+			t.Errorf("deleting the cluster left behind in clean-up: %v", err)
+		}
 	})
 
-	err := p.Create(ctx, name, providers.CreateOptions{WaitTimeout: time.Nanosecond})
+	dying := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestProcessDiesWhileCreating$", "-test.v")
+	dying.Env = append(os.Environ(), dyingCreateEnv+"="+dead)
+	out, err := dying.CombinedOutput()
+	if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Fatalf("the dying process should exit 3 once its kubelet runs, got %v:\n%s", err, out)
+	}
+	deadDir := layout{dir: filepath.Join(defaultWorkDir, dead)}
+	if _, err := os.Stat(deadDir.snapshotFile()); err != nil {
+		t.Fatalf("the dying process left no cluster behind: %v", err)
+	}
+
+	err = p.Create(ctx, name, providers.CreateOptions{WaitTimeout: time.Nanosecond})
+	if _, statErr := os.Stat(deadDir.snapshotFile()); !os.IsNotExist(statErr) {
+		t.Errorf("Create did not delete the cluster left behind: %v", statErr)
+	}
 	var stepErr *providers.StepError
 	if !errors.As(err, &stepErr) || !strings.HasPrefix(stepErr.Step, "wait for") {
 		t.Fatalf("want a failed wait step, got %v", err)
@@ -184,6 +234,7 @@ func TestFailedCreateKeepsLogsAndCleansUp(t *testing.T) {
 		}
 	}
 	checkHostAsBefore(ctx, t, name)
+	checkHostAsBefore(ctx, t, dead)
 }
 
 // checkHostAsBefore compares the host with the snapshot the provider took, under the host lock,

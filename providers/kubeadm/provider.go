@@ -8,7 +8,8 @@
 // The provider changes the host, so it holds the host lock from Create to Delete and refuses to
 // run without the caller's opt-in. Delete runs `kubeadm reset` and then puts back everything
 // recorded before the cluster started (see the hoststate package); it also works from another
-// process after a crash, from what Create saved in the cluster's directory.
+// process after a crash, from what Create saved in the cluster's directory, and Create itself
+// deletes first any cluster a process that died left behind.
 package kubeadm
 
 import (
