@@ -2,6 +2,7 @@ package groupsuffix
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -9,10 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/transport"
 	"sigs.k8s.io/yaml"
 )
@@ -28,7 +26,8 @@ const (
 // Transport returns a client-go transport wrapper, for rest.Config.Wrap, that lets clients written
 // against the default "*.pinniped.dev" groups talk to servers that use suffix instead. It renames
 // our groups in request paths and bodies, and renames them back in response bodies and watch
-// streams. Requests and responses are switched to JSON because the rewriting works on JSON.
+// streams. The rewriting works on JSON: responses are asked for as JSON, and a protobuf request
+// body that names one of our groups is refused (bodies in other formats pass unchanged).
 // With the default suffix the wrapped transport is returned as is. An invalid suffix makes every
 // request fail with the validation error.
 func Transport(suffix string) transport.WrapperFunc {
@@ -139,11 +138,10 @@ func (rt *roundTripper) rewriteRequestBody(req *http.Request) error {
 		var rewrite bool
 		switch mediaType(req.Header.Get("Content-Type")) {
 		case mediaTypeProtobuf:
-			if body, err = protobufToJSON(body); err != nil {
-				return err
-			}
-			req.Header.Set("Content-Type", mediaTypeJSON)
-			rewrite = true
+			// Decoding it would need client-go's scheme of every built-in API, whose start-up
+			// cost the CLI would pay on every kubectl call; our clients send JSON, and sending
+			// the body unchanged would name groups the server does not serve.
+			return errProtobufBody
 		case mediaTypeApply:
 			// Apply patches are YAML, usually written as JSON (which is YAML too); JSON stays valid.
 			if body, err = yaml.YAMLToJSON(body); err != nil {
@@ -173,20 +171,8 @@ func setBody(req *http.Request, body []byte) {
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 }
 
-// protobufToJSON re-encodes a Kubernetes protobuf object as JSON so that its groups can be
-// rewritten. It knows the built-in types (client-go's scheme); our own types are never protobuf.
-func protobufToJSON(body []byte) ([]byte, error) {
-	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("decoding protobuf request body to rewrite its API groups: %w", err)
-	}
-	obj.GetObjectKind().SetGroupVersionKind(*gvk)
-	encoded, err := runtime.Encode(json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{}), obj)
-	if err != nil {
-		return nil, fmt.Errorf("re-encoding %s request body as JSON: %w", gvk.Kind, err)
-	}
-	return encoded, nil
-}
+// errProtobufBody refuses a protobuf request body that names our groups: only JSON is rewritten.
+var errProtobufBody = errors.New("a protobuf request body that names API groups with a suffix cannot be rewritten: send JSON (rest.Config ContentType application/json)")
 
 // rewritableResponse excludes responses that are not plain API documents: protocol upgrades
 // (exec, attach, port-forward), compressed bodies, proxied traffic and non-JSON content.

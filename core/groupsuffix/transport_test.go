@@ -39,7 +39,8 @@ type recordedRequest struct {
 func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	raw, _ := io.ReadAll(req.Body)
 	rec := recordedRequest{accept: req.Header.Get("Accept"), contentType: req.Header.Get("Content-Type")}
-	if len(raw) > 0 {
+	// A protobuf body is only recorded as sent: the transport passes it through unread.
+	if len(raw) > 0 && !strings.HasPrefix(rec.contentType, mediaTypeProtobuf) {
 		if err := json.Unmarshal(raw, &rec.body); err != nil {
 			http.Error(w, "request body is not JSON", http.StatusUnsupportedMediaType)
 			return
@@ -61,6 +62,8 @@ func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case req.Method == http.MethodPost && req.URL.Path == "/apis/login.concierge.tuna.io/v1alpha1/tokencredentialrequests":
 		rec.body["status"] = map[string]any{"message": "authentication failed"}
 		_ = json.NewEncoder(w).Encode(rec.body)
+	case req.Method == http.MethodPost && req.URL.Path == "/api/v1/namespaces/ns/secrets" && rec.body == nil:
+		fmt.Fprint(w, `{"kind":"Secret","apiVersion":"v1","metadata":{"name":"plain","namespace":"ns"}}`)
 	case req.Method == http.MethodPost && req.URL.Path == "/api/v1/namespaces/ns/secrets":
 		_ = json.NewEncoder(w).Encode(rec.body)
 	case req.URL.Path == "/apis/authentication.concierge.tuna.io/v1alpha1/jwtauthenticators" && req.URL.Query().Get("watch") == "true":
@@ -245,10 +248,44 @@ func nextEvent(t *testing.T, ctx context.Context, w watch.Interface) unstructure
 	return unstructuredEvent{}
 }
 
+// TestTransportProtobufClientForCoreObjects: a protobuf client's responses come as JSON, a body
+// that does not name our groups passes as sent, and one that does is refused with a clear error
+// rather than sent with groups the server does not serve.
 func TestTransportProtobufClientForCoreObjects(t *testing.T) {
 	t.Parallel()
 	fake, config := newFakeAPIServer(t)
 	config.ContentType = "application/vnd.kubernetes.protobuf"
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, StringData: map[string]string{"k": "v"}}
+	if _, err := client.CoreV1().Secrets("ns").Create(context.Background(), plain, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create without our groups: %v", err)
+	}
+	sent := fake.request(t, "POST /api/v1/namespaces/ns/secrets")
+	if !strings.HasPrefix(sent.contentType, "application/vnd.kubernetes.protobuf") {
+		t.Errorf("request Content-Type = %q, want the client's protobuf", sent.contentType)
+	}
+	if strings.Contains(sent.accept, "protobuf") {
+		t.Errorf("request Accept = %q, want no protobuf", sent.accept)
+	}
+
+	owned := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "owned", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "config.supervisor.pinniped.dev/v1alpha1", Kind: "FederationDomain", Name: "fd", UID: "u"},
+	}}}
+	_, err = client.CoreV1().Secrets("ns").Create(context.Background(), owned, metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "send JSON") {
+		t.Errorf("create of a protobuf body naming our groups: got %v, want the refusal", err)
+	}
+}
+
+// TestTransportJSONClientForCoreObjects: our groups in a built-in object's owner references are
+// rewritten both ways, and the same string in its data is left alone.
+func TestTransportJSONClientForCoreObjects(t *testing.T) {
+	t.Parallel()
+	fake, config := newFakeAPIServer(t)
+	config.ContentType = "application/json" // the kube clientset's default is protobuf
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		t.Fatal(err)

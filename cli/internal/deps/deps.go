@@ -13,7 +13,9 @@ import (
 	"sealion.dev/cli/pkg/conciergeclient"
 	"sealion.dev/cli/pkg/oidclogin"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
-	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
+	authenticationclient "sealion.dev/core/generated/concierge/clientset/versioned/typed/authentication/v1alpha1"
+	configclient "sealion.dev/core/generated/concierge/clientset/versioned/typed/config/v1alpha1"
+	identityclient "sealion.dev/core/generated/concierge/clientset/versioned/typed/identity/v1alpha1"
 )
 
 // Deps is passed to every command's NewCommand.
@@ -33,9 +35,9 @@ type Deps struct {
 	// HomeDir expands "~/" in default file paths.
 	HomeDir func() (string, error)
 
-	// NewConciergeClientset builds a client for the Concierge's APIs from a rest config that
+	// NewConciergeClient builds a client for the Concierge's APIs from a rest config that
 	// already carries the API group suffix transport.
-	NewConciergeClientset func(*rest.Config) (conciergeclientset.Interface, error)
+	NewConciergeClient func(*rest.Config) (ConciergeClient, error)
 	// ExchangeToken creates a TokenCredentialRequest (conciergeclient in production).
 	ExchangeToken func(context.Context, conciergeclient.Config, string) (*loginv1alpha1.ClusterCredential, error)
 
@@ -48,17 +50,15 @@ type Deps struct {
 // Default returns the real process's dependencies.
 func Default() Deps {
 	d := Deps{
-		In:         os.Stdin,
-		Out:        os.Stdout,
-		ErrOut:     os.Stderr,
-		Now:        time.Now,
-		Getenv:     os.Getenv,
-		Args:       os.Args[1:],
-		Executable: os.Executable,
-		HomeDir:    os.UserHomeDir,
-		NewConciergeClientset: func(cfg *rest.Config) (conciergeclientset.Interface, error) {
-			return conciergeclientset.NewForConfig(cfg)
-		},
+		In:                 os.Stdin,
+		Out:                os.Stdout,
+		ErrOut:             os.Stderr,
+		Now:                time.Now,
+		Getenv:             os.Getenv,
+		Args:               os.Args[1:],
+		Executable:         os.Executable,
+		HomeDir:            os.UserHomeDir,
+		NewConciergeClient: newConciergeClient,
 		ExchangeToken: func(ctx context.Context, cfg conciergeclient.Config, token string) (*loginv1alpha1.ClusterCredential, error) {
 			client, err := conciergeclient.New(cfg)
 			if err != nil {
@@ -73,4 +73,47 @@ func Default() Deps {
 		d.Prompter = p
 	}
 	return d
+}
+
+// ConciergeClient is the part of the Concierge's generated clientset the commands use; the
+// clientset's fake implements it for tests.
+type ConciergeClient interface {
+	AuthenticationV1alpha1() authenticationclient.AuthenticationV1alpha1Interface
+	ConfigV1alpha1() configclient.ConfigV1alpha1Interface
+	IdentityV1alpha1() identityclient.IdentityV1alpha1Interface
+}
+
+// conciergeClient is made of the groups' typed clients rather than the clientset, whose discovery
+// client links client-go's scheme of every built-in API: its initialisation would cost every
+// kubectl call that runs the plugin several milliseconds.
+type conciergeClient struct {
+	authentication *authenticationclient.AuthenticationV1alpha1Client
+	config         *configclient.ConfigV1alpha1Client
+	identity       *identityclient.IdentityV1alpha1Client
+}
+
+func newConciergeClient(cfg *rest.Config) (ConciergeClient, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var c conciergeClient
+	if c.authentication, err = authenticationclient.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, err
+	}
+	if c.config, err = configclient.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, err
+	}
+	if c.identity, err = identityclient.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c conciergeClient) AuthenticationV1alpha1() authenticationclient.AuthenticationV1alpha1Interface {
+	return c.authentication
+}
+func (c conciergeClient) ConfigV1alpha1() configclient.ConfigV1alpha1Interface { return c.config }
+func (c conciergeClient) IdentityV1alpha1() identityclient.IdentityV1alpha1Interface {
+	return c.identity
 }

@@ -20,7 +20,7 @@ import (
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
-	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
+	loginclient "sealion.dev/core/generated/concierge/clientset/versioned/typed/login/v1alpha1"
 	"sealion.dev/core/groupsuffix"
 )
 
@@ -69,8 +69,8 @@ func DecodeCABundle(b64 string) ([]byte, error) {
 
 // Client creates TokenCredentialRequests at one Concierge.
 type Client struct {
-	cfg       Config
-	clientset conciergeclientset.Interface
+	cfg   Config
+	login loginclient.LoginV1alpha1Interface
 }
 
 // New validates cfg and builds an anonymous client for it.
@@ -97,11 +97,13 @@ func New(cfg Config) (*Client, error) {
 		UserAgent:       "pinniped",
 	}
 	restCfg.Wrap(groupsuffix.Transport(cfg.APIGroupSuffix))
-	clientset, err := conciergeclientset.NewForConfig(restCfg)
+	// The login group's typed client, not the clientset: the clientset's discovery client links
+	// client-go's scheme of every built-in API, whose initialisation every kubectl call would pay.
+	login, err := loginclient.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("building a client for %s: %w", cfg.Endpoint, err)
 	}
-	return &Client{cfg: cfg, clientset: clientset}, nil
+	return &Client{cfg: cfg, login: login}, nil
 }
 
 // ExchangeToken asks the Concierge to exchange token for a cluster credential. A refusal is an
@@ -115,7 +117,7 @@ func (c *Client) ExchangeToken(ctx context.Context, token string) (*loginv1alpha
 			Name:     c.cfg.AuthenticatorName,
 		},
 	}}
-	resp, err := c.clientset.LoginV1alpha1().TokenCredentialRequests().Create(ctx, req, metav1.CreateOptions{})
+	resp, err := c.login.TokenCredentialRequests().Create(ctx, req, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("could not create a TokenCredentialRequest at %s: %w", c.cfg.Endpoint, err)
 	}

@@ -64,7 +64,7 @@ func run(ctx context.Context, d deps.Deps, f flags) error {
 	if err != nil {
 		return err
 	}
-	client, err := d.NewConciergeClientset(restCfg)
+	client, err := d.NewConciergeClient(restCfg)
 	if err != nil {
 		return fmt.Errorf("building a Concierge client: %w", err)
 	}

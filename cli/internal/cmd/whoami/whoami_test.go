@@ -18,7 +18,6 @@ import (
 
 	"sealion.dev/cli/internal/deps"
 	identityv1alpha1 "sealion.dev/core/apis/concierge/identity/v1alpha1"
-	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 	conciergefake "sealion.dev/core/generated/concierge/clientset/versioned/fake"
 )
 
@@ -91,7 +90,7 @@ func TestRun(t *testing.T) {
 			var out bytes.Buffer
 			d := deps.Deps{
 				Out: &out, ErrOut: &out,
-				NewConciergeClientset: func(*rest.Config) (conciergeclientset.Interface, error) { return fake, nil },
+				NewConciergeClient: func(*rest.Config) (deps.ConciergeClient, error) { return fake, nil },
 			}
 			cmd := NewCommand(d)
 			cmd.SetArgs(append([]string{"--kubeconfig", writeKubeconfig(t)}, tt.args...))

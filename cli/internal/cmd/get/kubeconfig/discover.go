@@ -11,13 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"sealion.dev/cli/internal/deps"
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
-	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 )
 
 // credentialIssuer returns the named CredentialIssuer, or the only one when name is empty.
-func credentialIssuer(ctx context.Context, client conciergeclientset.Interface, name string) (*configv1alpha1.CredentialIssuer, error) {
+func credentialIssuer(ctx context.Context, client deps.ConciergeClient, name string) (*configv1alpha1.CredentialIssuer, error) {
 	if name != "" {
 		ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -44,7 +44,7 @@ func credentialIssuer(ctx context.Context, client conciergeclientset.Interface, 
 
 // waitWhilePending polls the CredentialIssuer until none of its strategies is Pending (an
 // impersonation proxy waiting for its load balancer, say), and returns the last version read.
-func waitWhilePending(ctx context.Context, client conciergeclientset.Interface, ci *configv1alpha1.CredentialIssuer, interval time.Duration, log func(string)) (*configv1alpha1.CredentialIssuer, error) {
+func waitWhilePending(ctx context.Context, client deps.ConciergeClient, ci *configv1alpha1.CredentialIssuer, interval time.Duration, log func(string)) (*configv1alpha1.CredentialIssuer, error) {
 	if !hasPending(ci) {
 		return ci, nil
 	}
@@ -136,7 +136,7 @@ type authenticator struct {
 }
 
 // findAuthenticator returns the authenticator named by the flags, or the only one there is.
-func findAuthenticator(ctx context.Context, client conciergeclientset.Interface, cliType, name string) (*authenticator, error) {
+func findAuthenticator(ctx context.Context, client deps.ConciergeClient, cliType, name string) (*authenticator, error) {
 	var found []authenticator
 	if cliType == "" || cliType == "jwt" {
 		list, err := client.AuthenticationV1alpha1().JWTAuthenticators().List(ctx, metav1.ListOptions{})

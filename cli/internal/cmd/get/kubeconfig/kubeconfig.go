@@ -255,7 +255,7 @@ func (f flags) discover(ctx context.Context, d deps.Deps, loaded *clientconfig.L
 	if err != nil {
 		return nil, err
 	}
-	client, err := d.NewConciergeClientset(restCfg)
+	client, err := d.NewConciergeClient(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("building a Concierge client: %w", err)
 	}

@@ -25,7 +25,6 @@ import (
 	"sealion.dev/cli/internal/testing/fakeissuer"
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
-	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 	conciergefake "sealion.dev/core/generated/concierge/clientset/versioned/fake"
 	"sealion.dev/core/testing/oidcissuer"
 )
@@ -370,8 +369,8 @@ func TestRun(t *testing.T) {
 			var out, errOut bytes.Buffer
 			d := deps.Deps{
 				Out: &out, ErrOut: &errOut,
-				Executable:            func() (string, error) { return "/usr/local/bin/pinniped", nil },
-				NewConciergeClientset: func(*rest.Config) (conciergeclientset.Interface, error) { return fake, nil },
+				Executable:         func() (string, error) { return "/usr/local/bin/pinniped", nil },
+				NewConciergeClient: func(*rest.Config) (deps.ConciergeClient, error) { return fake, nil },
 			}
 			args := append([]string{"--kubeconfig", writeKubeconfig(t, clusterServer, clusterCA), "--skip-validation"}, tt.args...)
 			err := execute(d, args, time.Millisecond)
@@ -428,8 +427,8 @@ func TestRunWaitsForPendingStrategies(t *testing.T) {
 	var out, errOut bytes.Buffer
 	d := deps.Deps{
 		Out: &out, ErrOut: &errOut,
-		Executable:            func() (string, error) { return "pinniped", nil },
-		NewConciergeClientset: func(*rest.Config) (conciergeclientset.Interface, error) { return fake, nil },
+		Executable:         func() (string, error) { return "pinniped", nil },
+		NewConciergeClient: func(*rest.Config) (deps.ConciergeClient, error) { return fake, nil },
 	}
 	args := []string{"--kubeconfig", writeKubeconfig(t, clusterServer, clusterCA), "--skip-validation", "--static-token=t"}
 	if err := execute(d, args, time.Millisecond); err != nil {
@@ -458,8 +457,8 @@ func TestRunValidatesAndWritesTheFile(t *testing.T) {
 	}), webhook)
 	d := deps.Deps{
 		Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{},
-		Executable:            func() (string, error) { return "pinniped", nil },
-		NewConciergeClientset: func(*rest.Config) (conciergeclientset.Interface, error) { return fake, nil },
+		Executable:         func() (string, error) { return "pinniped", nil },
+		NewConciergeClient: func(*rest.Config) (deps.ConciergeClient, error) { return fake, nil },
 	}
 	outPath := filepath.Join(t.TempDir(), "out.yaml")
 	if err := execute(d, []string{"--kubeconfig", writeKubeconfig(t, srv.URL, ca), "--static-token=t", "-o", outPath}, time.Millisecond); err != nil {
@@ -517,8 +516,8 @@ func TestRepeatedCABundles(t *testing.T) {
 			var out, errOut bytes.Buffer
 			d := deps.Deps{
 				Out: &out, ErrOut: &errOut,
-				Executable:            func() (string, error) { return "pinniped", nil },
-				NewConciergeClientset: func(*rest.Config) (conciergeclientset.Interface, error) { return fake, nil },
+				Executable:         func() (string, error) { return "pinniped", nil },
+				NewConciergeClient: func(*rest.Config) (deps.ConciergeClient, error) { return fake, nil },
 			}
 			args := append([]string{"--kubeconfig", writeKubeconfig(t, clusterServer, clusterCA), "--skip-validation", "--oidc-issuer=" + issuer}, caArgs...)
 			if err := execute(d, args, time.Millisecond); err != nil {
