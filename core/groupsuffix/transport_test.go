@@ -248,33 +248,49 @@ func nextEvent(t *testing.T, ctx context.Context, w watch.Interface) unstructure
 	return unstructuredEvent{}
 }
 
+// newSecretsClient is a kube clientset sending contentType (its default is protobuf) through the
+// transport to a fake API server.
+func newSecretsClient(t *testing.T, contentType string) (*fakeAPIServer, kubernetes.Interface) {
+	t.Helper()
+	fake, config := newFakeAPIServer(t)
+	config.ContentType = contentType
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, client
+}
+
+// secretCreated is the Secret create the server received, checked to be sent as contentType and
+// to ask for no protobuf back.
+func (s *fakeAPIServer) secretCreated(t *testing.T, contentType string) recordedRequest {
+	t.Helper()
+	sent := s.request(t, "POST /api/v1/namespaces/ns/secrets")
+	if !strings.HasPrefix(sent.contentType, contentType) {
+		t.Errorf("request Content-Type = %q, want %s", sent.contentType, contentType)
+	}
+	if strings.Contains(sent.accept, "protobuf") {
+		t.Errorf("request Accept = %q, want no protobuf", sent.accept)
+	}
+	return sent
+}
+
 // TestTransportProtobufClientForCoreObjects: a protobuf client's responses come as JSON, a body
 // that does not name our groups passes as sent, and one that does is refused with a clear error
 // rather than sent with groups the server does not serve.
 func TestTransportProtobufClientForCoreObjects(t *testing.T) {
 	t.Parallel()
-	fake, config := newFakeAPIServer(t)
-	config.ContentType = "application/vnd.kubernetes.protobuf"
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fake, client := newSecretsClient(t, "application/vnd.kubernetes.protobuf")
 	plain := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, StringData: map[string]string{"k": "v"}}
 	if _, err := client.CoreV1().Secrets("ns").Create(context.Background(), plain, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create without our groups: %v", err)
 	}
-	sent := fake.request(t, "POST /api/v1/namespaces/ns/secrets")
-	if !strings.HasPrefix(sent.contentType, "application/vnd.kubernetes.protobuf") {
-		t.Errorf("request Content-Type = %q, want the client's protobuf", sent.contentType)
-	}
-	if strings.Contains(sent.accept, "protobuf") {
-		t.Errorf("request Accept = %q, want no protobuf", sent.accept)
-	}
+	fake.secretCreated(t, "application/vnd.kubernetes.protobuf")
 
 	owned := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "owned", OwnerReferences: []metav1.OwnerReference{
 		{APIVersion: "config.supervisor.pinniped.dev/v1alpha1", Kind: "FederationDomain", Name: "fd", UID: "u"},
 	}}}
-	_, err = client.CoreV1().Secrets("ns").Create(context.Background(), owned, metav1.CreateOptions{})
+	_, err := client.CoreV1().Secrets("ns").Create(context.Background(), owned, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "send JSON") {
 		t.Errorf("create of a protobuf body naming our groups: got %v, want the refusal", err)
 	}
@@ -284,12 +300,7 @@ func TestTransportProtobufClientForCoreObjects(t *testing.T) {
 // rewritten both ways, and the same string in its data is left alone.
 func TestTransportJSONClientForCoreObjects(t *testing.T) {
 	t.Parallel()
-	fake, config := newFakeAPIServer(t)
-	config.ContentType = "application/json" // the kube clientset's default is protobuf
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fake, client := newSecretsClient(t, "application/json")
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "s",
@@ -304,13 +315,7 @@ func TestTransportJSONClientForCoreObjects(t *testing.T) {
 		t.Fatalf("create: %v", err)
 	}
 
-	sent := fake.request(t, "POST /api/v1/namespaces/ns/secrets")
-	if !strings.HasPrefix(sent.contentType, "application/json") {
-		t.Errorf("request Content-Type = %q, want JSON", sent.contentType)
-	}
-	if strings.Contains(sent.accept, "protobuf") {
-		t.Errorf("request Accept = %q, want no protobuf", sent.accept)
-	}
+	sent := fake.secretCreated(t, "application/json")
 	owner := sent.body["metadata"].(map[string]any)["ownerReferences"].([]any)[0].(map[string]any)
 	if owner["apiVersion"] != "config.supervisor.tuna.io/v1alpha1" {
 		t.Errorf("server got owner apiVersion %v", owner["apiVersion"])

@@ -3,6 +3,7 @@ package kubeadm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,21 +157,25 @@ func TestClusterLifecycle(t *testing.T) {
 	checkHostAsBefore(ctx, t, name)
 }
 
-// dyingCreateEnv makes TestProcessDiesWhileCreating a process that dies with its cluster half
-// made; without it that test does nothing.
+// dyingCreateEnv makes the test binary, in TestMain, the process a killed run was (see
+// dieWhileCreating) instead of running the tests.
 const dyingCreateEnv = "SEALION_TEST_DIE_WHILE_CREATING"
 
-// TestProcessDiesWhileCreating is the process a killed run was: it starts creating the cluster
-// named by $SEALION_TEST_DIE_WHILE_CREATING and exits once the kubelet runs, so its daemons die
-// with it and the host keeps what the cluster changed.
-func TestProcessDiesWhileCreating(t *testing.T) {
-	name := os.Getenv(dyingCreateEnv)
-	if name == "" {
-		t.Skip("only as the dying process of TestFailedCreateKeepsLogsAndCleansUp")
+func TestMain(m *testing.M) {
+	if name := os.Getenv(dyingCreateEnv); name != "" {
+		dieWhileCreating(name)
 	}
+	os.Exit(m.Run())
+}
+
+// dieWhileCreating starts creating the cluster name and exits with status 3 once the kubelet
+// runs, so its daemons die with the process and the host keeps what the cluster changed. Any
+// other end exits with status 1.
+func dieWhileCreating(name string) {
 	p := New(Options{Progress: dieAfter{step: "start kubelet", w: os.Stderr}})
 	err := p.Create(context.Background(), name, providers.CreateOptions{})
-	t.Fatalf("Create returned before the kubelet started: %v", err)
+	fmt.Fprintf(os.Stderr, "Create returned before the kubelet started: %v\n", err)
+	os.Exit(1)
 }
 
 // dieAfter ends the process, as a kill would, once a progress line says step went well.
@@ -208,7 +213,7 @@ func TestFailedCreateKeepsLogsAndCleansUp(t *testing.T) {
 		}
 	})
 
-	dying := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestProcessDiesWhileCreating$", "-test.v")
+	dying := exec.CommandContext(ctx, os.Args[0])
 	dying.Env = append(os.Environ(), dyingCreateEnv+"="+dead)
 	out, err := dying.CombinedOutput()
 	if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.ExitCode() != 3 {
