@@ -345,7 +345,7 @@ test: verify-format verify-modules vulncheck verify-generate unit verify-cli-pla
 # in make test: the load tests without the cluster, with short steps, against their own baseline.
 # make bench-baseline [BENCH_SHORT=true] measures a baseline: BENCH_RUNS runs on a quiet machine.
 BENCH_OUT ?= _output/bench
-BENCH_DURATION ?= 5s
+BENCH_DURATION ?= $(if $(BENCH_SHORT),2s,5s)
 BENCH_RUNS ?= 3
 BENCH_SHORT ?=
 BENCH_BASELINE = tools/bench/baseline$(if $(BENCH_SHORT),-short).txt
@@ -357,7 +357,7 @@ bench: ## benchmarks with their gate: in-server exchange cost, load through the 
 
 .PHONY: bench-short
 bench-short: ## the short form of make bench (part of make test): the load tests, short steps, no cluster
-	$(MAKE) bench-run BENCH_SHORT=true BENCH_DURATION=2s
+	$(MAKE) bench-run BENCH_SHORT=true
 	$(MAKE) bench-gate BENCH_SHORT=true
 
 .PHONY: bench-gate
