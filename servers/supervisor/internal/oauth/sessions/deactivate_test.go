@@ -61,8 +61,8 @@ func TestDeactivateConflictLoses(t *testing.T) {
 	if err := store.CreateAuthorizeCodeSession(ctx, "code-sig", req); err != nil {
 		t.Fatal(err)
 	}
-	_, recA, secretA, errA := store.get(ctx, typeAuthcode, "code-sig", nil)
-	_, recB, secretB, errB := store.get(ctx, typeAuthcode, "code-sig", nil)
+	_, recA, secretA, errA := store.get(ctx, typeAuthcode, "code-sig", nil, false)
+	_, recB, secretB, errB := store.get(ctx, typeAuthcode, "code-sig", nil, false)
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}

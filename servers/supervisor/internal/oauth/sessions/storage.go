@@ -258,9 +258,19 @@ func (s *Store) create(ctx context.Context, kind, signature string, req fosite.R
 	return nil
 }
 
-// get reads a stored request, decoding its session into session (a *Session).
-func (s *Store) get(ctx context.Context, kind, signature string, session fosite.Session) (*fosite.Request, *record, *corev1.Secret, error) {
-	secret, err := s.secrets.Get(ctx, SecretName(kind, signature), metav1.GetOptions{})
+// get reads a stored request, decoding its session into session (a *Session), from etcd (a
+// quorum read) unless cached: then from the API server's watch cache first, and from etcd only
+// when the cache has not seen it yet (it was written a moment ago).
+func (s *Store) get(ctx context.Context, kind, signature string, session fosite.Session, cached bool) (*fosite.Request, *record, *corev1.Secret, error) {
+	name := SecretName(kind, signature)
+	var secret *corev1.Secret
+	var err error
+	if cached {
+		secret, err = s.secrets.Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+	}
+	if !cached || apierrors.IsNotFound(err) {
+		secret, err = s.secrets.Get(ctx, name, metav1.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, nil, nil, fosite.ErrNotFound.WithWrap(err)
 	}
@@ -388,7 +398,7 @@ func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, signature string
 // GetAuthorizeCodeSession returns the request with fosite.ErrInvalidatedAuthorizeCode once the
 // code was used, so that fosite revokes the tokens issued for it.
 func (s *Store) GetAuthorizeCodeSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	req, rec, _, err := s.get(ctx, typeAuthcode, signature, session)
+	req, rec, _, err := s.get(ctx, typeAuthcode, signature, session, false)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +416,7 @@ var ErrAlreadyUsed = errors.New("already used by a concurrent request")
 // request deactivated since fosite read it, or concurrently with this call, gives ErrAlreadyUsed,
 // and that request fails.
 func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, signature string) error {
-	_, rec, secret, err := s.get(ctx, typeAuthcode, signature, nil)
+	_, rec, secret, err := s.get(ctx, typeAuthcode, signature, nil, false)
 	if err != nil {
 		return err
 	}
@@ -446,8 +456,13 @@ func (s *Store) CreateAccessTokenSession(ctx context.Context, signature string, 
 	return s.create(ctx, typeAccessToken, signature, req)
 }
 
+// GetAccessTokenSession reads the watch cache first: the token exchange, the Supervisor's busiest
+// endpoint, reads an access token at each call, and a quorum read costs etcd and the API server
+// several times what a cached one does. It is safe because an access token's record is never
+// changed, only deleted (by revocation or expiry): a deleted token stays readable for as long as
+// the cache lags behind etcd, milliseconds, the lag every informer-based authorizer accepts.
 func (s *Store) GetAccessTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	req, _, _, err := s.get(ctx, typeAccessToken, signature, session)
+	req, _, _, err := s.get(ctx, typeAccessToken, signature, session, true)
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +481,7 @@ func (s *Store) CreateRefreshTokenSession(ctx context.Context, signature, _ stri
 // that was already rotated: fosite then revokes the whole login (RFC 6819 5.2.2.3), since
 // either the client or a thief holds a copy that should no longer exist.
 func (s *Store) GetRefreshTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	req, rec, _, err := s.get(ctx, typeRefreshToken, signature, session)
+	req, rec, _, err := s.get(ctx, typeRefreshToken, signature, session, false)
 	if err != nil {
 		return nil, err
 	}
@@ -531,7 +546,7 @@ func (s *Store) CreatePKCERequestSession(ctx context.Context, signature string, 
 }
 
 func (s *Store) GetPKCERequestSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	req, _, _, err := s.get(ctx, typePKCE, signature, session)
+	req, _, _, err := s.get(ctx, typePKCE, signature, session, false)
 	if err != nil {
 		return nil, err
 	}
@@ -547,7 +562,7 @@ func (s *Store) CreateOpenIDConnectSession(ctx context.Context, signature string
 }
 
 func (s *Store) GetOpenIDConnectSession(ctx context.Context, signature string, req fosite.Requester) (fosite.Requester, error) {
-	stored, _, _, err := s.get(ctx, typeOIDC, signature, req.GetSession())
+	stored, _, _, err := s.get(ctx, typeOIDC, signature, req.GetSession(), false)
 	if err != nil {
 		return nil, err
 	}
