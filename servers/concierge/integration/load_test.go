@@ -78,12 +78,21 @@ func TestLoad(t *testing.T) {
 		_, err := admin.IdentityV1alpha1().WhoAmIRequests().Create(ctx, &identityv1alpha1.WhoAmIRequest{}, metav1.CreateOptions{})
 		return err
 	}
+	// WhoAmIRequest itself over the kube-apiserver's own no-op request: what the aggregation
+	// layer and our server's request handling cost, whatever the machine.
+	kubeReference, err := loadrun.KubeReference(env.cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	loadrun.WriteUnits(os.Stdout)
 	reference := map[int]float64{}
 	for _, clients := range loadClients {
+		k := step(t, "SelfSubjectReview", clients, kubeReference)
+		loadrun.Write(os.Stdout, fmt.Sprintf("KubeAPI/request=SelfSubjectReview/clients=%d", clients), k.Figures()...)
 		r := step(t, "WhoAmIRequest", clients, whoami)
 		reference[clients] = r.Rate
 		loadrun.Write(os.Stdout, fmt.Sprintf("AggregatedAPI/request=WhoAmIRequest/clients=%d", clients), r.Figures()...)
+		loadrun.Write(os.Stdout, fmt.Sprintf("WhoAmIOverKube/clients=%d", clients), loadrun.Figure{Value: r.Rate / k.Rate, Unit: loadrun.Ratio})
 	}
 	for _, c := range []struct {
 		kind, name, token string

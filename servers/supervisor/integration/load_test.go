@@ -104,7 +104,19 @@ func TestLoad(t *testing.T) {
 	memBefore := supervisorMemory(t)
 	requestsBefore := secretRequests(t)
 	throttledBefore := throttlingWaits(t)
+	// Each rate over the kube-apiserver's own no-op request at the same concurrency, measured
+	// here: figures that do not depend on the machine, which the short form gates.
+	kubeReference, err := loadrun.KubeReference(env.cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	loadrun.WriteUnits(os.Stdout)
+	reference := map[int]float64{}
+	for _, clients := range loadConcurrency {
+		k := supervisorStep(t, "SelfSubjectReview", clients, kubeReference)
+		reference[clients] = k.Rate
+		loadrun.Write(os.Stdout, fmt.Sprintf("KubeAPI/request=SelfSubjectReview/clients=%d", clients), k.Figures()...)
+	}
 	var logins int
 	for _, clients := range loadConcurrency {
 		r := supervisorStep(t, "password login", clients, func(ctx context.Context, _ int) error {
@@ -113,6 +125,7 @@ func TestLoad(t *testing.T) {
 		})
 		logins += r.Count
 		loadrun.Write(os.Stdout, fmt.Sprintf("Supervisor/operation=password-login/clients=%d", clients), r.Figures()...)
+		loadrun.Write(os.Stdout, fmt.Sprintf("SupervisorOverKube/operation=password-login/clients=%d", clients), loadrun.Figure{Value: r.Rate / reference[clients], Unit: loadrun.Ratio})
 	}
 	secretsAfter := countSecrets(t)
 	loginRequests := secretRequests(t).minus(requestsBefore)
@@ -135,6 +148,7 @@ func TestLoad(t *testing.T) {
 		exchanges += r.Count
 		exchangeRequests = exchangeRequests.plus(secretRequests(t).minus(before))
 		loadrun.Write(os.Stdout, fmt.Sprintf("Supervisor/operation=token-exchange/clients=%d", clients), r.Figures()...)
+		loadrun.Write(os.Stdout, fmt.Sprintf("SupervisorOverKube/operation=token-exchange/clients=%d", clients), loadrun.Figure{Value: r.Rate / reference[clients], Unit: loadrun.Ratio})
 	}
 	memAfter := supervisorMemory(t)
 	// Secret requests the kube-apiserver served (its apiserver_request_total) per operation, and
