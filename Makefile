@@ -336,7 +336,7 @@ vulncheck: deps ## fail on a known advisory (as of VULNDB_VERSION) our code reac
 	cd tools && $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db file://$(VULNDB_DIR) -show verbose ./...
 
 .PHONY: test
-test: verify-format verify-modules vulncheck verify-generate unit verify-cli-platforms release-check integration fuzz matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof quickstart-proof)
+test: verify-format verify-modules vulncheck verify-generate unit verify-cli-platforms release-check integration fuzz bench-short matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof quickstart-proof)
 
 # make bench: every benchmark, one after the other, into $(BENCH_OUT)/results.txt (the Go benchmark
 # format; the run's machine, versions and commit on top), then tools/bench compares each figure with
