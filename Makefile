@@ -367,9 +367,9 @@ bench-gate:
 
 .PHONY: bench-baseline
 bench-baseline: ## measure the baseline of make bench (BENCH_SHORT=true: of bench-short) from BENCH_RUNS runs, into tools/bench
-	rm -f $(BENCH_OUT)/baseline.txt
-	for i in $$(seq $(BENCH_RUNS)); do $(MAKE) bench-run && cat $(BENCH_OUT)/results.txt >> $(BENCH_OUT)/baseline.txt; done
-	mv $(BENCH_OUT)/baseline.txt $(BENCH_BASELINE)
+	rm -f $(BENCH_BASELINE).runs
+	for i in $$(seq $(BENCH_RUNS)); do $(MAKE) bench-run && cat $(BENCH_OUT)/results.txt >> $(BENCH_BASELINE).runs || exit 1; done
+	mv $(BENCH_BASELINE).runs $(BENCH_BASELINE)
 
 .PHONY: bench-run
 bench-run: kube-binaries test-deps

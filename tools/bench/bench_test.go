@@ -29,6 +29,7 @@ BenchmarkLogin-2 1 100 req/s 10 p50-ms
 BenchmarkLogin-2 1 101 req/s 10 p50-ms
 BenchmarkLogin-2 1 99 req/s 10 p50-ms
 BenchmarkGone 1 7 req/s
+BenchmarkGone 1 7 req/s
 `
 
 func TestCompare(t *testing.T) {
@@ -191,7 +192,12 @@ BenchmarkLogin 1 50 req/s
 	if err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
 		t.Errorf("the curve's plot: %v", err)
 	}
-	if err := run(baseline, "", t.TempDir(), 0.10, true, []string{write(t, "ok.txt", "Unit req/s better=higher\nBenchmarkLogin 1 98 req/s\n")}); err != nil {
+	ok := write(t, "ok.txt", "Unit req/s better=higher\nBenchmarkLogin 1 98 req/s\n")
+	if err := run(baseline, "", t.TempDir(), 0.10, true, []string{ok}); err != nil {
 		t.Errorf("a run within the tolerance failed: %v", err)
+	}
+	// A baseline of one run has no measured noise: refused, not used.
+	if err := run(ok, "", t.TempDir(), 0.10, true, []string{ok}); err == nil || !strings.Contains(err.Error(), "1 run of Login req/s") {
+		t.Errorf("a baseline of one run: %v, want it refused", err)
 	}
 }

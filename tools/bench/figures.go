@@ -77,6 +77,17 @@ func nameWithoutProcs(n benchfmt.Name) string {
 	return name
 }
 
+// repeated checks that each figure of a baseline was measured in two runs or more: from one run
+// its noise reads as zero, and the gate would fail on a run's ordinary jitter.
+func (f *figures) repeated() error {
+	for _, k := range f.order {
+		if n := len(f.values[k]); n < 2 {
+			return fmt.Errorf("the baseline has %d run of %s: measure it with make bench-baseline (BENCH_RUNS of 2 or more)", n, k)
+		}
+	}
+	return nil
+}
+
 // better is +1 when a higher value of unit is better, -1 when lower, 0 when unknown.
 func (f *figures) better(unit string) int {
 	return f.units.GetBetter(unit)

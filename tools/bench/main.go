@@ -41,6 +41,9 @@ func run(baselineFile, goalsFile, out string, tolerance float64, subset bool, re
 		if baseline, err = readFiles(baselineFile); err != nil {
 			return err
 		}
+		if err := baseline.repeated(); err != nil {
+			return err
+		}
 	}
 	var goals []goal
 	if goalsFile != "" {
