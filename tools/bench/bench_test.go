@@ -101,6 +101,28 @@ func TestSubsetGatesMachineIndependentFigures(t *testing.T) {
 	}
 }
 
+// A lower-is-better figure at zero (an exchange that reads no Secret) fails when it comes back,
+// though no ratio can be taken of zero; noise below the tolerance passes.
+func TestZeroBaselineOfALowerIsBetterFigure(t *testing.T) {
+	units := "Unit requests/call better=lower\nUnit req/s better=higher\n"
+	baseline, err := readFiles(write(t, "b.txt", units+"BenchmarkX 1 0 requests/call 0 req/s\nBenchmarkX 1 0 requests/call 0 req/s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for current, want := range map[string]verdict{"0.003": pass, "1.0": regressed} {
+		figs, err := readFiles(write(t, "c.txt", units+"BenchmarkX 1 "+current+" requests/call 5 req/s\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range compare(figs, baseline, 0.10, true) {
+			w := map[string]verdict{"requests/call": want, "req/s": ungated}[c.unit]
+			if c.verdict != w {
+				t.Errorf("%s at %s: %q, want %q", c.key, current, c.verdict, w)
+			}
+		}
+	}
+}
+
 func TestImprovementAndUngatedUnits(t *testing.T) {
 	baseline, err := readFiles(write(t, "b.txt", "BenchmarkX 1 100 req/s 5 widgets\nUnit req/s better=higher\nBenchmarkX 1 100 req/s 5 widgets\n"))
 	if err != nil {

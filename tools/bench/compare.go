@@ -62,7 +62,17 @@ func compare(current, baseline *figures, tolerance float64, subset bool) []compa
 		}
 		limit := tolerance + c.noise
 		switch {
-		case better == 0 || c.baseline == 0:
+		case better == 0:
+			c.verdict = ungated
+		case c.baseline == 0 && better < 0:
+			// Nothing to take a ratio of, yet a figure that should stay at zero (kube requests
+			// of a cached read, refusals) must not creep up: tolerance is then in its own unit.
+			if c.current > tolerance {
+				c.verdict = regressed
+			} else {
+				c.verdict = pass
+			}
+		case c.baseline == 0:
 			c.verdict = ungated
 		case subset && !machineIndependent[k.unit]:
 			c.verdict = speedOnly

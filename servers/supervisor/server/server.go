@@ -67,7 +67,7 @@ type Server struct {
 	// elector elects the replica whose controllers and garbage collector write.
 	elector   *leaderelection.Elector
 	informers []informerFactory
-	// runners are the controllers and the session garbage collector.
+	// runners are the controllers, the session garbage collector and the access token cache.
 	runners   []runner
 	api       *aggregatedAPI
 	listeners []*listener
@@ -157,7 +157,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		elector:   c.Elector,
 		runners: []runner{federationDomains, upstreamIDPs, clients, sessionKeys, runFunc(func(ctx context.Context) {
 			storage.RunGarbageCollector(ctx, c.Elector.IsLeader)
-		})},
+		}), runFunc(storage.WatchAccessTokens)},
 		api:       api,
 		listeners: listeners,
 		suffix:    *c.File.APIGroupSuffix,

@@ -48,6 +48,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/cache"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -138,13 +139,17 @@ type Storage struct {
 	keys *tokenseal.Ring
 	// audit receives an event for each record the garbage collector deletes.
 	audit *audit.Logger
+	// accessTokens holds the access token Secrets WatchAccessTokens saw issued, by name.
+	accessTokens *cache.LRUExpireCache
 }
 
 // NewStorage stores OAuth state with secrets (the Supervisor's namespace), sealing upstream
 // tokens with keys, and revokes the upstream tokens of the logins that end with the connectors
 // of their identity providers.
 func NewStorage(secrets corev1client.SecretInterface, connectors Connectors, keys *tokenseal.Ring) *Storage {
-	return &Storage{secrets: secrets, now: time.Now, connectors: connectors, keys: keys}
+	s := &Storage{secrets: secrets, now: time.Now, connectors: connectors, keys: keys}
+	s.accessTokens = s.newAccessTokenCache()
+	return s
 }
 
 // WithAudit has the garbage collector write Pinniped's "Session Garbage Collected" events to log.
@@ -259,16 +264,20 @@ func (s *Store) create(ctx context.Context, kind, signature string, req fosite.R
 }
 
 // get reads a stored request, decoding its session into session (a *Session), from etcd (a
-// quorum read) unless cached: then from the API server's watch cache first, and from etcd only
-// when the cache has not seen it yet (it was written a moment ago).
+// quorum read) unless cached: then from the access tokens WatchAccessTokens keeps, else from the
+// API server's watch cache, and from etcd only when neither has seen it yet (it was written a
+// moment ago).
 func (s *Store) get(ctx context.Context, kind, signature string, session fosite.Session, cached bool) (*fosite.Request, *record, *corev1.Secret, error) {
 	name := SecretName(kind, signature)
 	var secret *corev1.Secret
 	var err error
+	var found bool
 	if cached {
-		secret, err = s.secrets.Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+		if secret, found = s.cachedAccessToken(name); !found {
+			secret, err = s.secrets.Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+		}
 	}
-	if !cached || apierrors.IsNotFound(err) {
+	if !found && (!cached || apierrors.IsNotFound(err)) {
 		secret, err = s.secrets.Get(ctx, name, metav1.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
@@ -456,11 +465,12 @@ func (s *Store) CreateAccessTokenSession(ctx context.Context, signature string, 
 	return s.create(ctx, typeAccessToken, signature, req)
 }
 
-// GetAccessTokenSession reads the watch cache first: the token exchange, the Supervisor's busiest
-// endpoint, reads an access token at each call, and a quorum read costs etcd and the API server
-// several times what a cached one does. It is safe because an access token's record is never
-// changed, only deleted (by revocation or expiry): a deleted token stays readable for as long as
-// the cache lags behind etcd, milliseconds, the lag every informer-based authorizer accepts.
+// GetAccessTokenSession reads the tokens WatchAccessTokens keeps, then the API server's watch
+// cache: the token exchange, the Supervisor's busiest endpoint, reads an access token at each
+// call, and a quorum read costs etcd and the API server several times what a cached one does. It
+// is safe because an access token's record is never changed, only deleted (by revocation or
+// expiry): a deleted token stays readable for as long as a watch lags behind etcd, milliseconds,
+// the lag every informer-based authorizer accepts.
 func (s *Store) GetAccessTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
 	req, _, _, err := s.get(ctx, typeAccessToken, signature, session, true)
 	if err != nil {
