@@ -346,6 +346,8 @@ test: verify-format verify-modules vulncheck verify-generate unit verify-cli-pla
 # make bench-baseline [BENCH_SHORT=true] measures a baseline: BENCH_RUNS runs on a quiet machine.
 BENCH_OUT ?= _output/bench
 BENCH_DURATION ?= $(if $(BENCH_SHORT),2s,5s)
+# comma is a comma inside $(if ...), whose arguments commas separate.
+comma := ,
 BENCH_RUNS ?= 3
 BENCH_SHORT ?=
 BENCH_BASELINE = tools/bench/baseline$(if $(BENCH_SHORT),-short).txt
@@ -378,7 +380,7 @@ bench-run: kube-binaries test-deps
 	  echo "kubernetes: $(KUBE_VERSION)"; echo "cores: $$(nproc)"; echo "memory: $$(free -g | awk '/^Mem:/ {print $$2 " GiB"}')"; \
 	  echo "form: $(if $(BENCH_SHORT),short,full)"; echo "step: $(BENCH_DURATION)"; } > $(BENCH_OUT)/results.txt
 	$(GO) test -run '^$$' -bench . -benchmem $(if $(BENCH_SHORT),-benchtime 20x ./cli/cmd/pinniped/,./core/certauthority/ ./servers/concierge/internal/credential/ ./cli/cmd/pinniped/) | tee -a $(BENCH_OUT)/results.txt
-	$(GO) test -count=1 -v -run '^TestLoad$$' ./servers/concierge/integration/ -load -load-duration $(BENCH_DURATION) | tee -a $(BENCH_OUT)/results.txt
+	$(GO) test -count=1 -timeout 30m -v -run '^TestLoad$$' ./servers/concierge/integration/ -load -load-duration $(BENCH_DURATION) $(if $(BENCH_SHORT),,-load-authenticators 1$(comma)10$(comma)100$(comma)1000) | tee -a $(BENCH_OUT)/results.txt
 	$(GO) test -count=1 -timeout 30m -v -run '^TestLoad$$' ./servers/supervisor/integration/ -load -load-duration $(BENCH_DURATION) $(if $(BENCH_SHORT),,-load-sessions 100000) | tee -a $(BENCH_OUT)/results.txt
 	$(if $(BENCH_SHORT),,$(MAKE) --no-print-directory bench-proxy-if-allowed | tee -a $(BENCH_OUT)/results.txt)
 

@@ -27,6 +27,7 @@ import (
 var (
 	load         = flag.Bool("load", false, "run the load test of TokenCredentialRequest through the aggregation layer (make bench)")
 	loadDuration = flag.Duration("load-duration", 5*time.Second, "how long each load step runs")
+	loadAuths    = flag.String("load-authenticators", "", "with -load, the exchange's rate and the Concierge's memory with these counts of JWTAuthenticators (1,10,100,1000)")
 )
 
 // TestLoad exchanges tokens as fast as a number of concurrent clients can, through the real
@@ -38,10 +39,11 @@ func TestLoad(t *testing.T) {
 		t.Skip("load run is opt-in: go test -load (make bench runs it)")
 	}
 	issuer := oidcissuer.New(t)
-	createJWTAuthenticator(t, "load-jwt", authv1alpha1.JWTAuthenticatorSpec{
+	jwtSpec := authv1alpha1.JWTAuthenticatorSpec{
 		Issuer: issuer.Issuer, Audience: "cluster-a",
 		TLS: &authv1alpha1.TLSSpec{CertificateAuthorityData: b64(issuer.CABundle)},
-	})
+	}
+	createJWTAuthenticator(t, "load-jwt", jwtSpec)
 	waitForJWTStatus(t, "load-jwt", func(s authv1alpha1.JWTAuthenticatorStatus) bool { return s.Phase == authv1alpha1.PhaseReady })
 	jwtToken, err := issuer.Issue(map[string]any{"sub": "s", "aud": "cluster-a", "username": "alice", "groups": []string{"devs"}}, oidcissuer.WithAlgorithm("ES256"))
 	if err != nil {
@@ -119,6 +121,9 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadrun.Write(os.Stdout, "ConciergeMemory/state=peak", loadrun.Figure{Value: mem.Peak, Unit: loadrun.MiB})
+	if *loadAuths != "" {
+		authenticatorScale(t, counts(t, *loadAuths), jwtSpec, exchanger("JWTAuthenticator", "load-jwt", jwtToken))
+	}
 }
 
 // loadClients are the numbers of concurrent clients of each step.
