@@ -167,11 +167,13 @@ func TestLoad(t *testing.T) {
 		t.Errorf("the Supervisor's kube client waited %d times for its client-side rate limit", throttled)
 	}
 	if *loadSessions > 0 {
-		tok, err := login(ctx)
-		if err != nil {
-			t.Fatalf("logging in for the session steps: %v", err)
-		}
-		sessionScale(t, func(ctx context.Context, _ int) error { return exchange(ctx, client, issuerURL, tok.AccessToken) })
+		sessionScale(t, func() func(context.Context, int) error {
+			tok, err := login(ctx)
+			if err != nil {
+				t.Fatalf("logging in for the session steps: %v", err)
+			}
+			return func(ctx context.Context, _ int) error { return exchange(ctx, client, issuerURL, tok.AccessToken) }
+		})
 	}
 }
 
