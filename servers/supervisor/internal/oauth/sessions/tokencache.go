@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/cache"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -43,25 +42,37 @@ func (s *Storage) WatchAccessTokens(ctx context.Context) {
 		opts.LabelSelector = selector
 		return s.secrets.Watch(ctx, opts)
 	}}
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		s.accessTokens.RemoveAll(func(any) bool { return true })
-		// A list of one for its resourceVersion: the watch starts at the present, without the
-		// state before it, which may be 100,000 sessions.
-		list, err := s.secrets.List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
-		if err != nil {
-			klog.FromContext(ctx).Error(err, "listing access tokens to watch them; exchanges read them from the API server meanwhile")
+	// Not a controller (nothing is reconciled, so core/controller's queue has nothing to do): one
+	// watch after another, each from the present.
+	for {
+		s.watchAccessTokensOnce(ctx, selector, watcher)
+		select {
+		case <-ctx.Done():
 			return
+		case <-time.After(accessTokenWatchRetry):
 		}
-		w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, watcher)
-		if err != nil {
-			klog.FromContext(ctx).Error(err, "watching access tokens; exchanges read them from the API server meanwhile")
-			return
-		}
-		defer w.Stop()
-		for event := range w.ResultChan() {
-			s.cacheAccessToken(event)
-		}
-	}, accessTokenWatchRetry)
+	}
+}
+
+// watchAccessTokensOnce empties the cache and fills it from one watch, until the watch ends.
+func (s *Storage) watchAccessTokensOnce(ctx context.Context, selector string, watcher toolscache.WatcherWithContext) {
+	s.accessTokens.RemoveAll(func(any) bool { return true })
+	// A list of one for its resourceVersion: the watch starts at the present, without the state
+	// before it, which may be 100,000 sessions.
+	list, err := s.secrets.List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "listing access tokens to watch them; exchanges read them from the API server meanwhile")
+		return
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, watcher)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "watching access tokens; exchanges read them from the API server meanwhile")
+		return
+	}
+	defer w.Stop()
+	for event := range w.ResultChan() {
+		s.cacheAccessToken(event)
+	}
 }
 
 // cacheAccessToken applies one watch event to the cache.
