@@ -387,7 +387,8 @@ bench-run: kube-binaries test-deps
 .PHONY: bench-proxy-if-allowed
 bench-proxy-if-allowed:
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) host-deps images release-check && \
-		SEALION_E2E_BENCH=true SEALION_E2E_PROVIDER=gke $(GO) test -count=1 -v -run 'TestImpersonationProxyBenchmark' ./e2e/conformance/; \
+		(cd tools && $(GO) run ./images streamer --repo-root $(CURDIR)) && \
+		SEALION_E2E_BENCH=true SEALION_E2E_PROVIDER=gke $(GO) test -count=1 -timeout 45m -v -run 'TestImpersonationProxyBenchmark' ./e2e/conformance/; \
 	else echo "skipping the impersonation proxy benchmark: it needs a cluster on this machine (ALLOW_HOST_CHANGES=true)"; fi
 
 # The README's set-up on a clean Debian root (debootstrap, with only Go, make, git and

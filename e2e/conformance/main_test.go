@@ -67,6 +67,9 @@ func TestMain(m *testing.M) {
 		archives = append(archives, steps.RepoPath("_output/images/dex-fixture.tar"),
 			steps.RepoPath("_output/images/slapd-fixture.tar"), steps.RepoPath("_output/images/github-fixture.tar"))
 	}
+	if benchmarking() {
+		archives = append(archives, streamerArchive())
+	}
 	if registry := os.Getenv(steps.RegistryEnv); registry != "" {
 		setup = append(setup, steps.PushImages(registry, archives...))
 	} else {

@@ -49,7 +49,7 @@ var benchConcurrency = []int{1, 16, 64, 256, 500}
 
 // TestImpersonationProxyBenchmark measures what the impersonation proxy costs against talking to
 // the kube-apiserver directly: GET and LIST latency and throughput at several concurrencies, watch
-// event delay, and the Concierge's memory. It is a measurement printed as benchmark lines for
+// event delay, exec and port-forward byte throughput, and the Concierge's memory. It is a measurement printed as benchmark lines for
 // tools/bench (make bench), opted into with SEALION_E2E_BENCH=true; it fails only on errors, never
 // on numbers.
 func TestImpersonationProxyBenchmark(t *testing.T) {
@@ -57,6 +57,7 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 		t.Skip("the impersonation proxy benchmark runs only with SEALION_E2E_BENCH=true")
 	}
 	var direct, viaProxy kubernetes.Interface
+	var directConfig, proxyConfig *rest.Config
 	var ns string
 	f := features.New("ImpersonationProxy benchmark").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -76,16 +77,17 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 			// Both paths reach the kube-apiserver as pinny with pinny's groups: through the proxy,
 			// which impersonates the certificate's user; directly, with the admin credentials
 			// impersonating the same user, so RBAC and priority and fairness treat both alike.
-			directConfig := rest.CopyConfig(cfg.Client().RESTConfig())
+			directConfig = rest.CopyConfig(cfg.Client().RESTConfig())
 			directConfig.Impersonate = rest.ImpersonationConfig{UserName: "pinny", Groups: parseCert(t, cred.ClientCertificateData).Subject.Organization}
 			direct = benchClient(t, directConfig)
 			ca, err := base64.StdEncoding.DecodeString(proxy.CertificateAuthorityData)
 			if err != nil {
 				t.Fatal(err)
 			}
-			viaProxy = benchClient(t, &rest.Config{Host: proxy.Endpoint, TLSClientConfig: rest.TLSClientConfig{
+			proxyConfig = &rest.Config{Host: proxy.Endpoint, TLSClientConfig: rest.TLSClientConfig{
 				CAData: ca, CertData: []byte(cred.ClientCertificateData), KeyData: []byte(cred.ClientKeyData),
-			}})
+			}}
+			viaProxy = benchClient(t, proxyConfig)
 			// RBAC, and the proxy's cache of denials, take a moment to see the new binding.
 			for name, c := range map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy} {
 				var lastErr error
@@ -132,7 +134,10 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 						loadrun.Figure{Value: float64((p.P50 - d.P50).Microseconds()) / 1000, Unit: loadrun.P50Millis})
 				}
 			}
-			delays, err := watchDelays(ctx, kube, ns, map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy})
+			// The updates are sent without client-side rate limiting, like the measured calls: at
+			// client-go's default 5 a second the burst alone would take half an hour.
+			writer := benchClient(t, rest.CopyConfig(cfg.Client().RESTConfig()))
+			delays, err := watchDelays(ctx, writer, ns, map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +147,7 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 					loadrun.Figure{Value: float64(l.percentile(0.50).Microseconds()) / 1000, Unit: loadrun.P50Millis},
 					loadrun.Figure{Value: float64(l.percentile(0.99).Microseconds()) / 1000, Unit: loadrun.P99Millis})
 			}
-			bursts, err := watchBurst(ctx, kube, ns, map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy})
+			bursts, err := watchBurst(ctx, writer, ns, map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,6 +155,22 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 				loadrun.Write(os.Stdout, "ProxyWatchBurst/path="+path,
 					loadrun.Figure{Value: float64(benchBurstEvents) / b.took.Seconds(), Unit: loadrun.EventsPerSecond},
 					loadrun.Figure{Value: float64(b.longestGap.Microseconds()) / 1000, Unit: loadrun.MaxGapMillis})
+			}
+			pod := startStreamer(ctx, t, kube, ns)
+			for _, op := range []struct {
+				id       string
+				transfer func(config *rest.Config, ns, pod string) func(context.Context) (time.Duration, error)
+			}{{"exec", execTransfer}, {"port-forward", forwardTransfer}} {
+				rates, err := streamThroughput(ctx, map[string]func(context.Context) (time.Duration, error){
+					"direct": op.transfer(directConfig, ns, pod), "proxy": op.transfer(proxyConfig, ns, pod),
+				})
+				if err != nil {
+					t.Fatalf("%s: %v", op.id, err)
+				}
+				for _, path := range []string{"direct", "proxy"} {
+					loadrun.Write(os.Stdout, "ProxyStream/operation="+op.id+"/path="+path, loadrun.Figure{Value: rates[path], Unit: loadrun.MBPerSecond})
+				}
+				loadrun.Write(os.Stdout, "ProxyStreamOverDirect/operation="+op.id, loadrun.Figure{Value: rates["proxy"] / rates["direct"], Unit: loadrun.Ratio})
 			}
 			memAfter := conciergeMemory(ctx, t, kube)
 			t.Logf("Concierge container resources (the proxy runs in it): %s", conciergeResources(ctx, t, kube))

@@ -19,7 +19,7 @@ import (
 // fixture's flags; it runs as nonroot, and its default tag is named after its archive, the name
 // the suites push and load it by.
 func TestFixtureImages(t *testing.T) {
-	for _, g := range []goImage{dexImageBuild, githubImageBuild} {
+	for _, g := range []goImage{dexImageBuild, githubImageBuild, streamerImageBuild} {
 		t.Run(g.name, func(t *testing.T) {
 			if len(g.bins) != 1 {
 				t.Fatalf("%d binaries, want the fixture only", len(g.bins))

@@ -17,6 +17,9 @@
 //	go run ./images github [--repo-root ..] [--tag localhost/sealion/github-fixture:dev]
 //	    the GitHub double's image (fixtures/github/cmd/github-fixture, its entrypoint), for the
 //	    same clusters, into <repo-root>/_output/images/github-fixture.tar
+//	go run ./images streamer [--repo-root ..] [--tag localhost/sealion/streamer-fixture:dev]
+//	    the byte streamer the impersonation proxy benchmark execs and port-forwards to
+//	    (fixtures/streamer/cmd/streamer-fixture), into <repo-root>/_output/images/streamer-fixture.tar
 //	go run ./images push [--registry REGISTRY/PREFIX] [--insecure] ARCHIVE...
 //	    pushes image archives (docker archives, or a release's server image, an OCI layout of one
 //	    index) to the registry named by the flag or $SEALION_REGISTRY, each as
@@ -55,6 +58,8 @@ func main() {
 		err = runSlapd(os.Args[2:])
 	case "github":
 		err = githubImageBuild.run(os.Args[2:])
+	case "streamer":
+		err = streamerImageBuild.run(os.Args[2:])
 	case "kind-node":
 		err = runKindNode(os.Args[2:])
 	case "registry":
@@ -75,11 +80,12 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: images cluster|dex|slapd|github|kind-node|push|registry [flags]
+	fmt.Fprint(os.Stderr, `usage: images cluster|dex|slapd|github|streamer|kind-node|push|registry [flags]
   cluster    images kubeadm expects for a Kubernetes version, from the cached Kubernetes binaries
   dex        the Dex fixture's image, from fixtures/dex/server, to run Dex in a cluster
   slapd      the LDAP fixture's image, Debian's slapd, to run the LDAP directory in a cluster
   github     the GitHub double's image, from fixtures/github, to run it in a cluster
+  streamer   the byte streamer's image, from fixtures/streamer, for the proxy benchmark
   kind-node  a kind node image from the cached binaries and cluster images, loaded into Docker
   push       image archives to a registry (--registry or $SEALION_REGISTRY), printed by digest
   registry   serves an image registry in memory on a local address until interrupted

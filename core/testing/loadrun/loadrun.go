@@ -92,6 +92,8 @@ const (
 	// between two of them, in milliseconds.
 	EventsPerSecond = "events/s"
 	MaxGapMillis    = "max-gap-ms"
+	// MBPerSecond is a stream's bytes (exec's stdout, a forwarded port's) per second, in 10^6.
+	MBPerSecond = "MB/s"
 	// Seconds is how long something took; Rejected counts requests a server refused.
 	Seconds  = "s"
 	Rejected = "rejected"
@@ -100,7 +102,7 @@ const (
 // units says which way is better for each unit above.
 var units = map[string]string{
 	PerSecond: "higher", P50Millis: "lower", P99Millis: "lower", Ratio: "higher", MiB: "lower", PerCall: "lower",
-	Seconds: "lower", Rejected: "lower", EventsPerSecond: "higher", MaxGapMillis: "lower",
+	Seconds: "lower", Rejected: "lower", EventsPerSecond: "higher", MaxGapMillis: "lower", MBPerSecond: "higher",
 }
 
 // WriteUnits writes the unit metadata lines.

@@ -35,7 +35,8 @@ func TestWrite(t *testing.T) {
 	WriteUnits(&b)
 	Write(&b, "Exchange/clients=32", Result{Rate: 1546.26, P50: 12345 * time.Microsecond, P99: 40 * time.Millisecond}.Figures()...)
 	Write(&b, "Proxy/ratio", Figure{0.93, Ratio})
-	want := `Unit MiB better=lower
+	want := `Unit MB/s better=higher
+Unit MiB better=lower
 Unit events/s better=higher
 Unit max-gap-ms better=lower
 Unit p50-ms better=lower

@@ -1,0 +1,230 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
+	"k8s.io/streaming/pkg/httpstream"
+	"k8s.io/utils/ptr"
+
+	"sealion.dev/e2e/steps"
+)
+
+const (
+	// streamerImage is the byte streamer's image (tools/images streamer), loaded into the cluster
+	// for the benchmark.
+	streamerImage = "localhost/sealion/streamer-fixture:dev"
+	// streamerPort is the port the streamer writes to every connection on.
+	streamerPort = 8080
+	// streamBytes is what each exec and port-forward transfer carries: enough that setting the
+	// stream up is a small part of its time.
+	streamBytes = 256 << 20
+	// streamRuns is how many transfers each path makes; the median is reported.
+	streamRuns = 3
+)
+
+// streamerArchive is the streamer image's archive, loaded into the cluster when benchmarking.
+func streamerArchive() string { return steps.RepoPath("_output/images/streamer-fixture.tar") }
+
+// startStreamer runs the streamer in ns, lets pinny exec and port-forward to it, and returns its
+// pod's name once it is ready.
+func startStreamer(ctx context.Context, t *testing.T, kube kubernetes.Interface, ns string) string {
+	t.Helper()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "pinny-stream"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/portforward"}, Verbs: []string{"get", "create"}}},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "pinny-stream"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "pinny"}},
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "streamer"},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532)},
+			Containers: []corev1.Container{{
+				Name:            "streamer",
+				Image:           steps.Image(ctx, streamerImage),
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Args:            []string{"--listen=:" + strconv.Itoa(streamerPort)},
+				Ports:           []corev1.ContainerPort{{ContainerPort: streamerPort}},
+			}},
+		},
+	}
+	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && podReady(p), nil
+	}); err != nil {
+		t.Fatalf("the streamer pod never became ready: %v", err)
+	}
+	return pod.Name
+}
+
+// streamThroughput transfers streamBytes streamRuns times with each of transfer's paths, the
+// paths in turn so that both see the machine alike, and returns each path's median rate in MB/s.
+func streamThroughput(ctx context.Context, paths map[string]func(context.Context) (time.Duration, error)) (map[string]float64, error) {
+	rates := map[string][]float64{}
+	for range streamRuns {
+		for _, name := range slices.Sorted(maps.Keys(paths)) {
+			took, err := paths[name](ctx)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			rates[name] = append(rates[name], streamBytes/1e6/took.Seconds())
+		}
+	}
+	medians := map[string]float64{}
+	for name, r := range rates {
+		slices.Sort(r)
+		medians[name] = r[len(r)/2]
+	}
+	return medians, nil
+}
+
+// execTransfer runs the streamer's --write in pod as config's user, as kubectl exec does (a
+// WebSocket, falling back to SPDY), and returns how long its streamBytes of stdout took to arrive.
+func execTransfer(config *rest.Config, ns, pod string) func(context.Context) (time.Duration, error) {
+	return func(ctx context.Context) (time.Duration, error) {
+		kube, err := kubernetes.NewForConfig(config)
+		if err != nil {
+			return 0, err
+		}
+		u := kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+			VersionedParams(&corev1.PodExecOptions{
+				Container: "streamer",
+				Command:   []string{"/usr/local/bin/streamer-fixture", "--write=" + strconv.Itoa(streamBytes)},
+				Stdout:    true,
+				Stderr:    true,
+			}, scheme.ParameterCodec).URL()
+		viaSPDY, err := remotecommand.NewSPDYExecutor(config, http.MethodPost, u)
+		if err != nil {
+			return 0, err
+		}
+		viaWebSocket, err := remotecommand.NewWebSocketExecutor(config, http.MethodGet, u.String())
+		if err != nil {
+			return 0, err
+		}
+		exec, err := remotecommand.NewFallbackExecutor(viaWebSocket, viaSPDY, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
+		if err != nil {
+			return 0, err
+		}
+		var stdout byteCounter
+		var stderr limitedBuffer
+		start := time.Now()
+		err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+		took := time.Since(start)
+		if err != nil {
+			return 0, fmt.Errorf("exec: %w (stderr %q)", err, stderr)
+		}
+		if stdout != streamBytes {
+			return 0, fmt.Errorf("exec delivered %d bytes, want %d", stdout, streamBytes)
+		}
+		return took, nil
+	}
+}
+
+// forwardTransfer forwards a local port to the streamer's as config's user, as kubectl
+// port-forward does (SPDY tunnelled over a WebSocket, falling back to SPDY), and returns how long
+// reading streamBytes through it took, once the forward is set up.
+func forwardTransfer(config *rest.Config, ns, pod string) func(context.Context) (time.Duration, error) {
+	return func(ctx context.Context) (time.Duration, error) {
+		kube, err := kubernetes.NewForConfig(config)
+		if err != nil {
+			return 0, err
+		}
+		u := kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward").URL()
+		transport, upgrader, err := spdy.RoundTripperFor(config)
+		if err != nil {
+			return 0, err
+		}
+		viaSPDY := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+		viaWebSocket, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, config)
+		if err != nil {
+			return 0, err
+		}
+		dialer := portforward.NewFallbackDialerForStreaming(viaWebSocket, viaSPDY, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		ready := make(chan struct{})
+		fw, err := portforward.NewOnAddressesForStreamingWithContext(ctx, dialer, []string{"127.0.0.1"},
+			[]string{"0:" + strconv.Itoa(streamerPort)}, ready, io.Discard, io.Discard)
+		if err != nil {
+			return 0, err
+		}
+		forwarding := make(chan error, 1)
+		go func() { forwarding <- fw.ForwardPorts() }()
+		select {
+		case <-ready:
+		case err := <-forwarding:
+			return 0, fmt.Errorf("port-forward: %w", err)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		ports, err := fw.GetPorts()
+		if err != nil {
+			return 0, err
+		}
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))))
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close()
+		start := time.Now()
+		n, err := io.Copy(io.Discard, io.LimitReader(conn, streamBytes))
+		took := time.Since(start)
+		if err != nil || n != streamBytes {
+			return 0, fmt.Errorf("read %d bytes through the forwarded port (%v), want %d", n, err, streamBytes)
+		}
+		return took, nil
+	}
+}
+
+// byteCounter counts what is written to it.
+type byteCounter int64
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	*c += byteCounter(len(p))
+	return len(p), nil
+}
+
+// limitedBuffer keeps the first KiB written to it, for an error message.
+type limitedBuffer []byte
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	*b = append(*b, p[:min(len(p), max(0, 1024-len(*b)))]...)
+	return len(p), nil
+}
+
+func (b limitedBuffer) String() string { return string(b) }
