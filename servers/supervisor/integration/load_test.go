@@ -26,6 +26,8 @@ import (
 	"golang.org/x/oauth2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
@@ -33,6 +35,7 @@ import (
 	"sealion.dev/core/testing/loadrun"
 	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/ldap"
+	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 )
 
 var (
@@ -118,6 +121,7 @@ func TestLoad(t *testing.T) {
 		loadrun.Write(os.Stdout, fmt.Sprintf("KubeAPI/request=SelfSubjectReview/clients=%d", clients), k.Figures()...)
 	}
 	var logins int
+	var single loadrun.Result
 	for _, clients := range loadConcurrency {
 		r := supervisorStep(t, "password login", clients, func(ctx context.Context, _ int) error {
 			_, err := login(ctx)
@@ -126,9 +130,14 @@ func TestLoad(t *testing.T) {
 		logins += r.Count
 		loadrun.Write(os.Stdout, fmt.Sprintf("Supervisor/operation=password-login/clients=%d", clients), r.Figures()...)
 		loadrun.Write(os.Stdout, fmt.Sprintf("SupervisorOverKube/operation=password-login/clients=%d", clients), loadrun.Figure{Value: r.Rate / reference[clients], Unit: loadrun.Ratio})
+		if clients == 1 {
+			single = r
+		}
 	}
 	secretsAfter := countSecrets(t)
 	loginRequests := secretRequests(t).minus(requestsBefore)
+	loginWrites := loginRequests.total(logins) - loginRequests["GET"]/float64(logins)
+	loginSplit(t, single, loginWrites, dir, users)
 	var exchanges int
 	var exchangeRequests requestCounts
 	for _, clients := range loadConcurrency {
@@ -228,6 +237,55 @@ func setUpLoadIssuer(t *testing.T, dir *ldap.LDAP) string {
 	})
 	waitForConditions(t, "load", configv1alpha1.PhaseReady, map[string]string{})
 	return issuerURL
+}
+
+// loginSplit measures, at one client, the two parts of a password login (r, which makes writes
+// Secret writes) that are not the Supervisor's own work: its upstream's (the Supervisor's own LDAP
+// client making a login's binds and searches, straight to slapd) and the kube-apiserver's, for the
+// session Secrets a login writes (a Secret's create and delete, about 2 KiB like a session's). It
+// writes both figures and logs the split. It runs after the login requests are counted.
+func loginSplit(t *testing.T, r loadrun.Result, writes float64, dir *ldap.LDAP, users []ldap.User) {
+	t.Helper()
+	upstream := loadUpstream(t, dir)
+	u := supervisorStep(t, "upstream LDAP authentication", 1, func(ctx context.Context, n int) error {
+		_, err := upstream.Authenticate(ctx, users[n%len(users)].Username, users[n%len(users)].Password)
+		return err
+	})
+	unthrottled := rest.CopyConfig(env.cp.RESTConfig())
+	unthrottled.QPS = -1
+	kube, err := kubernetes.NewForConfig(unthrottled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := kube.CoreV1().Secrets(supervisorNamespace)
+	payload := map[string][]byte{"session": make([]byte, 2048)}
+	w := supervisorStep(t, "Secret create and delete", 1, func(ctx context.Context, _ int) error {
+		s, err := secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{GenerateName: "load-write-"}, Data: payload}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		return secrets.Delete(ctx, s.Name, metav1.DeleteOptions{})
+	})
+	loadrun.Write(os.Stdout, "SupervisorUpstream/operation=ldap-authenticate/clients=1", u.Figures()...)
+	loadrun.Write(os.Stdout, "KubeAPI/request=Secret-create-and-delete/clients=1", w.Figures()...)
+	loadrun.Write(os.Stdout, "SupervisorLoginOverUpstream/clients=1", loadrun.Figure{Value: r.Rate / u.Rate, Unit: loadrun.Ratio})
+	t.Logf("a password login at one client takes %v at p50: %v its upstream's binds and searches, about %v its %.1f Secret writes at the kube-apiserver (%v each), the rest the Supervisor's own work and its Secret reads",
+		r.P50, u.P50, time.Duration(writes*float64(w.P50/2)).Round(time.Microsecond), writes, w.P50/2)
+}
+
+// loadUpstream is the Supervisor's LDAP client for dir, configured as setUpLoadIssuer's
+// LDAPIdentityProvider is.
+func loadUpstream(t *testing.T, dir *ldap.LDAP) *ldapclient.Provider {
+	t.Helper()
+	p, err := ldapclient.New(ldapclient.Config{
+		Host: dir.LDAPSAddress, CABundle: dir.CABundle, BindUsername: dir.BindDN, BindPassword: dir.BindPassword,
+		UserSearch:  ldapclient.UserSearch{Base: ldap.UsersBaseDN, UsernameAttribute: "uid", UIDAttribute: "entryUUID"},
+		GroupSearch: ldapclient.GroupSearch{Base: ldap.GroupsBaseDN, GroupNameAttribute: "cn"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 const loadIDPDisplayName = "Load LDAP"
