@@ -66,7 +66,9 @@ type StrategyReason string
 const (
 	// StrategyReasonListening means the impersonation proxy accepts connections.
 	StrategyReasonListening StrategyReason = "Listening"
-	// StrategyReasonPending means the impersonation proxy waits for its Service to get an address.
+	// StrategyReasonPending means the strategy is on its way and clients should wait: the
+	// impersonation proxy waits for its Service to get an address, or the kube-cert-agent's pod
+	// is starting.
 	StrategyReasonPending StrategyReason = "Pending"
 	// StrategyReasonDisabled means the impersonation proxy is turned off.
 	StrategyReasonDisabled StrategyReason = "Disabled"

@@ -208,6 +208,9 @@ func (c *Controller) reconcile(ctx context.Context) (configv1alpha1.CredentialIs
 		return failed(configv1alpha1.StrategyReasonCouldNotFetchKey, err), err
 	}
 	agent, err := c.agentPod(kcm.Spec.NodeName)
+	if errors.As(err, new(pendingError)) {
+		return failed(configv1alpha1.StrategyReasonPending, err), nil
+	}
 	if err != nil {
 		return failed(configv1alpha1.StrategyReasonCouldNotFetchKey, err), nil
 	}
@@ -363,24 +366,68 @@ func wrap(err error, format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, err)...)
 }
 
-// agentPod returns the newest running agent pod on node.
+// pendingError says the agent is on its way: its Deployment was just made or its pod is starting.
+// The strategy then reports Pending, which clients such as `pinniped get kubeconfig` wait out
+// instead of failing in the minute after an install.
+type pendingError struct{ error }
+
+// agentPod returns the newest running agent pod on node. When there is none, the error is a
+// pendingError unless something shows the pod will not start without help.
 func (c *Controller) agentPod(node string) (*corev1.Pod, error) {
 	pods, err := c.informers.Pods.Lister().Pods(c.cfg.Namespace).List(labels.SelectorFromSet(labels.Set{AgentLabelKey: AgentLabelValue}))
 	if err != nil {
 		return nil, err
 	}
-	var running []*corev1.Pod
+	var running, here []*corev1.Pod
 	for _, p := range pods {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Spec.NodeName == node {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName != node {
+			continue
+		}
+		here = append(here, p)
+		if p.Status.Phase == corev1.PodRunning {
 			running = append(running, p)
 		}
 	}
 	if len(running) == 0 {
-		return nil, fmt.Errorf("waiting for a running pod of the agent Deployment %s/%s on node %s (agent pods: %d)",
+		what := fmt.Sprintf("running pod of the agent Deployment %s/%s on node %s (agent pods: %d)",
 			c.cfg.Namespace, c.cfg.DeploymentName, node, len(pods))
+		if why := c.agentStuck(here); why != "" {
+			return nil, fmt.Errorf("no %s: %s", what, why)
+		}
+		return nil, pendingError{fmt.Errorf("waiting for a %s", what)}
 	}
 	slices.SortFunc(running, newestFirst)
 	return running[0], nil
+}
+
+// startingReasons are the waiting reasons of a container on its way to running; any other (an
+// image that cannot be pulled, a crash loop, a bad config) needs someone to act.
+var startingReasons = map[string]bool{"": true, "ContainerCreating": true, "PodInitializing": true}
+
+// agentStuck says why the agent will not run without help, or "" when it is still starting: its
+// Deployment cannot create pods or has passed its progress deadline, or one of pods (those on the
+// agent's node) failed or has a container that cannot start.
+func (c *Controller) agentStuck(pods []*corev1.Pod) string {
+	if d, err := c.informers.Deployments.Lister().Deployments(c.cfg.Namespace).Get(c.cfg.DeploymentName); err == nil {
+		for _, cond := range d.Status.Conditions {
+			if (cond.Type == appsv1.DeploymentReplicaFailure && cond.Status == corev1.ConditionTrue) ||
+				(cond.Type == appsv1.DeploymentProgressing && cond.Status == corev1.ConditionFalse) {
+				return fmt.Sprintf("the Deployment reports %s=%s: %s: %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+			}
+		}
+	}
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodFailed {
+			return fmt.Sprintf("pod %s failed: %s: %s", p.Name, p.Status.Reason, p.Status.Message)
+		}
+		// Concat, not append: the statuses belong to the informer's cache.
+		for _, s := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+			if w := s.State.Waiting; w != nil && !startingReasons[w.Reason] {
+				return fmt.Sprintf("pod %s: container %s is waiting: %s: %s", p.Name, s.Name, w.Reason, w.Message)
+			}
+		}
+	}
+	return ""
 }
 
 // loadKey reads the signing pair in pod and hands it to the signer, unless it did so from the

@@ -89,6 +89,15 @@ func agentPod(name, node string, created metav1.Time, phase corev1.PodPhase) *co
 	}
 }
 
+// waitingAgentPod is a pending agent pod on node cp whose container waits for reason.
+func waitingAgentPod(name, reason, message string) *corev1.Pod {
+	p := agentPod(name, "cp", newer, corev1.PodPending)
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}},
+	}}
+	return p
+}
+
 func clusterInfo(kubeconfig string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster-info", Namespace: "kube-public"},
@@ -244,7 +253,7 @@ func TestSync(t *testing.T) {
 			name:        "creates the Deployment and waits for its pod",
 			objects:     []runtime.Object{kcm, node("cp", false)},
 			wantStatus:  configv1alpha1.StrategyStatusError,
-			wantReason:  configv1alpha1.StrategyReasonCouldNotFetchKey,
+			wantReason:  configv1alpha1.StrategyReasonPending,
 			wantMessage: []string{"waiting for a running pod of the agent Deployment concierge/pinniped-concierge-kube-cert-agent on node cp (agent pods: 0)"},
 			wantWrites:  []string{"create deployments"},
 		},
@@ -252,8 +261,43 @@ func TestSync(t *testing.T) {
 			name:        "an agent pod on another node does not count",
 			objects:     []runtime.Object{kcm, existing, agentPod("agent-old", "elsewhere", newer, corev1.PodRunning)},
 			wantStatus:  configv1alpha1.StrategyStatusError,
-			wantReason:  configv1alpha1.StrategyReasonCouldNotFetchKey,
+			wantReason:  configv1alpha1.StrategyReasonPending,
 			wantMessage: []string{"waiting for a running pod", "(agent pods: 1)"},
+		},
+		{
+			name:        "a pod whose container is being created is waited for",
+			objects:     []runtime.Object{kcm, existing, waitingAgentPod("agent-1", "ContainerCreating", "")},
+			wantStatus:  configv1alpha1.StrategyStatusError,
+			wantReason:  configv1alpha1.StrategyReasonPending,
+			wantMessage: []string{"waiting for a running pod", "(agent pods: 1)"},
+		},
+		{
+			name:        "a pod whose image cannot be pulled is an error",
+			objects:     []runtime.Object{kcm, existing, waitingAgentPod("agent-1", "ImagePullBackOff", `Back-off pulling image "agent:v1"`)},
+			wantStatus:  configv1alpha1.StrategyStatusError,
+			wantReason:  configv1alpha1.StrategyReasonCouldNotFetchKey,
+			wantMessage: []string{"no running pod of the agent Deployment", "pod agent-1: container sleeper is waiting: ImagePullBackOff: Back-off pulling image"},
+		},
+		{
+			name:        "a failed pod is an error",
+			objects:     []runtime.Object{kcm, existing, agentPod("agent-1", "cp", newer, corev1.PodFailed)},
+			wantStatus:  configv1alpha1.StrategyStatusError,
+			wantReason:  configv1alpha1.StrategyReasonCouldNotFetchKey,
+			wantMessage: []string{"pod agent-1 failed"},
+		},
+		{
+			name: "a Deployment that cannot create pods is an error",
+			objects: []runtime.Object{kcm, func() *appsv1.Deployment {
+				d := existing.DeepCopy()
+				d.Status.Conditions = []appsv1.DeploymentCondition{{
+					Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+					Message: `pods "agent-1" is forbidden: violates PodSecurity "restricted:latest"`,
+				}}
+				return d
+			}()},
+			wantStatus:  configv1alpha1.StrategyStatusError,
+			wantReason:  configv1alpha1.StrategyReasonCouldNotFetchKey,
+			wantMessage: []string{"the Deployment reports ReplicaFailure=True: FailedCreate: pods \"agent-1\" is forbidden: violates PodSecurity"},
 		},
 		{
 			name:       "fetches the key",
