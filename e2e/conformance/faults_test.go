@@ -2,12 +2,8 @@ package conformance
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +41,8 @@ import (
 
 const (
 	conciergeNamespace = "pinniped-concierge"
+	// proxyLoadBalancerService is the Concierge's default name for the proxy's LoadBalancer Service.
+	proxyLoadBalancerService = "pinniped-concierge-impersonation-proxy-load-balancer"
 	// faultLoadClients is how many clients exchange tokens at once during a fault.
 	faultLoadClients = 8
 	// faultQuiet is how long a load runs before a fault and after recovery, for comparison.
@@ -637,7 +635,7 @@ func waitForReplacement(ctx context.Context, kube kubernetes.Interface, namespac
 }
 
 // restartSupervisor deletes every Supervisor pod at once, as a node failure would, and waits
-// until their replacements are ready and fl's issuer is served again.
+// until their replacements are ready and all serve fl's issuer again.
 func restartSupervisor(ctx context.Context, kube kubernetes.Interface, fl *federatedLogin) error {
 	list, err := kube.CoreV1().Pods(supervisorNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -655,34 +653,7 @@ func restartSupervisor(ctx context.Context, kube kubernetes.Interface, fl *feder
 			return err
 		}
 	}
-	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := discover(ctx, fl)
-		return err == nil, nil
-	})
-}
-
-// discover fetches the discovery document of fl's issuer.
-func discover(ctx context.Context, fl *federatedLogin) ([]byte, error) {
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(fl.caBundle)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fl.issuer+"/.well-known/openid-configuration", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s: %s", req.URL, resp.Status, body)
-	}
-	return body, nil
+	return fl.waitServed(ctx)
 }
 
 // expectRefreshed ages u's cached credential and tokens and runs kubectl, which must refresh the

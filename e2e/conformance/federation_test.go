@@ -2,9 +2,14 @@ package conformance
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -241,8 +247,67 @@ spec:
 		_, _ = steps.Kubectl(context.WithoutCancel(ctx), kubeconfig, "", "delete", "--ignore-not-found", "-n", supervisorNamespace, "federationdomain/"+name)
 	})
 	waitForPhase(ctx, t, cfg, "federationdomain/"+name)
+	if err := fl.waitServed(ctx); err != nil {
+		t.Fatal(err)
+	}
 	fl.trustFrom(ctx, t, name, fl.audience)
 	return fl
+}
+
+// waitServed waits until every Supervisor pod serves fl's issuer. The phase is written by the
+// leader once it serves the issuer; the other pods follow from their own caches a moment later,
+// and a CLI sent to one of them meanwhile would get a 404. Each try is a new connection the
+// Service may send to any pod, so enough successes in a row (1 in 2^12 to miss a lagging pod of
+// two) show that they all serve it.
+func (fl *federatedLogin) waitServed(ctx context.Context) error {
+	const inARow = 12
+	row := 0
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if _, last = discover(ctx, fl); last != nil {
+			row = 0
+			return false, nil
+		}
+		row++
+		return row == inARow, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the issuer %s is not served by every Supervisor pod: %w (last answer: %v)", fl.issuer, err, last)
+	}
+	return nil
+}
+
+// discover fetches the discovery document of fl's issuer on a new connection (through the run's
+// proxy when there is one), so that successive calls may reach different Supervisor pods.
+func discover(ctx context.Context, fl *federatedLogin) ([]byte, error) {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(fl.caBundle)
+	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}
+	if fl.proxyURL != "" {
+		proxy, err := url.Parse(fl.proxyURL)
+		if err != nil {
+			return nil, err
+		}
+		transport.Proxy = http.ProxyURL(proxy)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: transport}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fl.issuer+"/.well-known/openid-configuration", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s: %s", req.URL, resp.Status, body)
+	}
+	return body, nil
 }
 
 // trustFrom makes a JWTAuthenticator trusting the FederationDomain's ID tokens for audience.

@@ -295,24 +295,12 @@ func (e *environment) startLocalUserAuthenticator(ctx context.Context) error {
 }
 
 func (e *environment) waitForAPIServices(ctx context.Context) error {
-	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, name := range []string{"v1alpha1.login.concierge.pinniped.dev", "v1alpha1.identity.concierge.pinniped.dev"} {
-			as, err := e.aggregator.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			available := false
-			for _, c := range as.Status.Conditions {
-				if c.Type == apiregistrationv1.Available && c.Status == apiregistrationv1.ConditionTrue {
-					available = true
-				}
-			}
-			if !available {
-				return false, nil
-			}
+	for _, group := range []string{"login.concierge.pinniped.dev", "identity.concierge.pinniped.dev"} {
+		if err := controlplane.WaitForAPIService(ctx, e.cp.RESTConfig(), group, "v1alpha1", 60*time.Second); err != nil {
+			return err
 		}
-		return true, nil
-	})
+	}
+	return nil
 }
 
 // server is one of our binaries running as a child process.

@@ -20,6 +20,7 @@ import (
 	clientsecretv1alpha1 "sealion.dev/core/apis/supervisor/clientsecret/v1alpha1"
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
+	"sealion.dev/core/testing/controlplane"
 )
 
 // APIServiceName is the APIService of the clientsecret group.
@@ -50,8 +51,8 @@ func CreateOIDCClient(ctx context.Context, t testing.TB, supervisor supervisorcl
 
 // RegisterAPIService points the aggregator at 127.0.0.1:port through an ExternalName Service named
 // service (the control plane resolves "localhost" itself, and verifies the server's certificate
-// for <service>.<namespace>.svc), and waits until the aggregator reports the APIService
-// available. An empty caBundle is left for the server under test to fill in.
+// for <service>.<namespace>.svc), and waits until the aggregator serves it. An empty caBundle is
+// left for the server under test to fill in.
 func RegisterAPIService(ctx context.Context, t testing.TB, config *rest.Config, namespace, service string, port int, caBundle []byte) {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(config)
@@ -74,21 +75,7 @@ func RegisterAPIService(ctx context.Context, t testing.TB, config *rest.Config, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last string
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		as, err := aggregator.ApiregistrationV1().APIServices().Get(ctx, APIServiceName, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, c := range as.Status.Conditions {
-			if c.Type == apiregistrationv1.Available {
-				last = c.Reason + ": " + c.Message
-				return c.Status == apiregistrationv1.ConditionTrue, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("APIService %s not available: %v (%s)", APIServiceName, err, last)
+	if err := controlplane.WaitForAPIService(ctx, config, clientsecretv1alpha1.GroupName, "v1alpha1", 60*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
