@@ -36,17 +36,6 @@ func TestScrubClientHeaders(t *testing.T) {
 	assert.ElementsMatch(t, []string{"Accept", "User-Agent", "X-Request-Id"}, left)
 }
 
-func TestImpersonationHeaders(t *testing.T) {
-	h := impersonationHeaders(&user.DefaultInfo{
-		Name: "pinny", UID: "u-1", Groups: []string{"seals", "system:authenticated"},
-		Extra: map[string][]string{"scopes.example.com/a b": {"x", "y"}},
-	})
-	assert.Equal(t, []string{"pinny"}, h.Values("Impersonate-User"))
-	assert.Equal(t, []string{"u-1"}, h.Values("Impersonate-Uid"))
-	assert.Equal(t, []string{"seals", "system:authenticated"}, h.Values("Impersonate-Group"))
-	assert.Equal(t, []string{"x", "y"}, h.Values("Impersonate-Extra-Scopes.example.com%2Fa%20b"))
-}
-
 // allowAll authorizes everything except impersonation of anyone but "allowed-target".
 var allowAll = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	if a.GetVerb() == "impersonate" && a.GetName() != "allowed-target" {

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -163,6 +166,29 @@ func TestProxyAttacksAgainstKubeAPIServer(t *testing.T) {
 					Headers: [][2]string{{"content-type", "application/json"}, {name, strings.ToLower(option)}}, Body: selfSubjectReviewBody})
 				require.NoError(t, err)
 				assert.True(t, resp.Status == http.StatusBadRequest || resp.Reset != "", "%s: %s over HTTP/2: %d %s", name, option, resp.Status, resp.Body)
+			}
+		}
+	})
+
+	t.Run("a remembered certificate is worthless without its key", func(t *testing.T) {
+		// The proxy remembers verified chains; the TLS handshake still proves, on every
+		// connection, that the client holds the key of the certificate it presents.
+		resp, err := rawhttp.HTTP2(ctx, p.addr(), pinny, rawhttp.Request{Method: http.MethodPost, Target: selfSubjectReviewPath,
+			Headers: [][2]string{{"content-type", "application/json"}}, Body: selfSubjectReviewBody})
+		require.NoError(t, err)
+		require.Equal(t, "pinny", reviewedUser(t, resp.Status, resp.Body).Username)
+
+		otherKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		require.NoError(t, err)
+		stolen := pinny.Clone()
+		stolen.Certificates = []tls.Certificate{{Certificate: pinny.Certificates[0].Certificate, PrivateKey: otherKey}}
+		for name, send := range map[string]func(context.Context, string, *tls.Config, rawhttp.Request) (*rawhttp.Response, error){
+			"HTTP/1.1": rawhttp.HTTP1, "HTTP/2": rawhttp.HTTP2,
+		} {
+			resp, err := send(ctx, p.addr(), stolen, rawhttp.Request{Method: http.MethodPost, Target: selfSubjectReviewPath,
+				Headers: [][2]string{{"content-type", "application/json"}}, Body: selfSubjectReviewBody})
+			if err == nil {
+				t.Errorf("%s: pinny's certificate with another key got an answer: %d %s", name, resp.Status, resp.Body)
 			}
 		}
 	})

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"sealion.dev/core/certauthority"
 	"sealion.dev/core/testing/controlplane"
@@ -80,10 +81,7 @@ func startProxy(t *testing.T) *proxyUnderTest {
 	require.NoError(t, err)
 	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "impersonation-proxy"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"users", "groups", "serviceaccounts"}, Verbs: []string{"impersonate"}},
-			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"impersonate"}},
-		},
+		Rules:      deployedProxyRules(t),
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	bind(t, admin, "", "impersonation-proxy", "impersonation-proxy", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "impersonation-proxy", Namespace: "default"})
@@ -169,6 +167,22 @@ func (p *proxyUnderTest) whoami(t *testing.T, kubeconfig string, args ...string)
 	var review authenticationv1.SelfSubjectReview
 	require.NoError(t, json.Unmarshal([]byte(out), &review))
 	return review.Status.UserInfo
+}
+
+// deployedProxyRules are the rules deploy/02-rbac.yaml grants the proxy's ServiceAccount.
+func deployedProxyRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	manifest, err := os.ReadFile(filepath.Join("..", "..", "deploy", "02-rbac.yaml"))
+	require.NoError(t, err)
+	for _, doc := range strings.Split(string(manifest), "\n---\n") {
+		var role rbacv1.ClusterRole
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &role))
+		if role.Kind == "ClusterRole" && role.Name == "pinniped-concierge-impersonation-proxy" {
+			return role.Rules
+		}
+	}
+	t.Fatal("deploy/02-rbac.yaml has no ClusterRole pinniped-concierge-impersonation-proxy")
+	return nil
 }
 
 func bind(t *testing.T, admin kubernetes.Interface, ns, name, clusterRole string, subject rbacv1.Subject) {
