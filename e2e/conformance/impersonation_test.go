@@ -337,7 +337,7 @@ func TestImpersonationProxyDisabledWhereControlPlaneVisible(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no Disabled ImpersonationProxy strategy: %+v", last)
 			}
-			if _, err := kubeClient(t, cfg).CoreV1().Services("pinniped-concierge").Get(ctx, "pinniped-concierge-impersonation-proxy-load-balancer", metav1.GetOptions{}); err == nil {
+			if _, err := kubeClient(t, cfg).CoreV1().Services("pinniped-concierge").Get(ctx, proxyLoadBalancerService, metav1.GetOptions{}); err == nil {
 				t.Error("the proxy's load balancer Service exists although the proxy is disabled")
 			}
 			return ctx

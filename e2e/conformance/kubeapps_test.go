@@ -66,7 +66,7 @@ func TestKubeappsManagedClusterGuide(t *testing.T) {
 				t.Fatal(err)
 			}
 			endpoint, caData = jqString(t, kubeappsEndpointQuery, out), jqString(t, kubeappsCAQuery, out)
-			svc, err := kubeClient(t, cfg).CoreV1().Services("pinniped-concierge").Get(ctx, "pinniped-concierge-impersonation-proxy-load-balancer", metav1.GetOptions{})
+			svc, err := kubeClient(t, cfg).CoreV1().Services("pinniped-concierge").Get(ctx, proxyLoadBalancerService, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +50,10 @@ const (
 // benchConcurrency are the steps of the curves, up to the 500 concurrent clients of a busy cluster.
 var benchConcurrency = []int{1, 16, 64, 256, 500}
 
+// benchProcesses are the servers whose CPU time a step of the benchmark reports per call: every
+// node of the simulated cluster runs on this machine, so /proc sees them all.
+var benchProcesses = []string{"pinniped-concierge", "kube-apiserver", "etcd"}
+
 // TestImpersonationProxyBenchmark measures what the impersonation proxy costs against talking to
 // the kube-apiserver directly: GET and LIST latency and throughput at several concurrencies, watch
 // event delay, exec and port-forward byte throughput, and the Concierge's memory. It is a measurement printed as benchmark lines for
@@ -56,8 +63,9 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 	if !benchmarking() {
 		t.Skip("the impersonation proxy benchmark runs only with SEALION_E2E_BENCH=true")
 	}
-	var direct, viaProxy kubernetes.Interface
-	var directConfig, proxyConfig *rest.Config
+	var direct, viaProxy, viaPod kubernetes.Interface
+	var directConfig, proxyConfig, podConfig *rest.Config
+	var connect func(context.Context)
 	var ns string
 	f := features.New("ImpersonationProxy benchmark").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -73,6 +81,25 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 				t.Fatal("no credential from the proxy for pinny")
 			}
 			ns = benchNamespace(ctx, t, cfg)
+			ca, err := base64.StdEncoding.DecodeString(proxy.CertificateAuthorityData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The proxy's certificates last 5 minutes, less than the benchmark: each phase
+			// starts with a new one, as kubectl's credential plugin would get.
+			connect = func(ctx context.Context) {
+				cred := proxyExchange(ctx, t, proxy, "pinny:correct horse").Status.Credential
+				if cred == nil {
+					t.Fatal("no credential from the proxy for pinny")
+				}
+				proxyConfig = &rest.Config{Host: proxy.Endpoint, TLSClientConfig: rest.TLSClientConfig{
+					CAData: ca, CertData: []byte(cred.ClientCertificateData), KeyData: []byte(cred.ClientKeyData),
+				}}
+				viaProxy = benchClient(t, proxyConfig)
+				podConfig = proxyPodConfig(ctx, t, kubeClient(t, cfg), proxyConfig)
+				viaPod = benchClient(t, podConfig)
+			}
+			connect(ctx)
 
 			// Both paths reach the kube-apiserver as pinny with pinny's groups: through the proxy,
 			// which impersonates the certificate's user; directly, with the admin credentials
@@ -80,16 +107,8 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 			directConfig = rest.CopyConfig(cfg.Client().RESTConfig())
 			directConfig.Impersonate = rest.ImpersonationConfig{UserName: "pinny", Groups: parseCert(t, cred.ClientCertificateData).Subject.Organization}
 			direct = benchClient(t, directConfig)
-			ca, err := base64.StdEncoding.DecodeString(proxy.CertificateAuthorityData)
-			if err != nil {
-				t.Fatal(err)
-			}
-			proxyConfig = &rest.Config{Host: proxy.Endpoint, TLSClientConfig: rest.TLSClientConfig{
-				CAData: ca, CertData: []byte(cred.ClientCertificateData), KeyData: []byte(cred.ClientKeyData),
-			}}
-			viaProxy = benchClient(t, proxyConfig)
 			// RBAC, and the proxy's cache of denials, take a moment to see the new binding.
-			for name, c := range map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy} {
+			for name, c := range map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy, "proxy-pod": viaPod} {
 				var lastErr error
 				if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 					_, lastErr = c.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
@@ -103,17 +122,18 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 		Assess("measure direct access against the proxy", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			kube := kubeClient(t, cfg)
 			memBefore := conciergeMemory(ctx, t, kube)
+			// GET one ConfigMap; LIST all of them.
 			ops := []struct {
-				id, name string
-				call     func(c kubernetes.Interface) func(context.Context) error
+				id   string
+				call func(c kubernetes.Interface) func(context.Context) error
 			}{
-				{"GET", "GET one ConfigMap", func(c kubernetes.Interface) func(context.Context) error {
+				{"GET", func(c kubernetes.Interface) func(context.Context) error {
 					return func(ctx context.Context) error {
 						_, err := c.CoreV1().ConfigMaps(ns).Get(ctx, benchObjectName(0), metav1.GetOptions{})
 						return err
 					}
 				}},
-				{"LIST", fmt.Sprintf("LIST %d ConfigMaps", benchObjects+1), func(c kubernetes.Interface) func(context.Context) error {
+				{"LIST", func(c kubernetes.Interface) func(context.Context) error {
 					return func(ctx context.Context) error {
 						_, err := c.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 						return err
@@ -123,13 +143,15 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 			fmt.Printf("proxy-cluster: %s %s\n", steps.ClusterFrom(ctx).Info.Name, steps.ClusterFrom(ctx).Name)
 			loadrun.WriteUnits(os.Stdout)
 			for _, op := range ops {
+				connect(ctx)
 				for _, clients := range benchConcurrency {
-					d := proxyBenchStep(ctx, t, op.name+" directly", clients, op.call(direct))
-					p := proxyBenchStep(ctx, t, op.name+" through the proxy", clients, op.call(viaProxy))
-					loadrun.Write(os.Stdout, fmt.Sprintf("Proxy%s/path=direct/clients=%d", op.id, clients), d.Figures()...)
-					loadrun.Write(os.Stdout, fmt.Sprintf("Proxy%s/path=proxy/clients=%d", op.id, clients), p.Figures()...)
+					d := proxyBenchStep(ctx, t, op.id, "direct", clients, op.call(direct))
+					p := proxyBenchStep(ctx, t, op.id, "proxy", clients, op.call(viaProxy))
+					pod := proxyBenchStep(ctx, t, op.id, "proxy-pod", clients, op.call(viaPod))
 					loadrun.Write(os.Stdout, fmt.Sprintf("ProxyOverDirect/operation=%s/clients=%d", op.id, clients),
 						loadrun.Figure{Value: p.Rate / d.Rate, Unit: loadrun.Ratio})
+					loadrun.Write(os.Stdout, fmt.Sprintf("ProxyPodOverDirect/operation=%s/clients=%d", op.id, clients),
+						loadrun.Figure{Value: pod.Rate / d.Rate, Unit: loadrun.Ratio})
 					loadrun.Write(os.Stdout, fmt.Sprintf("ProxyAddedLatency/operation=%s/clients=%d", op.id, clients),
 						loadrun.Figure{Value: float64((p.P50 - d.P50).Microseconds()) / 1000, Unit: loadrun.P50Millis})
 				}
@@ -137,6 +159,7 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 			// The updates are sent without client-side rate limiting, like the measured calls: at
 			// client-go's default 5 a second the burst alone would take half an hour.
 			writer := benchClient(t, rest.CopyConfig(cfg.Client().RESTConfig()))
+			connect(ctx)
 			delays, err := watchDelays(ctx, writer, ns, map[string]kubernetes.Interface{"direct": direct, "proxy": viaProxy})
 			if err != nil {
 				t.Fatal(err)
@@ -157,20 +180,22 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 					loadrun.Figure{Value: float64(b.longestGap.Microseconds()) / 1000, Unit: loadrun.MaxGapMillis})
 			}
 			pod := startStreamer(ctx, t, kube, ns)
+			connect(ctx)
 			for _, op := range []struct {
 				id       string
 				transfer func(config *rest.Config, ns, pod string) func(context.Context) (time.Duration, error)
 			}{{"exec", execTransfer}, {"port-forward", forwardTransfer}} {
 				rates, err := streamThroughput(ctx, map[string]func(context.Context) (time.Duration, error){
-					"direct": op.transfer(directConfig, ns, pod), "proxy": op.transfer(proxyConfig, ns, pod),
+					"direct": op.transfer(directConfig, ns, pod), "proxy": op.transfer(proxyConfig, ns, pod), "proxy-pod": op.transfer(podConfig, ns, pod),
 				})
 				if err != nil {
 					t.Fatalf("%s: %v", op.id, err)
 				}
-				for _, path := range []string{"direct", "proxy"} {
+				for _, path := range []string{"direct", "proxy", "proxy-pod"} {
 					loadrun.Write(os.Stdout, "ProxyStream/operation="+op.id+"/path="+path, loadrun.Figure{Value: rates[path], Unit: loadrun.MBPerSecond})
 				}
 				loadrun.Write(os.Stdout, "ProxyStreamOverDirect/operation="+op.id, loadrun.Figure{Value: rates["proxy"] / rates["direct"], Unit: loadrun.Ratio})
+				loadrun.Write(os.Stdout, "ProxyPodStreamOverDirect/operation="+op.id, loadrun.Figure{Value: rates["proxy-pod"] / rates["direct"], Unit: loadrun.Ratio})
 			}
 			memAfter := conciergeMemory(ctx, t, kube)
 			t.Logf("Concierge container resources (the proxy runs in it): %s", conciergeResources(ctx, t, kube))
@@ -191,6 +216,38 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// proxyPodConfig is proxyConfig aimed at one of the proxy's pods, past the load balancer. On this
+// machine the simulated cloud load balancer relays every byte through a process of its own, on
+// the same cores as everything else, where a cloud's is in its network: the figures through the
+// pod show what the proxy itself costs, the others what a client of this machine's cluster gets.
+func proxyPodConfig(ctx context.Context, t *testing.T, kube kubernetes.Interface, proxyConfig *rest.Config) *rest.Config {
+	t.Helper()
+	endpoint, err := url.Parse(proxyConfig.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := kube.DiscoveryV1().EndpointSlices(conciergeNamespace).List(ctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + proxyLoadBalancerService,
+	})
+	if err != nil {
+		t.Fatalf("listing the proxy's endpoints: %v", err)
+	}
+	for _, s := range eps.Items {
+		for _, e := range s.Endpoints {
+			if len(e.Addresses) == 0 || len(s.Ports) == 0 || s.Ports[0].Port == nil || (e.Conditions.Ready != nil && !*e.Conditions.Ready) {
+				continue
+			}
+			c := rest.CopyConfig(proxyConfig)
+			c.Host = "https://" + net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*s.Ports[0].Port)))
+			// The serving certificate names the load balancer's address, not the pod's.
+			c.TLSClientConfig.ServerName = endpoint.Hostname()
+			return c
+		}
+	}
+	t.Fatalf("the proxy's Service %s has no ready endpoint", proxyLoadBalancerService)
+	return nil
 }
 
 // benchClient builds a clientset without client-side rate limiting, so the server side is measured.
@@ -247,18 +304,37 @@ func (l latencies) percentile(p float64) time.Duration {
 	return l[max(i, 0)]
 }
 
-// proxyBenchStep warms op up (connections are not what is measured), runs it from clients
-// concurrent callers for benchStep, and fails t if a call failed.
-func proxyBenchStep(ctx context.Context, t *testing.T, what string, clients int, op func(context.Context) error) loadrun.Result {
+// proxyBenchStep warms call up (connections are not what is measured), runs it from clients
+// concurrent callers for benchStep, fails t if a call failed, and writes the step's figures with
+// the CPU time each of benchProcesses spent per call.
+func proxyBenchStep(ctx context.Context, t *testing.T, op, path string, clients int, call func(context.Context) error) loadrun.Result {
 	t.Helper()
 	for range 3 {
-		if err := op(ctx); err != nil {
-			t.Fatalf("%s: %v", what, err)
+		if err := call(ctx); err != nil {
+			t.Fatalf("%s %s: %v", op, path, err)
 		}
 	}
-	r := loadrun.Closed(clients, benchStep, func(ctx context.Context, _ int) error { return op(ctx) })
+	before, err := loadrun.CPUOf(benchProcesses...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, process := range benchProcesses {
+		if _, ok := before[process]; !ok {
+			t.Fatalf("no %s process on this machine: its CPU per call cannot be measured", process)
+		}
+	}
+	r := loadrun.Closed(clients, benchStep, func(ctx context.Context, _ int) error { return call(ctx) })
 	if len(r.Failures) > 0 || r.Count == 0 {
-		t.Fatalf("%s with %d clients: %d calls failed, %d succeeded; the first failure: %v", what, clients, len(r.Failures), r.Count, r.Failures)
+		t.Fatalf("%s %s with %d clients: %d calls failed, %d succeeded; the first failure: %v", op, path, clients, len(r.Failures), r.Count, r.Failures)
+	}
+	after, err := loadrun.CPUOf(benchProcesses...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadrun.Write(os.Stdout, fmt.Sprintf("Proxy%s/path=%s/clients=%d", op, path, clients), r.Figures()...)
+	for _, process := range benchProcesses {
+		loadrun.Write(os.Stdout, fmt.Sprintf("ProxyCPU/operation=%s/path=%s/process=%s/clients=%d", op, path, process, clients),
+			loadrun.Figure{Value: float64((after[process] - before[process]).Microseconds()) / float64(r.Count), Unit: loadrun.CPUMicrosPerCall})
 	}
 	return r
 }

@@ -5,11 +5,13 @@
 package loadrun
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,12 +99,17 @@ const (
 	// Seconds is how long something took; Rejected counts requests a server refused.
 	Seconds  = "s"
 	Rejected = "rejected"
+	// CPUMicrosPerCall is a process's CPU time (user and system) per call, in microseconds;
+	// MillisPerCall the time a part of a call took on average, in milliseconds.
+	CPUMicrosPerCall = "cpu-us/call"
+	MillisPerCall    = "ms/call"
 )
 
 // units says which way is better for each unit above.
 var units = map[string]string{
 	PerSecond: "higher", P50Millis: "lower", P99Millis: "lower", Ratio: "higher", MiB: "lower", PerCall: "lower",
 	Seconds: "lower", Rejected: "lower", EventsPerSecond: "higher", MaxGapMillis: "lower", MBPerSecond: "higher",
+	CPUMicrosPerCall: "lower", MillisPerCall: "lower",
 }
 
 // WriteUnits writes the unit metadata lines.
@@ -157,4 +164,45 @@ func MemoryOf(pid int) (Memory, error) {
 		return Memory{}, fmt.Errorf("no VmRSS or VmHWM in /proc/%d/status", pid)
 	}
 	return m, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux this runs on.
+const clockTicks = 100
+
+// CPUOf sums the CPU time (user and system) of the processes on this host whose executable's
+// base name (argv[0]) is one of names, per name: the servers of a cluster whose nodes run here.
+func CPUOf(names ...string) (map[string]time.Duration, error) {
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return nil, err
+	}
+	cpu := map[string]time.Duration{}
+	for _, dir := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+		if err != nil {
+			continue // gone
+		}
+		name := filepath.Base(strings.SplitN(string(cmdline), "\x00", 2)[0])
+		if !slices.Contains(names, name) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis start at the state (field 3);
+		// utime and stime are fields 14 and 15.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) < 13 {
+			return nil, fmt.Errorf("%s/stat: too few fields", dir)
+		}
+		for _, f := range fields[11:13] {
+			ticks, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s/stat: %w", dir, err)
+			}
+			cpu[name] += time.Duration(ticks) * time.Second / clockTicks
+		}
+	}
+	return cpu, nil
 }

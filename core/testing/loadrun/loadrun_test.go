@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -37,8 +38,10 @@ func TestWrite(t *testing.T) {
 	Write(&b, "Proxy/ratio", Figure{0.93, Ratio})
 	want := `Unit MB/s better=higher
 Unit MiB better=lower
+Unit cpu-us/call better=lower
 Unit events/s better=higher
 Unit max-gap-ms better=lower
+Unit ms/call better=lower
 Unit p50-ms better=lower
 Unit p99-ms better=lower
 Unit ratio better=higher
@@ -64,5 +67,27 @@ func TestMemoryOf(t *testing.T) {
 	}
 	if _, err := MemoryOf(-1); err == nil {
 		t.Error("MemoryOf(-1) succeeded")
+	}
+}
+
+// CPUOf finds this test binary by its name and sees the CPU it burns.
+func TestCPUOf(t *testing.T) {
+	self := filepath.Base(os.Args[0])
+	before, err := CPUOf(self, "no-such-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := before["no-such-server"]; ok {
+		t.Error("a CPU time for a process that does not run")
+	}
+	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
+	}
+	after, err := CPUOf(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200 ms of wall time on one goroutine is at least 100 ms of CPU even on a busy machine.
+	if burnt := after[self] - before[self]; burnt < 100*time.Millisecond {
+		t.Errorf("%v of CPU measured for a 200 ms busy loop", burnt)
 	}
 }
