@@ -40,7 +40,17 @@ type environment struct {
 	kube       kubernetes.Interface
 	supervisor supervisorclientset.Interface
 	dir        string
-	// address is where the Supervisor's HTTPS listener is, on 127.0.0.1.
+	// binary is the Supervisor built for the tests, which start more replicas of it.
+	binary string
+	// ca signs every TLS certificate the tests give the Supervisor.
+	ca *certauthority.CA
+	// The Supervisor every test uses; its issuers name its port.
+	*supervisorProcess
+}
+
+// supervisorProcess is one replica of the Supervisor, a child process.
+type supervisorProcess struct {
+	// address is where its HTTPS listener is, on 127.0.0.1.
 	address string
 	// port is its port, which issuer URLs name so that clients connect to it.
 	port int
@@ -48,8 +58,6 @@ type environment struct {
 	httpAddress string
 	// apiPort is the port of its aggregated API, on 127.0.0.1.
 	apiPort int
-	// ca signs every TLS certificate the tests give the Supervisor.
-	ca      *certauthority.CA
 	process *exec.Cmd
 	done    chan struct{}
 	logPath string
@@ -90,8 +98,8 @@ func setUp(ctx context.Context) (*environment, error) {
 	if e.ca, err = certauthority.New("supervisor integration test CA", time.Hour); err != nil {
 		return e, err
 	}
-	binary := filepath.Join(dir, "pinniped-supervisor")
-	build := exec.Command("go", "build", "-o", binary, "sealion.dev/servers/supervisor")
+	e.binary = filepath.Join(dir, "pinniped-supervisor")
+	build := exec.Command("go", "build", "-o", e.binary, "sealion.dev/servers/supervisor")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		return e, fmt.Errorf("go build: %w\n%s", err, out)
@@ -120,21 +128,17 @@ func setUp(ctx context.Context) (*environment, error) {
 			return e, err
 		}
 	}
-	if err := e.startSupervisor(ctx, binary); err != nil {
+	e.supervisorProcess, err = e.startSupervisor(ctx, "supervisor")
+	if err != nil {
 		return e, err
 	}
-	return e, nil
+	// /readyz answers 200 once the Supervisor has loaded what the namespace holds.
+	return e, e.waitFor(ctx, "/readyz")
 }
 
 func (e *environment) tearDown() {
-	if e.process != nil {
-		_ = syscall.Kill(-e.process.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-e.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-e.process.Process.Pid, syscall.SIGKILL)
-			<-e.done
-		}
+	if e.supervisorProcess != nil {
+		e.stop()
 	}
 	if e.cp != nil {
 		if err := e.cp.Stop(); err != nil {
@@ -165,22 +169,26 @@ func (e *environment) installCRDs(ctx context.Context) error {
 	return err
 }
 
-func (e *environment) startSupervisor(ctx context.Context, binary string) error {
+// startSupervisor starts a replica of the Supervisor named name (for its files in e.dir) on new
+// ports and waits until it answers /healthz, which it does from the start, with the bootstrap
+// certificate.
+func (e *environment) startSupervisor(ctx context.Context, name string) (*supervisorProcess, error) {
+	p := &supervisorProcess{}
 	var apiAddress string
-	for _, addr := range []*string{&e.address, &e.httpAddress, &apiAddress} {
+	for _, addr := range []*string{&p.address, &p.httpAddress, &apiAddress} {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		*addr = l.Addr().String()
 		_ = l.Close()
 	}
-	_, port, _ := net.SplitHostPort(e.address)
-	e.port, _ = strconv.Atoi(port)
+	_, port, _ := net.SplitHostPort(p.address)
+	p.port, _ = strconv.Atoi(port)
 	_, port, _ = net.SplitHostPort(apiAddress)
-	e.apiPort, _ = strconv.Atoi(port)
+	p.apiPort, _ = strconv.Atoi(port)
 
-	configFile := filepath.Join(e.dir, "pinniped.yaml")
+	configFile := filepath.Join(e.dir, name+".yaml")
 	config := fmt.Sprintf(`names:
   defaultTLSCertificateSecret: %s
 labels:
@@ -191,47 +199,66 @@ endpoints:
   https: {network: tcp, address: "%s"}
   http: {network: tcp, address: "%s"}
 aggregatedAPIServerPort: %d
-`, defaultTLSSecret, e.address, e.httpAddress, e.apiPort)
+`, defaultTLSSecret, p.address, p.httpAddress, p.apiPort)
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
-		return err
+		return nil, err
 	}
-	e.logPath = filepath.Join(e.dir, "supervisor.log")
-	logFile, err := os.Create(e.logPath)
+	p.logPath = filepath.Join(e.dir, name+".log")
+	logFile, err := os.Create(p.logPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	kubeconfig, err := e.serviceAccountKubeconfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cmd := exec.Command(binary, "--config", configFile, "--kubeconfig", kubeconfig, "--namespace", supervisorNamespace, "--bind-address", "127.0.0.1")
+	cmd := exec.Command(e.binary, "--config", configFile, "--kubeconfig", kubeconfig, "--namespace", supervisorNamespace, "--bind-address", "127.0.0.1")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return err
+		return nil, err
 	}
-	e.process, e.done = cmd, make(chan struct{})
+	p.process, p.done = cmd, make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		_ = logFile.Close()
-		close(e.done)
+		close(p.done)
 	}()
-	// Health is served from the start, with the bootstrap certificate.
-	insecure := e.httpClient(nil)
+	if err := p.waitFor(ctx, "/healthz"); err != nil {
+		p.stop()
+		return p, err
+	}
+	return p, nil
+}
+
+// waitFor waits until p answers path with 200, on any host name.
+func (p *supervisorProcess) waitFor(ctx context.Context, path string) error {
+	insecure := p.httpClient(nil)
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
-		case <-e.done:
+		case <-p.done:
 			return false, fmt.Errorf("the Supervisor exited")
 		default:
 		}
-		resp, err := insecure.Get("https://anything.example.test/healthz")
+		resp, err := insecure.Get("https://anything.example.test" + path)
 		if err != nil {
 			return false, nil
 		}
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
+}
+
+// stop ends p as the kubelet would, SIGTERM and then SIGKILL, and waits for it.
+func (p *supervisorProcess) stop() {
+	_ = syscall.Kill(-p.process.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-p.process.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that acts as the Supervisor's ServiceAccount (the
@@ -248,16 +275,16 @@ func (e *environment) serviceAccountKubeconfig() (string, error) {
 	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
-// httpClient connects to the Supervisor whatever the URL's host, sending that host as the TLS
-// server name (SNI) and Host header, and trusts roots; nil roots skips verification.
-func (e *environment) httpClient(roots *x509.CertPool) *http.Client {
+// httpClient connects to p whatever the URL's host, sending that host as the TLS server name
+// (SNI) and Host header, and trusts roots; nil roots skips verification.
+func (p *supervisorProcess) httpClient(roots *x509.CertPool) *http.Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
 	tlsConfig := &tls.Config{RootCAs: roots, InsecureSkipVerify: roots == nil} //nolint:gosec // only for the bootstrap probe
 	return &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return dialer.DialContext(ctx, "tcp", e.address)
+				return dialer.DialContext(ctx, "tcp", p.address)
 			},
 			TLSClientConfig: tlsConfig,
 		},
@@ -266,10 +293,15 @@ func (e *environment) httpClient(roots *x509.CertPool) *http.Client {
 
 // serverLog returns the last lines of the Supervisor's log, for failure messages.
 func (e *environment) serverLog() string {
-	if e == nil || e.logPath == "" {
+	if e == nil || e.supervisorProcess == nil {
 		return ""
 	}
-	data, _ := os.ReadFile(e.logPath)
+	return e.supervisorProcess.serverLog()
+}
+
+// serverLog returns the last lines of p's log.
+func (p *supervisorProcess) serverLog() string {
+	data, _ := os.ReadFile(p.logPath)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if len(lines) > 40 {
 		lines = lines[len(lines)-40:]

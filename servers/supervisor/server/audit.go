@@ -18,11 +18,11 @@ const auditIDHeader = "Audit-ID"
 // withAudit gives each request a new audit ID (a client's own Audit-ID header is not trusted:
 // it would let anyone forge log correlations), returns it in the Audit-ID header, puts it in the
 // request's context for the endpoints' events, and writes Pinniped's "HTTP Request Received" and
-// "HTTP Request Completed" events around the request. Probes of /healthz are audited only when
-// internalPaths.
+// "HTTP Request Completed" events around the request. Probes (/healthz, /readyz) are audited
+// only when internalPaths.
 func withAudit(next http.Handler, log *audit.Logger, internalPaths bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" && !internalPaths {
+		if isProbe(r.URL.Path) && !internalPaths {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -77,7 +77,7 @@ func auditedServer(t *testing.T, file string, handler func(c CompletedConfig) ht
 	log := &lockedBuffer{}
 	c.AuditOutput = log
 	cc := c.Complete()
-	listeners, err := cc.listen(handler(cc), nil)
+	listeners, err := cc.listen(handler(cc), nil, &readiness{})
 	if err != nil {
 		t.Fatal(err)
 	}

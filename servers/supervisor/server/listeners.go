@@ -24,6 +24,8 @@ type listener struct {
 	ln                             net.Listener
 	server                         *http.Server
 	shutdownDelay, shutdownTimeout time.Duration
+	// ready is the readiness the listeners share; the first to stop starts the drain.
+	ready *readiness
 }
 
 // maxHeaderBytes bounds a request's line and headers. Ours are small: the longest is an authorize
@@ -34,15 +36,16 @@ const maxHeaderBytes = 64 << 10
 
 // listen opens the configured listeners for handler, HTTPS with the certificate getCertificate
 // chooses. Listening here, before Run, reports a port in use when the server is constructed. The
-// listeners share one in-flight limit, and answer /healthz outside it, so that a flood does not
-// fail the probes and get the pod restarted. A connection served the bootstrap certificate gets
-// nothing but /healthz. Every request is audited, /healthz only when the configuration asks.
-func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) ([]*listener, error) {
+// listeners share one in-flight limit, and answer the probes (/healthz, and /readyz from ready)
+// outside it, so that a flood does not fail them and get the pod restarted. A connection served
+// the bootstrap certificate gets nothing but the probes. Every request is audited, the probes
+// only when the configuration asks.
+func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error), ready *readiness) ([]*listener, error) {
 	limited, err := c.queuing(handler)
 	if err != nil {
 		return nil, err
 	}
-	handler = withHealthz(limited)
+	handler = withProbes(limited, ready)
 	handler = withoutBootstrapConnections(handler)
 	handler = withAudit(handler, c.audit, c.File.Audit.LogInternalPaths.Enabled())
 	httpsConfig := c.File.TLSProfile.ServerConfig()
@@ -68,7 +71,7 @@ func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.C
 			return nil, fmt.Errorf("%s listener: %w", e.name, err)
 		}
 		listeners = append(listeners, &listener{
-			name: e.name, network: e.config.Network, ln: ln, shutdownDelay: c.ShutdownDelay, shutdownTimeout: c.ShutdownTimeout,
+			name: e.name, network: e.config.Network, ln: ln, shutdownDelay: c.ShutdownDelay, shutdownTimeout: c.ShutdownTimeout, ready: ready,
 			server: &http.Server{
 				Handler:           handler,
 				ConnContext:       sni.ConnContext,
@@ -88,7 +91,7 @@ func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.C
 //
 // A stopping pod is taken out of its Services' endpoints at once, but kube-proxy and load
 // balancers follow only within seconds, and until then new connections still arrive: the
-// listener keeps accepting them for shutdownDelay. It then stops accepting and lets the requests
+// listener keeps accepting them for shutdownDelay, while /readyz fails for those that probe it. It then stops accepting and lets the requests
 // in flight finish, for up to shutdownTimeout. Their contexts do not end with ctx: a refresh
 // that has rotated the upstream's token must still store it, or the session is lost.
 func (l *listener) serve(ctx context.Context, errc chan<- error) {
@@ -111,6 +114,7 @@ func (l *listener) serve(ctx context.Context, errc chan<- error) {
 		case err := <-done:
 			errc <- fmt.Errorf("%s listener stopped: %w", l.name, err)
 		case <-ctx.Done():
+			l.ready.drain()
 			select {
 			case err := <-done:
 				errc <- fmt.Errorf("%s listener stopped: %w", l.name, err)
@@ -145,28 +149,35 @@ func (c completedConfig) queuing(next http.Handler) (http.Handler, error) {
 	return fairqueue.WithFairQueuing(next, reads, writes, nil), nil
 }
 
-// withHealthz answers /healthz on any host, for probes, and passes everything else to next.
-func withHealthz(next http.Handler) http.Handler {
+// withProbes answers the probes on any host: /healthz (liveness) with 200 while the process
+// serves, /readyz (readiness) from ready. It passes everything else to next.
+func withProbes(next http.Handler, ready *readiness) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
+		switch r.URL.Path {
+		case "/healthz":
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			_, _ = w.Write([]byte("ok"))
-			return
+		case "/readyz":
+			ready.ServeHTTP(w, r)
+		default:
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
 }
+
+// isProbe says whether path is one of the probes' paths.
+func isProbe(path string) bool { return path == "/healthz" || path == "/readyz" }
 
 // invalidCertificateConfiguration is what Pinniped's Supervisor answers, with 500, on a connection
 // served the bootstrap certificate; operators search for it.
 const invalidCertificateConfiguration = "pinniped supervisor has invalid TLS serving certificate configuration"
 
-// withoutBootstrapConnections answers every request but /healthz on a connection that was served
-// the bootstrap certificate with 500 and invalidCertificateConfiguration: no certificate is
-// configured for the name the client asked for, and no default one either.
+// withoutBootstrapConnections answers every request but the probes on a connection that was
+// served the bootstrap certificate with 500 and invalidCertificateConfiguration: no certificate
+// is configured for the name the client asked for, and no default one either.
 func withoutBootstrapConnections(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/healthz" && sni.Bootstrapped(r.Context()) {
+		if !isProbe(r.URL.Path) && sni.Bootstrapped(r.Context()) {
 			http.Error(w, invalidCertificateConfiguration, http.StatusInternalServerError)
 			return
 		}

@@ -30,7 +30,7 @@ func TestListenerLimits(t *testing.T) {
 			arrived <- struct{}{}
 			<-release
 		}
-	}), nil)
+	}), nil, &readiness{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +89,7 @@ func TestListenerLimits(t *testing.T) {
 		_ = resp.Body.Close()
 	}
 	want(http.MethodGet, "/healthz", nil, http.StatusOK)
+	want(http.MethodGet, "/readyz", nil, http.StatusOK)
 	// A request that arrives while every seat is taken is served once one frees up.
 	waiting := make(chan int, 1)
 	go func() {
@@ -124,7 +125,7 @@ func TestListenerStopsGracefully(t *testing.T) {
 			<-release
 			ctxErr <- r.Context().Err()
 		}
-	}), nil)
+	}), nil, &readiness{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,10 +153,19 @@ func TestListenerStopsGracefully(t *testing.T) {
 		inFlight <- err
 	}()
 	<-arrived
+	if code, err := get("/readyz"); err != nil || code != http.StatusOK {
+		t.Errorf("/readyz before the stop: %d, %v; want 200", code, err)
+	}
 	cancel()
 	time.Sleep(100 * time.Millisecond)
 	if code, err := get("/new"); err != nil || code != http.StatusOK {
 		t.Errorf("a new connection right after the stop: %d, %v; want it served during the shutdown delay", code, err)
+	}
+	if code, err := get("/readyz"); err != nil || code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz right after the stop: %d, %v; want 503, so that whatever probes it stops sending here", code, err)
+	}
+	if code, err := get("/healthz"); err != nil || code != http.StatusOK {
+		t.Errorf("/healthz right after the stop: %d, %v; want 200: the process is alive", code, err)
 	}
 	close(release)
 	if err := <-ctxErr; err != nil {
@@ -198,7 +208,7 @@ tls:
 	if err != nil {
 		t.Fatal(err)
 	}
-	listeners, err := c.Complete().listen(http.NotFoundHandler(), func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil })
+	listeners, err := c.Complete().listen(http.NotFoundHandler(), func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }, &readiness{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +248,7 @@ func TestListenerFloodDoesNotLockOthersOut(t *testing.T) {
 `)
 	c.MaxMutatingRequestsInFlight = 1
 	recorder := &floodtest.Recorder{}
-	listeners, err := c.Complete().listen(recorder, nil)
+	listeners, err := c.Complete().listen(recorder, nil, &readiness{})
 	if err != nil {
 		t.Fatal(err)
 	}

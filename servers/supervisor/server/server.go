@@ -138,6 +138,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}, registry, connectors.Settings{
 		TLSProfile:            c.File.TLSProfile,
 		IgnoreUserInfoIssuers: c.File.OIDC.IgnoreUserInfoEndpoint.WhenIssuerExactlyMatches,
+		ConnectTimeout:        c.File.Upstreams.ConnectTimeout(),
 	})
 	clients := oidcclientcontroller.New(c.Namespace, c.Controllers.Supervisor, oidcclientcontroller.Informers{
 		OIDCClients: oidcClients,
@@ -147,8 +148,14 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	ready := &readiness{loaders: []loader{
+		{"the FederationDomain controller", federationDomains.Synced},
+		{"the upstream identity provider controller", upstreamIDPs.Synced},
+		{"the OIDCClient controller", clients.Synced},
+		{"the session key controller", sessionKeys.Synced},
+	}}
 	// Last, so that no listener stays open when something else fails.
-	listeners, err := c.listen(issuers, certs.GetCertificate)
+	listeners, err := c.listen(issuers, certs.GetCertificate, ready)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func newTLSStateServer(t *testing.T) *tlsStateServer {
 	}
 	storage := sessions.NewStorage(fake.NewClientset().CoreV1().Secrets("supervisor"), &connectors.Registry{}, tokenseal.NewRing())
 	mux := issuer.NewMux(discovery.Endpoints{}, oauth.New(storage, &connectors.Registry{}))
-	listeners, err := c.Complete().listen(mux, certs.GetCertificate)
+	listeners, err := c.Complete().listen(mux, certs.GetCertificate, &readiness{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,6 +135,17 @@ func New(namespace string, supervisor supervisorclientset.Interface, kinds []con
 	return c
 }
 
+// Synced reports whether the objects of every kind that existed at start have been synced once:
+// the registry then holds the connector of each Ready one.
+func (c *Controller) Synced() bool {
+	for _, k := range c.kinds {
+		if !k.loop.Synced() {
+			return false
+		}
+	}
+	return true
+}
+
 // Run runs the controller of every kind until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	var wg sync.WaitGroup
