@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 
 	"github.com/spf13/cobra"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -168,7 +169,8 @@ func loadedCheck(loaders []loader) healthz.HealthChecker {
 	})
 }
 
-// Run starts the Concierge and blocks until ctx ends or the API server fails.
+// Run starts the Concierge and blocks until ctx ends or the API server fails, and then until
+// the controllers have stopped.
 func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -186,8 +188,12 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, f := range s.informers {
 		f.Start(ctx.Done())
 	}
+	// The runners stop with ctx; the impersonation proxy's then drains its connections, which
+	// the process waits for before it exits.
+	var runners sync.WaitGroup
+	defer func() { cancel(); runners.Wait() }()
 	for _, r := range s.runners {
-		go r.Run(ctx)
+		runners.Go(func() { r.Run(ctx) })
 	}
 	// The generic server refuses to start without a certificate, so wait for the first one.
 	select {

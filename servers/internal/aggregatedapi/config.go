@@ -93,8 +93,16 @@ func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
 		return nil, fmt.Errorf("configuring the API server: %w", err)
 	}
 	c.SecureServing.Cert = o.Cert
+	// A stopping replica leaves its Service's endpoints at once, but the aggregator and
+	// kube-proxy follow only within seconds: from the start of its shutdown the server fails
+	// /readyz and keeps serving for ShutdownDelay, then finishes the requests in flight.
+	c.ShutdownDelayDuration = ShutdownDelay
 	return c, nil
 }
+
+// ShutdownDelay is how long a stopping server keeps serving new requests: the seconds endpoints
+// take to converge, well inside the pods' termination grace period of 30 seconds.
+const ShutdownDelay = 5 * time.Second
 
 // policyKinds are the admission plugins of policy kinds, by kind, that clusters serve in
 // admissionregistration.k8s.io/v1 only from some Kubernetes version on: ValidatingAdmissionPolicy

@@ -117,7 +117,7 @@ func New(cfg Config, kube kubernetes.Interface, informers Informers, handler htt
 		signer:            signer,
 		status:            status,
 		cert:              cert,
-		listener:          &listener{address: cfg.Address, handler: handler, cert: cert, tls: cfg.TLS, listen: net.Listen},
+		listener:          &listener{address: cfg.Address, handler: handler, cert: cert, tls: cfg.TLS, listen: net.Listen, drainTimeout: drainTimeout},
 		now:               time.Now,
 	}
 	// The proxy is one thing reconciled as a whole, so every event asks for the same sync.
@@ -133,9 +133,10 @@ func New(cfg Config, kube kubernetes.Interface, informers Informers, handler htt
 	return c
 }
 
-// Run syncs on every change and every resyncInterval until ctx ends, then stops the listener.
+// Run syncs on every change and every resyncInterval until ctx ends, then stops the listener
+// gracefully: the Concierge is shutting down.
 func (c *Controller) Run(ctx context.Context) {
-	defer c.listener.stop(ctx)
+	defer c.listener.stop(ctx, shutdownDelay)
 	c.loop.Run(ctx)
 }
 
@@ -174,7 +175,7 @@ func (c *Controller) reconcile(ctx context.Context) error {
 		return c.disable(ctx, spec.Mode)
 	}
 	if err := validate(spec); err != nil {
-		c.listener.stop(ctx)
+		c.listener.stop(ctx, 0)
 		return c.setupFailed(ctx, err)
 	}
 	signer, err := c.ensureCA(ctx, c.cfg.SignerSecretName, SignerCommonName, SignerTTL, signerRenewBefore)
@@ -300,7 +301,7 @@ func (c *Controller) controlPlaneVisible(ctx context.Context) (bool, error) {
 
 // disable stops the proxy and removes what it exposed; the CAs stay for a later enable.
 func (c *Controller) disable(ctx context.Context, mode configv1alpha1.ImpersonationProxyMode) error {
-	c.listener.stop(ctx)
+	c.listener.stop(ctx, 0)
 	c.signer.Clear()
 	c.cert.clear()
 	err := errors.Join(c.deleteService(ctx, c.cfg.LoadBalancerServiceName), c.deleteService(ctx, c.cfg.ClusterIPServiceName))

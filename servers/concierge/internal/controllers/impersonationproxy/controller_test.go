@@ -93,7 +93,7 @@ func newTestController(t *testing.T, spec configv1alpha1.ImpersonationProxySpec,
 	ciInf.Start(ctx.Done())
 	kubeInf.WaitForCacheSync(ctx.Done())
 	ciInf.WaitForCacheSync(ctx.Done())
-	t.Cleanup(func() { tc.c.listener.stop(context.Background()) })
+	t.Cleanup(func() { tc.c.listener.stop(context.Background(), 0) })
 	return tc
 }
 

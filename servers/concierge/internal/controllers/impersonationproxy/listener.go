@@ -51,6 +51,15 @@ func (s *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	return nil, errors.New("the impersonation proxy has no serving certificate yet")
 }
 
+const (
+	// shutdownDelay is how long a stopping Concierge's proxy serves new connections: the
+	// seconds endpoints take to converge, as for its aggregated API.
+	shutdownDelay = 5 * time.Second
+	// drainTimeout bounds how long it then waits for the requests in flight; both fit in the
+	// pod's termination grace period of 30 seconds.
+	drainTimeout = 10 * time.Second
+)
+
 // listener starts and stops the proxy's HTTPS server.
 type listener struct {
 	address string
@@ -59,6 +68,8 @@ type listener struct {
 	tls     tlsprofile.Profile
 	// listen is net.Listen unless a test replaces it.
 	listen func(network, address string) (net.Listener, error)
+	// drainTimeout is the package's unless a test shortens it.
+	drainTimeout time.Duration
 
 	mu     sync.Mutex
 	server *http.Server
@@ -97,7 +108,8 @@ func (l *listener) start(ctx context.Context) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// Requests do not end with the controller: a stopping proxy lets them finish.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	l.server = server
 	go func() {
@@ -110,14 +122,28 @@ func (l *listener) start(ctx context.Context) error {
 	return nil
 }
 
-// stop closes the listener and every connection, if serving.
-func (l *listener) stop(ctx context.Context) {
+// stop stops serving, if serving. It keeps accepting connections for delay, while the pod
+// leaves its Services' endpoints and load balancers follow; then it stops accepting, lets the
+// requests in flight finish for up to drainTimeout, and closes what is left: watches and
+// streams (exec, attach, port-forward), which end only when their client ends them. Clients
+// re-establish those, as they do when a kube-apiserver stops.
+func (l *listener) stop(ctx context.Context, delay time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.server == nil {
 		return
 	}
+	logger := klog.FromContext(ctx)
+	if delay > 0 {
+		logger.Info("impersonation proxy stopping: serving new connections a while longer", "delay", delay)
+		time.Sleep(delay)
+	}
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.drainTimeout)
+	defer cancel()
+	if err := l.server.Shutdown(drainCtx); err != nil {
+		logger.Info("impersonation proxy stopping: closing the connections still busy", "after", l.drainTimeout)
+	}
 	_ = l.server.Close() // the error is that of closing the listener, which is gone either way
 	l.server = nil
-	klog.FromContext(ctx).Info("impersonation proxy stopped")
+	logger.Info("impersonation proxy stopped")
 }

@@ -3,6 +3,9 @@ package impersonationproxy
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -19,7 +22,7 @@ func TestListenerServerLimits(t *testing.T) {
 	if err := l.start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer l.stop(ctx)
+	defer l.stop(ctx, 0)
 	s := l.server
 	if s.ReadHeaderTimeout != 30*time.Second || s.IdleTimeout != 90*time.Second || s.MaxHeaderBytes != 1<<20 {
 		t.Errorf("read header timeout %v, idle timeout %v, max header bytes %d; want 30s, 90s and 1 MiB",
@@ -61,7 +64,7 @@ func TestListenerCiphers(t *testing.T) {
 	if err := l.start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer l.stop(ctx)
+	defer l.stop(ctx, 0)
 	handshake := func(cipher uint16) (string, error) {
 		conn, err := tls.Dial("tcp", addr, &tls.Config{
 			InsecureSkipVerify: true, //nolint:gosec // only the cipher is under test
@@ -84,5 +87,110 @@ func TestListenerCiphers(t *testing.T) {
 	}
 	if proto != "http/1.1" {
 		t.Errorf("negotiated %q, want http/1.1: HTTP/2 needs an AES-128-GCM cipher", proto)
+	}
+}
+
+// A stopping proxy serves new connections for the shutdown delay, lets a request in flight finish
+// with its context intact, and closes a stream that outlasts the drain; then it is gone.
+func TestListenerStopsGracefully(t *testing.T) {
+	ca, err := certauthority.New("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.IssueServingCert("proxy", nil, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := make(chan struct{}, 2), make(chan struct{})
+	ctxErr := make(chan error, 1)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/in-flight":
+			arrived <- struct{}{}
+			<-release
+			ctxErr <- r.Context().Err()
+		case "/stream":
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			arrived <- struct{}{}
+			<-r.Context().Done() // as a watch: until the client or the server ends it
+		}
+	})
+	var addr string
+	l := &listener{address: "127.0.0.1:0", handler: handler, cert: &servingCert{}, drainTimeout: 500 * time.Millisecond,
+		listen: func(network, address string) (net.Listener, error) {
+			ln, err := net.Listen(network, address)
+			if err == nil {
+				addr = ln.Addr().String()
+			}
+			return ln, err
+		}}
+	if _, err := l.cert.set(certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := l.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Certificate())
+	// A new connection for each request, as from a client the load balancer just sent here.
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}}
+	get := func(path string) (*http.Response, error) { return client.Get("https://" + addr + path) }
+
+	inFlight := make(chan error, 1)
+	go func() {
+		resp, err := get("/in-flight")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+		}
+		inFlight <- err
+	}()
+	streamEnded := make(chan error, 1)
+	go func() {
+		resp, err := get("/stream")
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		streamEnded <- err
+	}()
+	<-arrived
+	<-arrived
+	cancel() // the Concierge stops: the controller's context ends, and Run stops the listener
+	stopped := make(chan struct{})
+	go func() { l.stop(ctx, time.Second); close(stopped) }()
+	time.Sleep(200 * time.Millisecond)
+	if resp, err := get("/new"); err != nil {
+		t.Errorf("a new connection during the shutdown delay: %v; want it served", err)
+	} else {
+		_ = resp.Body.Close()
+	}
+	close(release)
+	if err := <-ctxErr; err != nil {
+		t.Errorf("the request in flight saw its context end with the controller's: %v", err)
+	}
+	if err := <-inFlight; err != nil {
+		t.Errorf("the request in flight: %v", err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not return: the stream kept it waiting past the drain timeout")
+	}
+	select {
+	case <-streamEnded:
+	case <-time.After(5 * time.Second):
+		t.Error("the stream was not closed by the stop")
+	}
+	if resp, err := get("/after"); err == nil {
+		_ = resp.Body.Close()
+		t.Error("the proxy still accepts connections after its stop")
+	}
+	if l.running() {
+		t.Error("the listener reports running after its stop")
 	}
 }
