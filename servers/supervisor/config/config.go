@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -46,6 +47,8 @@ type Config struct {
 	AggregatedAPIServerDisableAdmissionPlugins []string `json:"aggregatedAPIServerDisableAdmissionPlugins,omitempty"`
 	// OIDC tunes the OIDC upstreams.
 	OIDC OIDC `json:"oidc"`
+	// Upstreams tunes the connections to every upstream identity provider.
+	Upstreams Upstreams `json:"upstreams"`
 	// AllowedReservedNames are the exact "system:" usernames and groups a downstream identity may
 	// still carry. Empty by default: no upstream or transformation can log in such an identity.
 	AllowedReservedNames reservednames.Exceptions `json:"allowedReservedNames"`
@@ -57,7 +60,7 @@ type Config struct {
 type Audit struct {
 	// LogUsernamesAndGroups writes usernames and groups in audit events instead of redacting them.
 	LogUsernamesAndGroups audit.Setting `json:"logUsernamesAndGroups,omitempty"`
-	// LogInternalPaths audits the requests of probes to /healthz too.
+	// LogInternalPaths audits the requests of probes to /healthz and /readyz too.
 	LogInternalPaths audit.Setting `json:"logInternalPaths,omitempty"`
 	// TokenFingerprintKeySecret is the Secret in the Supervisor's namespace whose data "key" (at
 	// least 32 bytes) keys the HMAC-SHA256 that names tokens in audit events (tokenID,
@@ -80,6 +83,19 @@ type Names struct {
 type OIDC struct {
 	// IgnoreUserInfoEndpoint names the upstreams whose userinfo endpoint is not read.
 	IgnoreUserInfoEndpoint IgnoreUserInfoEndpoint `json:"ignoreUserInfoEndpoint"`
+}
+
+// Upstreams tunes the connections to every upstream identity provider.
+type Upstreams struct {
+	// ConnectTimeoutSeconds bounds connecting to an upstream (OIDC, LDAP, Active Directory,
+	// GitHub), its TLS handshake included, in seconds: an upstream that drops packets is reported
+	// unreachable, and a login or refresh told so, after this long. 10 by default, 1 to 300.
+	ConnectTimeoutSeconds *int64 `json:"connectTimeoutSeconds,omitempty"`
+}
+
+// ConnectTimeout is ConnectTimeoutSeconds as a duration.
+func (u Upstreams) ConnectTimeout() time.Duration {
+	return time.Duration(*u.ConnectTimeoutSeconds) * time.Second
 }
 
 // IgnoreUserInfoEndpoint names the upstreams whose userinfo endpoint is not read.
@@ -128,6 +144,12 @@ const (
 	// DefaultAggregatedAPIServerPort is the port kubelets also use, which clusters whose
 	// control plane reaches nodes only on a few ports leave open.
 	DefaultAggregatedAPIServerPort = 10250
+	// DefaultUpstreamConnectTimeoutSeconds is a few round trips across continents and a slow
+	// TLS handshake, with room: a login waits this long at most to learn an upstream is down.
+	DefaultUpstreamConnectTimeoutSeconds = 10
+	// MaxUpstreamConnectTimeoutSeconds is the longest allowed: past it, a login's own timeouts
+	// (the CLI's, a browser's) end first.
+	MaxUpstreamConnectTimeoutSeconds = 300
 )
 
 // Load reads, defaults and validates the file at path.
@@ -166,6 +188,10 @@ func (c *Config) setDefaults() {
 	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
+	}
+	if c.Upstreams.ConnectTimeoutSeconds == nil {
+		t := int64(DefaultUpstreamConnectTimeoutSeconds)
+		c.Upstreams.ConnectTimeoutSeconds = &t
 	}
 	if c.Endpoints.HTTPS == nil {
 		c.Endpoints.HTTPS = &Endpoint{Network: NetworkTCP, Address: DefaultHTTPSAddress}
@@ -213,6 +239,9 @@ func (c *Config) validate() error {
 	}
 	if https.Enabled() && http.Enabled() && https.Network == http.Network && https.Address == http.Address {
 		errs = append(errs, fmt.Errorf("endpoints: https and http both listen on %s %s", https.Network, https.Address))
+	}
+	if t := *c.Upstreams.ConnectTimeoutSeconds; t < 1 || t > MaxUpstreamConnectTimeoutSeconds {
+		errs = append(errs, fmt.Errorf("upstreams.connectTimeoutSeconds: must be within 1-%d, got %d", MaxUpstreamConnectTimeoutSeconds, t))
 	}
 	if err := c.AllowedReservedNames.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("allowedReservedNames: %w", err))

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -32,9 +33,13 @@ func TestParseDefaults(t *testing.T) {
 			HTTP:  &Endpoint{Network: NetworkDisabled},
 		},
 		AggregatedAPIServerPort: c.AggregatedAPIServerPort,
+		Upstreams:               Upstreams{ConnectTimeoutSeconds: c.Upstreams.ConnectTimeoutSeconds},
 	}
 	if diff := cmp.Diff(want, c, cmp.AllowUnexported(tlsprofile.Profile{})); diff != "" || *c.APIGroupSuffix != "pinniped.dev" || *c.AggregatedAPIServerPort != 10250 {
 		t.Errorf("defaults (-want +got):\n%s\nsuffix %q, port %d", diff, *c.APIGroupSuffix, *c.AggregatedAPIServerPort)
+	}
+	if got := c.Upstreams.ConnectTimeout(); got != 10*time.Second {
+		t.Errorf("upstreams.connectTimeoutSeconds defaults to %v, want 10s", got)
 	}
 	if got := c.Names.ServingCertificateSecret(); got != "pinniped-supervisor-api-tls-serving-certificate" {
 		t.Errorf("serving certificate Secret %q", got)
@@ -52,6 +57,7 @@ endpoints:
 aggregatedAPIServerPort: 10443
 aggregatedAPIServerDisableAdmissionPlugins: [NamespaceLifecycle]
 oidc: {ignoreUserInfoEndpoint: {whenIssuerExactlyMatches: ["https://issuer.example.com"]}}
+upstreams: {connectTimeoutSeconds: 3}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +71,9 @@ oidc: {ignoreUserInfoEndpoint: {whenIssuerExactlyMatches: ["https://issuer.examp
 	}
 	if got := c.OIDC.IgnoreUserInfoEndpoint.WhenIssuerExactlyMatches; !slices.Equal(got, []string{"https://issuer.example.com"}) {
 		t.Errorf("oidc.ignoreUserInfoEndpoint.whenIssuerExactlyMatches %v", got)
+	}
+	if got := c.Upstreams.ConnectTimeout(); got != 3*time.Second {
+		t.Errorf("upstreams.connectTimeoutSeconds: %v, want 3s", got)
 	}
 	if got := c.TLSProfile.CipherNames(); !slices.Equal(got, []string{"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"}) {
 		t.Errorf("TLS 1.2 ciphers %v", got)
@@ -106,6 +115,8 @@ endpoints:
 			`endpoints.http.address: set to "127.0.0.1:8080" while disabled, should be empty`,
 		}},
 		{name: "ignored issuers not a list", doc: minimal + "oidc: {ignoreUserInfoEndpoint: {whenIssuerExactlyMatches: https://a}}\n", want: []string{"whenIssuerExactlyMatches"}},
+		{name: "upstream connect timeout of zero", doc: minimal + "upstreams: {connectTimeoutSeconds: 0}\n", want: []string{"upstreams.connectTimeoutSeconds: must be within 1-300, got 0"}},
+		{name: "upstream connect timeout too long", doc: minimal + "upstreams: {connectTimeoutSeconds: 301}\n", want: []string{"upstreams.connectTimeoutSeconds: must be within 1-300, got 301"}},
 		{name: "tcp without a port", doc: minimal + "endpoints: {https: {network: tcp, address: localhost}}\n", want: []string{"is not host:port"}},
 	}
 	for _, tt := range tests {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"sealion.dev/fixtures/github"
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/githubidp"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
@@ -42,7 +43,7 @@ func TestGitHubLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = gh.Close() }()
-	ghClient, err := githubidp.NewHTTPClient(gh.CABundle)
+	ghClient, err := githubidp.NewHTTPClient(gh.CABundle, connectors.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,10 @@ package connectors
 
 import (
 	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +47,36 @@ type Settings struct {
 	// IgnoreUserInfoIssuers are the OIDC issuers whose userinfo endpoint is never read
 	// (oidc.ignoreUserInfoEndpoint.whenIssuerExactlyMatches).
 	IgnoreUserInfoIssuers []string
+	// ConnectTimeout bounds connecting to an upstream, TLS handshake included
+	// (upstreams.connectTimeoutSeconds); DefaultConnectTimeout when zero.
+	ConnectTimeout time.Duration
+}
+
+// DefaultConnectTimeout is the configuration's default for ConnectTimeout.
+const DefaultConnectTimeout = 10 * time.Second
+
+// connectTimeout is ConnectTimeout, defaulted.
+func (s Settings) connectTimeout() time.Duration {
+	if s.ConnectTimeout > 0 {
+		return s.ConnectTimeout
+	}
+	return DefaultConnectTimeout
+}
+
+// Dialer connects to upstreams within the connect timeout. Without it, a connection to an
+// upstream that drops packets waits for the kernel to give up, minutes later.
+func (s Settings) Dialer() *net.Dialer {
+	return &net.Dialer{Timeout: s.connectTimeout(), KeepAlive: 30 * time.Second}
+}
+
+// HTTPTransport is a transport to HTTPS upstreams with tlsConfig that connects, and completes
+// the TLS handshake, within the connect timeout; otherwise net/http's default transport.
+func (s Settings) HTTPTransport(tlsConfig *tls.Config) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = s.Dialer().DialContext
+	t.TLSHandshakeTimeout = s.connectTimeout()
+	t.TLSClientConfig = tlsConfig
+	return t
 }
 
 // Factory opens an object: it checks the object with its inputs, probes the upstream, and

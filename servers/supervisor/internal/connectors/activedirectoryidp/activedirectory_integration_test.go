@@ -17,7 +17,6 @@ import (
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/activedirectory"
-	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/activedirectoryidp"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
@@ -272,7 +271,7 @@ func TestConnect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, conds := activedirectoryidp.Prepare(tt.spec, 2, secret(tt.password), a.CABundle, nil, tlsprofile.Profile{})
+			cfg, conds := activedirectoryidp.Prepare(tt.spec, 2, secret(tt.password), a.CABundle, nil, connectors.Settings{})
 			if cfg == nil {
 				t.Fatalf("Prepare: %+v", conds)
 			}

@@ -44,7 +44,7 @@ func open(ctx context.Context, idp *idpv1alpha1.ActiveDirectoryIdentityProvider,
 		return nil, nil, err
 	}
 	caBundle, tlsErr := in.CABundle("spec.tls", idp.Spec.TLS)
-	cfg, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr, in.TLSProfile)
+	cfg, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr, in.Settings)
 	if cfg == nil {
 		return nil, conds, nil
 	}

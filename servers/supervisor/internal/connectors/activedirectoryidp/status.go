@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
-	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapidp"
@@ -19,10 +18,10 @@ import (
 
 // Prepare checks the bind Secret (nil when it does not exist) and the outcome of resolving
 // spec.tls (caBundle, or tlsErr), and returns the configuration for Connect, which offers the
-// ciphers of profile. When either check
+// ciphers of settings' TLS profile and connects within its connect timeout. When either check
 // fails there is nothing to connect with: the configuration is nil and, as upstream,
 // SearchBaseFound and LDAPConnectionValid are left out (those of an earlier run stay).
-func Prepare(spec idpv1alpha1.ActiveDirectoryIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error, profile tlsprofile.Profile) (*ldapclient.Config, []metav1.Condition) {
+func Prepare(spec idpv1alpha1.ActiveDirectoryIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error, settings connectors.Settings) (*ldapclient.Config, []metav1.Condition) {
 	username, password, secretCond := ldapidp.BindSecretCondition(spec.Bind.SecretName, bindSecret)
 	tlsCond := connectors.TLSCondition("spec.tls", caBundle, tlsErr)
 	conds := []metav1.Condition{secretCond, tlsCond}
@@ -30,7 +29,8 @@ func Prepare(spec idpv1alpha1.ActiveDirectoryIdentityProviderSpec, generation in
 		return nil, connectors.WithGeneration(conds, generation)
 	}
 	cfg := ConfigFromSpec(spec, caBundle, username, password)
-	cfg.TLSProfile = profile
+	cfg.TLSProfile = settings.TLSProfile
+	cfg.ConnectTimeout = settings.ConnectTimeout
 	return &cfg, connectors.WithGeneration(conds, generation)
 }
 

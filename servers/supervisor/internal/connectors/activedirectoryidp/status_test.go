@@ -80,7 +80,7 @@ func TestPrepare(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, conds := Prepare(minimalSpec(), 3, tt.secret, nil, tt.tlsErr, profile)
+			cfg, conds := Prepare(minimalSpec(), 3, tt.secret, nil, tt.tlsErr, connectors.Settings{TLSProfile: profile})
 			if diff := cmp.Diff(tt.want, summarize(t, conds, 3)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}

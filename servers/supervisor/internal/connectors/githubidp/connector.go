@@ -24,20 +24,20 @@ func Open(ctx context.Context, idp *idpv1alpha1.GitHubIdentityProvider, in conne
 
 // open is Open with the dial as a parameter, for tests.
 func open(ctx context.Context, idp *idpv1alpha1.GitHubIdentityProvider, in connectors.Inputs,
-	dial func(ctx context.Context, address string, caBundle []byte) error,
+	dial func(ctx context.Context, address string, caBundle []byte, settings connectors.Settings) error,
 ) (connectors.Connector, []metav1.Condition, error) {
 	secret, err := in.Secret(idp.Spec.Client.SecretName)
 	if err != nil {
 		return nil, nil, err
 	}
 	caBundle, tlsErr := in.CABundle("spec.githubAPI.tls", idp.Spec.GitHubAPI.TLS)
-	p, address, conds := Prepare(idp.Namespace, idp.Spec, idp.Generation, secret, caBundle, tlsErr)
+	p, address, conds := Prepare(idp.Namespace, idp.Spec, idp.Generation, secret, caBundle, tlsErr, in.Settings)
 	if address == "" {
 		return nil, conds, nil // GitHubConnectionValid is already in conds, Unknown
 	}
 	// The dial depends on the host (in the spec) and the CA bundle only.
 	r := connectors.Probe(in.Probes, connectors.Fingerprint(idp.Generation, nil, caBundle), func(_ dialed, found bool) (dialed, bool) {
-		err := dial(ctx, address, caBundle)
+		err := dial(ctx, address, caBundle, in.Settings)
 		return dialed{ConnectionCondition(address, ConfigFromSpec(idp.Spec).Host, idp.Generation, err), err != nil && found && connectors.Unreachable(err)}, err == nil
 	})
 	conds = append(conds, r.cond)

@@ -24,7 +24,7 @@ func TestOpen(t *testing.T) {
 	caches := map[string]*connectors.ProbeCache{}
 	dials := 0
 	flakyDown := false
-	dial := func(_ context.Context, address string, _ []byte) error {
+	dial := func(_ context.Context, address string, _ []byte, _ connectors.Settings) error {
 		dials++
 		if strings.HasPrefix(address, "good") || strings.HasPrefix(address, "flaky") && !flakyDown {
 			return nil

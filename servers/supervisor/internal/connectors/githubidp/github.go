@@ -24,6 +24,7 @@ import (
 	"golang.org/x/oauth2"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/servers/supervisor/internal/connectors"
 )
 
 const (
@@ -253,15 +254,13 @@ func ValidatePolicy(policy idpv1alpha1.GitHubAllowedAuthOrganizationsPolicy, all
 }
 
 // NewHTTPClient returns a client for GitHub that trusts caBundle (PEM), or the system roots
-// when it is empty.
-func NewHTTPClient(caBundle []byte) (*http.Client, error) {
+// when it is empty, and connects within settings' connect timeout.
+func NewHTTPClient(caBundle []byte, settings connectors.Settings) (*http.Client, error) {
 	tlsConfig, err := clientTLS(caBundle)
 	if err != nil {
 		return nil, err
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = tlsConfig
-	return &http.Client{Transport: transport, Timeout: time.Minute}, nil
+	return &http.Client{Transport: settings.HTTPTransport(tlsConfig), Timeout: time.Minute}, nil
 }
 
 func clientTLS(caBundle []byte) (*tls.Config, error) {

@@ -17,6 +17,7 @@ import (
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/fixtures/github"
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/githubidp"
 )
 
@@ -82,7 +83,7 @@ func newProvider(t *testing.T, s *github.Server, cfg githubidp.Config) *githubid
 	cfg.ClientID, cfg.ClientSecret = github.DefaultClientID, github.DefaultClientSecret
 	if cfg.HTTPClient == nil {
 		var err error
-		if cfg.HTTPClient, err = githubidp.NewHTTPClient(s.CABundle); err != nil {
+		if cfg.HTTPClient, err = githubidp.NewHTTPClient(s.CABundle, connectors.Settings{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -262,7 +263,7 @@ func TestSupervisorWithGitHubDotCom(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	client, err := githubidp.NewHTTPClient(s.CABundle)
+	client, err := githubidp.NewHTTPClient(s.CABundle, connectors.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,11 +312,11 @@ func TestSupervisorPrepare(t *testing.T) {
 	secret := &corev1.Secret{Type: githubidp.ClientSecretType, Data: map[string][]byte{
 		githubidp.ClientIDKey: []byte(github.DefaultClientID), githubidp.ClientSecretKey: []byte(github.DefaultClientSecret),
 	}}
-	p, address, conds := githubidp.Prepare("supervisor", spec, 1, secret, s.CABundle, nil)
+	p, address, conds := githubidp.Prepare("supervisor", spec, 1, secret, s.CABundle, nil, connectors.Settings{})
 	if p == nil || address != s.Host || len(conds) != 5 {
 		t.Fatalf("Prepare: provider %v, address %q, conditions %+v", p, address, conds)
 	}
-	if c := githubidp.ConnectionCondition(address, s.Host, 1, githubidp.CheckConnection(t.Context(), address, s.CABundle)); c.Status != metav1.ConditionTrue {
+	if c := githubidp.ConnectionCondition(address, s.Host, 1, githubidp.CheckConnection(t.Context(), address, s.CABundle, connectors.Settings{})); c.Status != metav1.ConditionTrue {
 		t.Fatalf("GitHubConnectionValid: %+v", c)
 	}
 	id, err := p.GetUser(t.Context(), token(t, p, s.HTTPClient(), alice), "gh")

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/servers/supervisor/internal/connectors"
 )
 
 // The whole web flow and API against the GitHub double are tested in fixtures/github (core may
@@ -120,7 +121,7 @@ func TestNextLink(t *testing.T) {
 }
 
 func TestNewHTTPClientRejectsGarbage(t *testing.T) {
-	if _, err := NewHTTPClient([]byte("not PEM")); err == nil {
+	if _, err := NewHTTPClient([]byte("not PEM"), connectors.Settings{}); err == nil {
 		t.Error("a bundle without certificates must be refused")
 	}
 }

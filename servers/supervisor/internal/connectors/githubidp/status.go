@@ -37,14 +37,14 @@ const ReasonInvalidHost = "InvalidHost"
 // caBundle or tlsErr (typically a *cabundle.Error) are the outcome of resolving
 // spec.githubAPI.tls. When the host or TLS is invalid there is nothing to dial: the address is
 // empty and the sixth condition, GitHubConnectionValid Unknown, is included.
-func Prepare(namespace string, spec idpv1alpha1.GitHubIdentityProviderSpec, generation int64, clientSecret *corev1.Secret, caBundle []byte, tlsErr error) (p *Provider, dialAddress string, conds []metav1.Condition) {
+func Prepare(namespace string, spec idpv1alpha1.GitHubIdentityProviderSpec, generation int64, clientSecret *corev1.Secret, caBundle []byte, tlsErr error, settings connectors.Settings) (p *Provider, dialAddress string, conds []metav1.Condition) {
 	cfg := ConfigFromSpec(spec)
 	var secretCond metav1.Condition
 	cfg.ClientID, cfg.ClientSecret, secretCond = checkClientSecret(namespace, spec.Client.SecretName, clientSecret)
 	address, err := apiAddress(cfg.Host)
 	hostCond := check(idpv1alpha1.ConditionHostValid, ReasonInvalidHost, fmt.Sprintf("spec.githubAPI.host (%q) is valid", cfg.Host), err)
 	var tlsCond metav1.Condition
-	cfg.HTTPClient, tlsCond = tlsCondition(caBundle, tlsErr)
+	cfg.HTTPClient, tlsCond = tlsCondition(caBundle, tlsErr, settings)
 	conds = []metav1.Condition{
 		secretCond,
 		check(idpv1alpha1.ConditionClaimsValid, idpv1alpha1.ReasonInvalid, "spec.claims are valid",
@@ -137,12 +137,12 @@ func checkClientSecret(namespace, name string, s *corev1.Secret) (clientID, clie
 	return "", "", c
 }
 
-// tlsCondition is TLSConfigurationValid, and the HTTP client trusting the bundle.
-func tlsCondition(caBundle []byte, err error) (*http.Client, metav1.Condition) {
+// tlsCondition is TLSConfigurationValid, and the HTTP client trusting the bundle, made with settings.
+func tlsCondition(caBundle []byte, err error, settings connectors.Settings) (*http.Client, metav1.Condition) {
 	c := metav1.Condition{Type: idpv1alpha1.ConditionTLSConfigurationValid, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess}
 	var client *http.Client
 	if err == nil {
-		client, err = NewHTTPClient(caBundle)
+		client, err = NewHTTPClient(caBundle, settings)
 	}
 	var cbErr *cabundle.Error
 	switch {
@@ -165,13 +165,14 @@ func check(condType, falseReason, okMessage string, err error) metav1.Condition 
 }
 
 // CheckConnection dials address with TLS, verifying the server with caBundle (the system roots
-// when empty), for ConnectionCondition.
-func CheckConnection(ctx context.Context, address string, caBundle []byte) error {
+// when empty), within settings' connect timeout, for ConnectionCondition.
+func CheckConnection(ctx context.Context, address string, caBundle []byte, settings connectors.Settings) error {
 	tlsConfig, err := clientTLS(caBundle)
 	if err != nil {
 		return err
 	}
-	dialer := &tls.Dialer{Config: tlsConfig}
+	// The net dialer's timeout bounds the TLS handshake too.
+	dialer := &tls.Dialer{NetDialer: settings.Dialer(), Config: tlsConfig}
 	conn, err := dialer.DialContext(ctx, "tcp", address)
 	if err != nil {
 		return err

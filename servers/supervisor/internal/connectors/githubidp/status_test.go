@@ -14,6 +14,8 @@ import (
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/core/cabundle"
 	"sealion.dev/core/certauthority"
+	"sealion.dev/servers/supervisor/internal/connectors"
+	"sealion.dev/servers/supervisor/internal/connectors/connectorstest"
 )
 
 type condSummary struct {
@@ -143,7 +145,7 @@ func TestPrepare(t *testing.T) {
 			if tt.spec != nil {
 				tt.spec(&s)
 			}
-			p, address, conds := Prepare("supervisor", s, 3, tt.secret, tt.caBundle, tt.tlsErr)
+			p, address, conds := Prepare("supervisor", s, 3, tt.secret, tt.caBundle, tt.tlsErr, connectors.Settings{})
 			if diff := cmp.Diff(tt.want, summarize(t, conds, 3)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
@@ -168,7 +170,7 @@ func TestConnectionCondition(t *testing.T) {
 
 	// The httptest server's certificate is self-signed: it is its own CA.
 	certPEM := pemOf(t, srv)
-	if err := CheckConnection(t.Context(), address, certPEM); err != nil {
+	if err := CheckConnection(t.Context(), address, certPEM, connectors.Settings{}); err != nil {
 		t.Fatalf("dial with the right CA: %v", err)
 	}
 	c := ConnectionCondition(address, "GHE.example.com", 2, nil)
@@ -178,7 +180,7 @@ func TestConnectionCondition(t *testing.T) {
 		t.Errorf("condition after a good dial (-want +got):\n%s", diff)
 	}
 
-	err := CheckConnection(t.Context(), address, nil)
+	err := CheckConnection(t.Context(), address, nil, connectors.Settings{})
 	if err == nil {
 		t.Fatal("dial trusting the system roots must fail")
 	}
@@ -188,7 +190,7 @@ func TestConnectionCondition(t *testing.T) {
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("condition after a bad dial (-want +got):\n%s", diff)
 	}
-	if err := CheckConnection(t.Context(), address, []byte("junk")); err == nil {
+	if err := CheckConnection(t.Context(), address, []byte("junk"), connectors.Settings{}); err == nil {
 		t.Error("a CA bundle without certificates must fail")
 	}
 }
@@ -227,5 +229,22 @@ func TestClientSecretConditionAsUpstream(t *testing.T) {
 	_, _, c := checkClientSecret("supervisor", "gh", secretOf(ClientSecretType, map[string]string{"clientID": "i", "clientSecret": "s"}))
 	if want := `clientID and clientSecret have been read from spec.client.SecretName ("gh")`; c.Status != metav1.ConditionTrue || c.Message != want {
 		t.Errorf("got %s %q, want True %q", c.Status, c.Message, want)
+	}
+}
+
+// A GitHub host that accepts the connection and never answers the TLS handshake is reported
+// unreachable after the connect timeout, not when the controller's sync gives up.
+func TestCheckConnectionTimeout(t *testing.T) {
+	address := connectorstest.SilentUpstream(t)
+	start := time.Now()
+	err := CheckConnection(t.Context(), address, nil, connectors.Settings{ConnectTimeout: 200 * time.Millisecond})
+	if err == nil {
+		t.Fatal("a silent host was dialed successfully")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("gave up after %v, want about the 200ms connect timeout", took)
+	}
+	if !connectors.Unreachable(err) {
+		t.Errorf("the timeout %v is not reported as unreachable", err)
 	}
 }

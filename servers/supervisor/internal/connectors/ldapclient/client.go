@@ -39,6 +39,10 @@ const noAttributes = "1.1"
 // DefaultTimeout bounds a call whose context has no deadline.
 const DefaultTimeout = 90 * time.Second
 
+// DefaultConnectTimeout bounds connecting when the configuration does not say: a server that
+// drops packets is given up on after it, not after the call's whole timeout.
+const DefaultConnectTimeout = 10 * time.Second
+
 var (
 	// ErrInvalidCredentials is the only failure a user sees for a login: unknown user, wrong
 	// or empty password, alike.
@@ -309,15 +313,21 @@ func (p *Provider) dial(ctx context.Context, proto Protocol) (*session, error) {
 	tlsConfig := p.tlsConfig.Clone()
 	tlsConfig.ServerName = serverName
 
+	connectTimeout := p.cfg.ConnectTimeout
+	if connectTimeout <= 0 {
+		connectTimeout = DefaultConnectTimeout
+	}
+	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
 	var d net.Dialer
-	raw, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := d.DialContext(connectCtx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	var conn *goldap.Conn
 	if proto == LDAPS {
 		tc := tls.Client(raw, tlsConfig)
-		if err := tc.HandshakeContext(ctx); err != nil {
+		if err := tc.HandshakeContext(connectCtx); err != nil {
 			_ = raw.Close()
 			return nil, err
 		}
@@ -331,7 +341,14 @@ func (p *Provider) dial(ctx context.Context, proto Protocol) (*session, error) {
 	}
 	s := &session{p: p, conn: conn, protocol: proto, stop: context.AfterFunc(ctx, func() { _ = conn.Close() })}
 	if proto == StartTLS {
-		if err := conn.StartTLS(tlsConfig); err != nil {
+		// go-ldap's StartTLS knows only the connection's timeout, the call's: the connect
+		// timeout cuts the connection instead.
+		cut := context.AfterFunc(connectCtx, func() { _ = conn.Close() })
+		err := conn.StartTLS(tlsConfig)
+		if !cut() {
+			err = fmt.Errorf("StartTLS: %w", connectCtx.Err())
+		}
+		if err != nil {
 			s.close()
 			return nil, err
 		}

@@ -1,6 +1,8 @@
 package ldapclient
 
 import (
+	"time"
+
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -36,6 +38,9 @@ type Config struct {
 	// TLSProfile sets the TLS 1.2 ciphers offered (tls.onedottwo.allowedCiphers narrows them);
 	// the zero Profile offers all of them.
 	TLSProfile tlsprofile.Profile
+	// ConnectTimeout bounds connecting to the server, its TLS handshake (LDAPS or StartTLS)
+	// included; DefaultConnectTimeout when zero.
+	ConnectTimeout time.Duration
 	// BindUsername (a DN) and BindPassword are the service account that searches.
 	BindUsername string
 	BindPassword string

@@ -46,7 +46,7 @@ func open(ctx context.Context, idp *idpv1alpha1.LDAPIdentityProvider, in connect
 		return nil, nil, err
 	}
 	caBundle, tlsErr := in.CABundle("spec.tls", idp.Spec.TLS)
-	p, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr, in.TLSProfile)
+	p, conds := Prepare(idp.Spec, idp.Generation, secret, caBundle, tlsErr, in.Settings)
 	if p == nil {
 		return nil, conds, nil
 	}

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
-	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 )
@@ -22,7 +21,7 @@ import (
 // probe, which offers the ciphers of profile. When either check fails there is nothing to probe: the Provider is nil and, as
 // upstream, LDAPConnectionValid is left out (the one of an earlier probe stays). An otherwise
 // unusable spec makes it False.
-func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error, profile tlsprofile.Profile) (*ldapclient.Provider, []metav1.Condition) {
+func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSecret *corev1.Secret, caBundle []byte, tlsErr error, settings connectors.Settings) (*ldapclient.Provider, []metav1.Condition) {
 	username, password, secretCond := BindSecretCondition(spec.Bind.SecretName, bindSecret)
 	tlsCond := connectors.TLSCondition("spec.tls", caBundle, tlsErr)
 	conds := []metav1.Condition{secretCond, tlsCond}
@@ -30,7 +29,8 @@ func Prepare(spec idpv1alpha1.LDAPIdentityProviderSpec, generation int64, bindSe
 		return nil, connectors.WithGeneration(conds, generation)
 	}
 	cfg := ConfigFromSpec(spec, caBundle, username, password)
-	cfg.TLSProfile = profile
+	cfg.TLSProfile = settings.TLSProfile
+	cfg.ConnectTimeout = settings.ConnectTimeout
 	p, err := ldapclient.New(cfg)
 	if err != nil {
 		conds = append(conds, metav1.Condition{

@@ -14,6 +14,7 @@ import (
 	"sealion.dev/core/cabundle"
 	"sealion.dev/core/certauthority"
 	"sealion.dev/servers/internal/tlsprofile"
+	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
 )
 
@@ -151,7 +152,7 @@ func TestPrepare(t *testing.T) {
 			if tt.spec != nil {
 				tt.spec(&s)
 			}
-			p, conds := Prepare(s, 7, tt.secret, tt.caBundle, tt.tlsErr, profile)
+			p, conds := Prepare(s, 7, tt.secret, tt.caBundle, tt.tlsErr, connectors.Settings{TLSProfile: profile})
 			if diff := cmp.Diff(tt.want, summarize(conds, 7, t)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}

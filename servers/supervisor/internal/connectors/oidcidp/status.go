@@ -73,7 +73,7 @@ func open(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvider, in connect
 			Reason: idpv1alpha1.ReasonInvalidTLSConfig, Message: tlsCond.Message,
 		}
 	} else {
-		d = discoveryCondition(ctx, idp, caBundle, in.Probes, discover)
+		d = discoveryCondition(ctx, idp, caBundle, in.Probes, in.Settings, discover)
 	}
 	conds := connectors.WithGeneration([]metav1.Condition{
 		secretCond,
@@ -115,7 +115,7 @@ type discovered struct {
 // issuer and CA bundle less than connectors.ProbeTTL ago. The HTTP client and the discovery are
 // kept with the result: a provider whose issuer and CA bundle did not change keeps them, whatever
 // else changed in its spec.
-func discoveryCondition(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvider, caBundle []byte, probes *connectors.ProbeCache,
+func discoveryCondition(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvider, caBundle []byte, probes *connectors.ProbeCache, settings connectors.Settings,
 	discover func(ctx context.Context, issuer string, client *http.Client) (*oidc.Provider, error),
 ) discovered {
 	iss := idp.Spec.Issuer
@@ -128,7 +128,7 @@ func discoveryCondition(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvid
 		client, disc := prev.client, prev.disc
 		if !found {
 			var err error
-			if client, err = newHTTPClient(caBundle); err != nil {
+			if client, err = newHTTPClient(caBundle, settings); err != nil {
 				cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, idpv1alpha1.ReasonInvalidTLSConfig, err.Error()
 				return discovered{cond: cond}, false
 			}
@@ -211,8 +211,8 @@ func discover(ctx context.Context, issuer string, client *http.Client) (*oidc.Pr
 }
 
 // newHTTPClient returns a client that verifies servers with caBundle, or the system roots when
-// it is empty.
-func newHTTPClient(caBundle []byte) (*http.Client, error) {
+// it is empty, and connects within settings' connect timeout.
+func newHTTPClient(caBundle []byte, settings connectors.Settings) (*http.Client, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if len(caBundle) > 0 {
 		pool := x509.NewCertPool()
@@ -221,9 +221,7 @@ func newHTTPClient(caBundle []byte) (*http.Client, error) {
 		}
 		tlsConfig.RootCAs = pool
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = tlsConfig
-	return &http.Client{Transport: transport, Timeout: httpTimeout}, nil
+	return &http.Client{Transport: settings.HTTPTransport(tlsConfig), Timeout: httpTimeout}, nil
 }
 
 // clientSecretCondition is ClientCredentialsSecretValid, worded as upstream words it: it wants a
