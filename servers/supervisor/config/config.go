@@ -38,7 +38,7 @@ type Config struct {
 	TLS tlsprofile.Config `json:"tls"`
 	// TLSProfile is what TLS makes, filled by Parse.
 	TLSProfile tlsprofile.Profile `json:"-"`
-	// Endpoints are where the FederationDomains' endpoints (and /healthz) are served.
+	// Endpoints are where the FederationDomains' endpoints (and the probes, /healthz and /readyz) are served.
 	Endpoints Endpoints `json:"endpoints"`
 	// AggregatedAPIServerPort is where the OIDCClientSecretRequest API listens, behind the Service
 	// names.apiService.
