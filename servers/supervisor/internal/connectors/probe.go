@@ -28,21 +28,37 @@ type ProbeCache struct {
 	at          time.Time
 	expired     bool
 	result      any
+	// before is set by SucceededBefore.
+	before bool
 }
 
 // NewProbeCache returns an empty cache on the clock now.
 func NewProbeCache(now func() time.Time) *ProbeCache { return &ProbeCache{now: now} }
 
+// SucceededBefore tells the cache that a probe of its object's current inputs succeeded before
+// the cache was made: in an earlier process of the Supervisor, as the object's status shows.
+// Until a probe succeeds here, Probe hands probe found = true with a zero prev, so that an
+// upstream that is down when the Supervisor restarts keeps a connector (built from the inputs as
+// they are) and its users wait for it instead of logging in again.
+func (c *ProbeCache) SucceededBefore() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.before = true
+}
+
 // Probe returns the result remembered under fingerprint while it is younger than ProbeTTL and not
 // expired. Otherwise it runs probe, handing it the last successful result of the same fingerprint
-// however old (found is false when there is none), and remembers the result when probe reports
-// success. A factory whose probe failed only because the upstream could not be reached keeps
-// serving with that last result (see Factory).
+// however old (found is false when there is none, unless SucceededBefore said so, with a zero
+// prev), and remembers the result when probe reports success. A factory whose probe failed only
+// because the upstream could not be reached keeps serving with that last result (see Factory).
 func Probe[T any](c *ProbeCache, fingerprint string, probe func(prev T, found bool) (result T, ok bool)) T {
 	c.mu.Lock()
 	now := c.now()
 	prev, found := c.result.(T)
 	found = found && c.fingerprint == fingerprint
+	if c.result == nil && c.before {
+		found = true
+	}
 	fresh := found && !c.expired && now.Sub(c.at) < ProbeTTL
 	c.mu.Unlock()
 	if fresh {

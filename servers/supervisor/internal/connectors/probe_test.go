@@ -104,3 +104,27 @@ func TestFingerprint(t *testing.T) {
 		t.Errorf("the same inputs give %s and %s", base, again)
 	}
 }
+
+// After SucceededBefore, failing probes are handed found with a zero prev until one succeeds;
+// from then on the cache is as any other.
+func TestProbeSucceededBefore(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewProbeCache(func() time.Time { return now })
+	c.SucceededBefore()
+	run := func(fingerprint string, ok bool, result int) (prev int, found bool) {
+		Probe(c, fingerprint, func(p int, f bool) (int, bool) {
+			prev, found = p, f
+			return result, ok
+		})
+		return prev, found
+	}
+	for range 2 {
+		if prev, found := run("a", false, 1); !found || prev != 0 {
+			t.Errorf("a failing probe after SucceededBefore: prev %d, found %v; want found with a zero prev", prev, found)
+		}
+	}
+	run("a", true, 2)
+	if _, found := run("b", false, 3); found {
+		t.Error("other inputs found a success: once a probe succeeded here, SucceededBefore no longer counts")
+	}
+}

@@ -52,6 +52,11 @@ func open(ctx context.Context, idp *idpv1alpha1.ActiveDirectoryIdentityProvider,
 		p, conds, err := connect(ctx, *cfg, secret, idp.Generation)
 		if err != nil && found && connectors.Unreachable(err) {
 			p = prev.provider
+			// A success in an earlier process left no provider here; one can be made again
+			// only when the spec names the search bases, which the server is not there to tell.
+			if p == nil && !NeedsSearchBase(*cfg) {
+				p, _ = New(*cfg) // an invalid configuration never succeeded: nil, no connector
+			}
 		}
 		return connected{p, conds}, err == nil
 	})

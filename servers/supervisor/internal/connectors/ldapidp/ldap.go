@@ -5,6 +5,7 @@
 package ldapidp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,7 +57,9 @@ func open(ctx context.Context, idp *idpv1alpha1.LDAPIdentityProvider, in connect
 		if err != nil {
 			r.provider = nil
 			if found && connectors.Unreachable(err) {
-				r.provider = prev.provider
+				// The last provider that connected, or, when that was in an earlier process,
+				// this one: same inputs.
+				r.provider = cmp.Or(prev.provider, p)
 			}
 		}
 		return r, err == nil

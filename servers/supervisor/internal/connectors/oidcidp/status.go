@@ -126,7 +126,7 @@ func discoveryCondition(ctx context.Context, idp *idpv1alpha1.OIDCIdentityProvid
 	fp := iss + " " + connectors.Fingerprint(0, nil, caBundle)
 	return connectors.Probe(probes, fp, func(prev discovered, found bool) (discovered, bool) {
 		client, disc := prev.client, prev.disc
-		if !found {
+		if !found || client == nil { // nothing found, or a success in an earlier process
 			var err error
 			if client, err = newHTTPClient(caBundle, settings); err != nil {
 				cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, idpv1alpha1.ReasonInvalidTLSConfig, err.Error()

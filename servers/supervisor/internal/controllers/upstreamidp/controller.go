@@ -188,6 +188,9 @@ func (k *kindController) sync(ctx context.Context, name string) error {
 	slot := k.probes[name]
 	if slot == nil || slot.uid != o.GetUID() {
 		slot = &probeSlot{uid: o.GetUID(), cache: connectors.NewProbeCache(k.now)}
+		if readyAtGeneration(o) {
+			slot.cache.SucceededBefore()
+		}
 		k.probes[name] = slot
 	}
 	k.mu.Unlock()
@@ -204,6 +207,21 @@ func (k *kindController) sync(ctx context.Context, name string) error {
 		k.registry.Delete(k.kind.Type, k.namespace, name)
 	}
 	return k.writeStatus(ctx, o, conds)
+}
+
+// readyAtGeneration reports whether o's status, as an earlier process or the leader left it,
+// says that every condition held for o's current spec: its probe succeeded with these inputs.
+func readyAtGeneration(o connectors.Object) bool {
+	s := o.IdentityProviderStatus()
+	if s.Phase != idpv1alpha1.PhaseReady || len(s.Conditions) == 0 {
+		return false
+	}
+	for _, c := range s.Conditions {
+		if c.Status != metav1.ConditionTrue || c.ObservedGeneration != o.GetGeneration() {
+			return false
+		}
+	}
+	return true
 }
 
 // unreachable hears that the connector of namespace/name could not reach its upstream: it expires

@@ -531,3 +531,94 @@ func TestRealProbesReportFailures(t *testing.T) {
 	checkStatus(t, "github", github.Status, idpv1alpha1.PhaseError,
 		summary{idpv1alpha1.ConditionGitHubConnectionValid, string(metav1.ConditionFalse), idpv1alpha1.ReasonUnableToDialServer})
 }
+
+// TestLastGoodConnectorAcrossRestarts: a Supervisor that starts while the upstreams are down
+// keeps a connector for each object whose status, written by an earlier process, says it was
+// Ready for its current spec, so that refreshes answer temporarily_unavailable and succeed once
+// the upstream is back; the status shows the outage. Objects not Ready at their current
+// generation get none.
+func TestLastGoodConnectorAcrossRestarts(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	_ = l.Close()
+	// readyAt is the status an earlier process wrote: every condition true at generation.
+	readyAt := func(generation int64, types ...string) idpv1alpha1.IdentityProviderStatus {
+		st := idpv1alpha1.IdentityProviderStatus{Phase: idpv1alpha1.PhaseReady}
+		for _, typ := range types {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess, ObservedGeneration: generation})
+		}
+		return st
+	}
+	ldapConds := []string{idpv1alpha1.ConditionBindSecretValid, idpv1alpha1.ConditionTLSConfigurationValid, idpv1alpha1.ConditionLDAPConnectionValid}
+	ldapSpec := idpv1alpha1.LDAPIdentityProviderSpec{
+		Host: closed, Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: "bind"},
+		UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{
+			Base:       "ou=people,dc=example",
+			Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"},
+		},
+	}
+	adSpec := func(withBases bool) idpv1alpha1.ActiveDirectoryIdentityProviderSpec {
+		s := idpv1alpha1.ActiveDirectoryIdentityProviderSpec{Host: closed, Bind: idpv1alpha1.ActiveDirectoryIdentityProviderBind{SecretName: "bind"}}
+		if withBases {
+			s.UserSearch.Base, s.GroupSearch.Base = "dc=example", "dc=example"
+		}
+		return s
+	}
+	adConds := append(slices.Clone(ldapConds), idpv1alpha1.ConditionSearchBaseFound)
+	objects := []runtime.Object{
+		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ldap"), Spec: ldapSpec, Status: readyAt(1, ldapConds...)},
+		// Ready for the spec before the last change: no evidence for this one.
+		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ldap-changed"), Spec: ldapSpec, Status: readyAt(0, ldapConds...)},
+		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ldap-never-ready"), Spec: ldapSpec},
+		&idpv1alpha1.ActiveDirectoryIdentityProvider{ObjectMeta: objectMeta("ad"), Spec: adSpec(true), Status: readyAt(1, adConds...)},
+		// Its search bases came from the server, which is not there to tell them again.
+		&idpv1alpha1.ActiveDirectoryIdentityProvider{ObjectMeta: objectMeta("ad-discovered-bases"), Spec: adSpec(false), Status: readyAt(1, adConds...)},
+		&idpv1alpha1.GitHubIdentityProvider{ObjectMeta: objectMeta("github"), Spec: idpv1alpha1.GitHubIdentityProviderSpec{
+			GitHubAPI:           idpv1alpha1.GitHubAPIConfig{Host: ptr.To(closed)},
+			AllowAuthentication: idpv1alpha1.GitHubAllowAuthenticationSpec{Organizations: idpv1alpha1.GitHubOrganizationsSpec{Allowed: []string{"seals"}}},
+			Client:              idpv1alpha1.GitHubClientSpec{SecretName: "github"},
+		}, Status: readyAt(1, idpv1alpha1.ConditionHostValid, idpv1alpha1.ConditionGitHubConnectionValid)},
+		&idpv1alpha1.OIDCIdentityProvider{ObjectMeta: objectMeta("oidc"), Spec: idpv1alpha1.OIDCIdentityProviderSpec{
+			Issuer: "https://" + closed, Client: idpv1alpha1.OIDCClientCredentials{SecretName: "client"},
+		}, Status: readyAt(1, idpv1alpha1.ConditionOIDCDiscoverySucceeded)},
+	}
+	e := newEnv(t, []runtime.Object{
+		secret("bind", corev1.SecretTypeBasicAuth, map[string]string{"username": "cn=svc", "password": "pw"}),
+		secret("github", githubidp.ClientSecretType, map[string]string{"clientID": "id", "clientSecret": "shh"}),
+		secret("client", oidcidp.ClientSecretType, map[string]string{"clientID": "a", "clientSecret": "b"}),
+	}, objects...)
+	e.sync()
+	for _, want := range []struct {
+		typ       issuer.IdentityProviderType
+		name      string
+		connector bool
+	}{
+		{issuer.TypeLDAP, "ldap", true},
+		{issuer.TypeLDAP, "ldap-changed", false},
+		{issuer.TypeLDAP, "ldap-never-ready", false},
+		{issuer.TypeActiveDirectory, "ad", true},
+		{issuer.TypeActiveDirectory, "ad-discovered-bases", false},
+		{issuer.TypeGitHub, "github", true},
+		{issuer.TypeOIDC, "oidc", true},
+	} {
+		if got := e.ready(want.typ, want.name); got != want.connector {
+			t.Errorf("%s %s: connector %v, want %v", want.typ, want.name, got, want.connector)
+		}
+	}
+	// The status shows the outage all the same.
+	ldap, err := e.supervisor.IdpV1alpha1().LDAPIdentityProviders(namespace).Get(e.ctx, "ldap", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStatus(t, "ldap", ldap.Status, idpv1alpha1.PhaseError,
+		summary{idpv1alpha1.ConditionLDAPConnectionValid, string(metav1.ConditionFalse), idpv1alpha1.ReasonLDAPConnectionError})
+	oidc, err := e.supervisor.IdpV1alpha1().OIDCIdentityProviders(namespace).Get(e.ctx, "oidc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStatus(t, "oidc", oidc.Status, idpv1alpha1.PhaseError,
+		summary{idpv1alpha1.ConditionOIDCDiscoverySucceeded, string(metav1.ConditionFalse), idpv1alpha1.ReasonUnreachable})
+}
