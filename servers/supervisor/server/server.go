@@ -131,15 +131,19 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	upstreamIDPs := upstreamidp.New(c.Namespace, c.Controllers.Supervisor, kinds.All, upstreamidp.Informers{
+	upstreamIDPs := upstreamidp.New(upstreamidp.Config{
+		Namespace: c.Namespace,
+		Labels:    c.File.Labels,
+		Settings: connectors.Settings{
+			TLSProfile:            c.File.TLSProfile,
+			IgnoreUserInfoIssuers: c.File.OIDC.IgnoreUserInfoEndpoint.WhenIssuerExactlyMatches,
+			ConnectTimeout:        c.File.Upstreams.ConnectTimeout(),
+		},
+	}, upstreamidp.Clients{Supervisor: c.Controllers.Supervisor, Kube: c.Controllers.Kube}, kinds.All, upstreamidp.Informers{
 		IDPs:       idps,
 		Secrets:    secrets,
 		ConfigMaps: c.KubeInformers.Core().V1().ConfigMaps(),
-	}, registry, connectors.Settings{
-		TLSProfile:            c.File.TLSProfile,
-		IgnoreUserInfoIssuers: c.File.OIDC.IgnoreUserInfoEndpoint.WhenIssuerExactlyMatches,
-		ConnectTimeout:        c.File.Upstreams.ConnectTimeout(),
-	})
+	}, registry)
 	clients := oidcclientcontroller.New(c.Namespace, c.Controllers.Supervisor, oidcclientcontroller.Informers{
 		OIDCClients: oidcClients,
 		Secrets:     secrets,

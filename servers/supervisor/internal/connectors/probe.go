@@ -28,35 +28,42 @@ type ProbeCache struct {
 	at          time.Time
 	expired     bool
 	result      any
-	// before is set by SucceededBefore.
-	before bool
+	// before is the fingerprint SucceededBefore was given.
+	before string
 }
 
 // NewProbeCache returns an empty cache on the clock now.
 func NewProbeCache(now func() time.Time) *ProbeCache { return &ProbeCache{now: now} }
 
-// SucceededBefore tells the cache that a probe of its object's current inputs succeeded before
-// the cache was made: in an earlier process of the Supervisor, as the object's status shows.
-// Until a probe succeeds here, Probe hands probe found = true with a zero prev, so that an
-// upstream that is down when the Supervisor restarts keeps a connector (built from the inputs as
-// they are) and its users wait for it instead of logging in again.
-func (c *ProbeCache) SucceededBefore() {
+// SucceededBefore tells the cache that a probe of inputs of this fingerprint succeeded before the
+// cache was made, in an earlier process of the Supervisor. Until a probe succeeds here, Probe
+// hands a probe of that fingerprint found = true with a zero prev, so that an upstream that is
+// down when the Supervisor restarts keeps a connector (built from the same inputs) and its users
+// wait for it instead of logging in again.
+func (c *ProbeCache) SucceededBefore(fingerprint string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.before = true
+	c.before = fingerprint
+}
+
+// Succeeded returns the fingerprint of the remembered success, if any.
+func (c *ProbeCache) Succeeded() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fingerprint, c.result != nil
 }
 
 // Probe returns the result remembered under fingerprint while it is younger than ProbeTTL and not
 // expired. Otherwise it runs probe, handing it the last successful result of the same fingerprint
-// however old (found is false when there is none, unless SucceededBefore said so, with a zero
-// prev), and remembers the result when probe reports success. A factory whose probe failed only
+// however old (found is false when there is none, unless SucceededBefore named fingerprint,
+// with a zero prev), and remembers the result when probe reports success. A factory whose probe failed only
 // because the upstream could not be reached keeps serving with that last result (see Factory).
 func Probe[T any](c *ProbeCache, fingerprint string, probe func(prev T, found bool) (result T, ok bool)) T {
 	c.mu.Lock()
 	now := c.now()
 	prev, found := c.result.(T)
 	found = found && c.fingerprint == fingerprint
-	if c.result == nil && c.before {
+	if c.result == nil && c.before != "" && c.before == fingerprint {
 		found = true
 	}
 	fresh := found && !c.expired && now.Sub(c.at) < ProbeTTL

@@ -105,12 +105,12 @@ func TestFingerprint(t *testing.T) {
 	}
 }
 
-// After SucceededBefore, failing probes are handed found with a zero prev until one succeeds;
-// from then on the cache is as any other.
+// After SucceededBefore, failing probes of its fingerprint are handed found with a zero prev until
+// one succeeds; from then on the cache is as any other, and Succeeded tells the fingerprint.
 func TestProbeSucceededBefore(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := NewProbeCache(func() time.Time { return now })
-	c.SucceededBefore()
+	c.SucceededBefore("a")
 	run := func(fingerprint string, ok bool, result int) (prev int, found bool) {
 		Probe(c, fingerprint, func(p int, f bool) (int, bool) {
 			prev, found = p, f
@@ -118,12 +118,21 @@ func TestProbeSucceededBefore(t *testing.T) {
 		})
 		return prev, found
 	}
+	if _, found := run("other", false, 1); found {
+		t.Error("a probe of other inputs than those that succeeded before found a success")
+	}
+	if _, ok := c.Succeeded(); ok {
+		t.Error("Succeeded before any success here")
+	}
 	for range 2 {
 		if prev, found := run("a", false, 1); !found || prev != 0 {
 			t.Errorf("a failing probe after SucceededBefore: prev %d, found %v; want found with a zero prev", prev, found)
 		}
 	}
 	run("a", true, 2)
+	if fp, ok := c.Succeeded(); !ok || fp != "a" {
+		t.Errorf("Succeeded = %q, %v; want a", fp, ok)
+	}
 	if _, found := run("b", false, 3); found {
 		t.Error("other inputs found a success: once a probe succeeded here, SucceededBefore no longer counts")
 	}

@@ -10,7 +10,9 @@
 //   - writes the conditions and phase to its status when they differ from those stored;
 //   - puts the connector the factory returns in the connectors.Registry (that of a Ready object,
 //     or the last good one of an object whose upstream cannot be reached, see
-//     connectors.Factory), and drops any other's.
+//     connectors.Factory), and drops any other's;
+//   - records what a successful probe was made with (see lastGood), so that a replica started
+//     during an outage keeps the connectors that worked.
 //
 // When the endpoints report to the registry that a connector could not reach its upstream, the
 // object's probe is expired and the object synced at once, so that its status shows the outage
@@ -25,6 +27,7 @@ package upstreamidp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,6 +42,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1informers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -62,6 +66,23 @@ type Informers struct {
 	ConfigMaps corev1informers.ConfigMapInformer
 }
 
+// Config is the controller's configuration.
+type Config struct {
+	// Namespace is the Supervisor's, where the objects and their Secrets are.
+	Namespace string
+	// Labels are set on the Secret the controller creates, as on the install's objects.
+	Labels map[string]string
+	// Settings configure the connectors it opens.
+	Settings connectors.Settings
+}
+
+// Clients are the controller's; only the leader's writes go through.
+type Clients struct {
+	// Supervisor must speak the configured API group suffix (see groupsuffix.Transport).
+	Supervisor supervisorclientset.Interface
+	Kube       kubernetes.Interface
+}
+
 // Controller is the upstream identity provider controller. Make one with New and start it with
 // Run.
 type Controller struct {
@@ -78,6 +99,7 @@ type kindController struct {
 	secrets   corev1listers.SecretNamespaceLister
 	tls       cabundle.Listers
 	settings  connectors.Settings
+	lastGood  *lastGood
 	now       func() time.Time
 	loop      *controller.Controller
 	// probes are the objects' probe caches by name: the worker adds and removes them, reports of
@@ -92,18 +114,23 @@ type probeSlot struct {
 	cache *connectors.ProbeCache
 }
 
-// New returns the controller for the identity provider objects of every kind in namespace; it
-// publishes the connectors of the Ready ones to registry. supervisor must speak the configured API
-// group suffix (see groupsuffix.Transport). settings are the Supervisor's configuration of the
-// connectors it opens.
-func New(namespace string, supervisor supervisorclientset.Interface, kinds []connectors.Kind, informers Informers, registry *connectors.Registry, settings connectors.Settings) *Controller {
+// New returns the controller for the identity provider objects of every kind in the namespace;
+// it publishes the connectors of the Ready ones to registry.
+func New(cfg Config, clients Clients, kinds []connectors.Kind, informers Informers, registry *connectors.Registry) *Controller {
 	c := &Controller{}
+	namespace := cfg.Namespace
+	shared := &lastGood{
+		namespace: namespace,
+		labels:    cfg.Labels,
+		secrets:   informers.Secrets.Lister().Secrets(namespace),
+		client:    clients.Kube.CoreV1().Secrets(namespace),
+	}
 	for _, kind := range kinds {
 		informer := kind.Informer(informers.IDPs)
 		k := &kindController{
 			kind:      kind,
 			namespace: namespace,
-			client:    supervisor.IdpV1alpha1(),
+			client:    clients.Supervisor.IdpV1alpha1(),
 			registry:  registry,
 			objects:   informer.GetIndexer(),
 			secrets:   informers.Secrets.Lister().Secrets(namespace),
@@ -112,7 +139,8 @@ func New(namespace string, supervisor supervisorclientset.Interface, kinds []con
 				Secrets:    informers.Secrets.Lister(),
 				ConfigMaps: informers.ConfigMaps.Lister(),
 			},
-			settings: settings,
+			settings: cfg.Settings,
+			lastGood: shared,
 			now:      time.Now,
 			probes:   map[string]*probeSlot{},
 		}
@@ -123,10 +151,11 @@ func New(namespace string, supervisor supervisorclientset.Interface, kinds []con
 		})
 		k.loop.Watch(informer, controller.ObjectName)
 		// Any object may refer to any Secret or ConfigMap. Session storage Secrets come and go
-		// with every login; they configure no identity provider.
+		// with every login, and the controller's own record of last good probes changes with
+		// its syncs; they configure no identity provider.
 		k.loop.Watch(informers.Secrets.Informer(), controller.Only(func(obj any) bool {
 			s, ok := obj.(*corev1.Secret)
-			return !ok || !strings.HasPrefix(string(s.Type), "storage.pinniped.dev/")
+			return !ok || !strings.HasPrefix(string(s.Type), "storage.pinniped.dev/") && s.Type != LastGoodSecretType
 		}, k.loop.All))
 		k.loop.Watch(informers.ConfigMaps.Informer(), k.loop.All)
 		registry.OnUnreachable(kind.Type, k.unreachable)
@@ -180,16 +209,20 @@ func (k *kindController) sync(ctx context.Context, name string) error {
 	if !exists || !ok {
 		k.registry.Delete(k.kind.Type, k.namespace, name)
 		k.mu.Lock()
+		gone := k.probes[name]
 		delete(k.probes, name)
 		k.mu.Unlock()
+		if gone != nil {
+			return k.lastGood.set(ctx, gone.uid, "")
+		}
 		return nil
 	}
 	k.mu.Lock()
 	slot := k.probes[name]
 	if slot == nil || slot.uid != o.GetUID() {
 		slot = &probeSlot{uid: o.GetUID(), cache: connectors.NewProbeCache(k.now)}
-		if readyAtGeneration(o) {
-			slot.cache.SucceededBefore()
+		if fp, ok := k.lastGood.fingerprint(o.GetUID()); ok {
+			slot.cache.SucceededBefore(fp)
 		}
 		k.probes[name] = slot
 	}
@@ -206,22 +239,11 @@ func (k *kindController) sync(ctx context.Context, name string) error {
 	} else {
 		k.registry.Delete(k.kind.Type, k.namespace, name)
 	}
-	return k.writeStatus(ctx, o, conds)
-}
-
-// readyAtGeneration reports whether o's status, as an earlier process or the leader left it,
-// says that every condition held for o's current spec: its probe succeeded with these inputs.
-func readyAtGeneration(o connectors.Object) bool {
-	s := o.IdentityProviderStatus()
-	if s.Phase != idpv1alpha1.PhaseReady || len(s.Conditions) == 0 {
-		return false
+	err = k.writeStatus(ctx, o, conds)
+	if fp, ok := slot.cache.Succeeded(); ok {
+		err = errors.Join(err, k.lastGood.set(ctx, o.GetUID(), fp))
 	}
-	for _, c := range s.Conditions {
-		if c.Status != metav1.ConditionTrue || c.ObservedGeneration != o.GetGeneration() {
-			return false
-		}
-	}
-	return true
+	return err
 }
 
 // unreachable hears that the connector of namespace/name could not reach its upstream: it expires

@@ -3,13 +3,18 @@ package upstreamidp
 import (
 	"context"
 	"encoding/base64"
+	"encoding/pem"
+	"maps"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -62,10 +67,10 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 	}
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(namespace))
 	e.idps = supervisorinformers.NewSharedInformerFactoryWithOptions(e.supervisor, 0, supervisorinformers.WithNamespace(namespace))
-	e.c = New(namespace, e.supervisor, kinds.All, Informers{
+	e.c = New(Config{Namespace: namespace, Labels: map[string]string{"app": "supervisor"}}, Clients{Supervisor: e.supervisor, Kube: e.kube}, kinds.All, Informers{
 		IDPs:    e.idps.Idp().V1alpha1(),
 		Secrets: kubeFactory.Core().V1().Secrets(), ConfigMaps: kubeFactory.Core().V1().ConfigMaps(),
-	}, e.registry, connectors.Settings{})
+	}, e.registry)
 	for _, k := range e.c.kinds {
 		k.now = func() time.Time { return e.now }
 	}
@@ -532,33 +537,37 @@ func TestRealProbesReportFailures(t *testing.T) {
 		summary{idpv1alpha1.ConditionGitHubConnectionValid, string(metav1.ConditionFalse), idpv1alpha1.ReasonUnableToDialServer})
 }
 
-// TestLastGoodConnectorAcrossRestarts: a Supervisor that starts while the upstreams are down
-// keeps a connector for each object whose status, written by an earlier process, says it was
-// Ready for its current spec, so that refreshes answer temporarily_unavailable and succeed once
-// the upstream is back; the status shows the outage. Objects not Ready at their current
-// generation get none.
+// TestLastGoodConnectorAcrossRestarts: the controller records what each upstream was last probed
+// successfully with; a Supervisor that starts while the upstreams are down keeps a connector for
+// each object whose inputs are those recorded, so that refreshes answer temporarily_unavailable
+// and succeed once the upstream is back, while the status shows the outage. Inputs that changed
+// since, and Active Directory search bases that only the server could tell, get none.
 func TestLastGoodConnectorAcrossRestarts(t *testing.T) {
+	iss := oidcissuer.New(t)
+	github := httptest.NewTLSServer(http.NotFoundHandler())
+	defer github.Close()
+	githubCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: github.Certificate().Raw})
+	bind := secret("bind", corev1.SecretTypeBasicAuth, map[string]string{"username": "cn=svc", "password": "pw"})
+	otherBind := secret("other-bind", corev1.SecretTypeBasicAuth, map[string]string{"username": "cn=svc", "password": "pw"})
+	otherBind.ResourceVersion = "2" // resource versions are unique in a cluster
+	kubeObjects := []runtime.Object{bind, otherBind,
+		secret("github", githubidp.ClientSecretType, map[string]string{"clientID": "id", "clientSecret": "shh"}),
+		secret("client", oidcidp.ClientSecretType, map[string]string{"clientID": "a", "clientSecret": "b"}),
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := l.Addr().String()
+	closed := l.Addr().String() // no LDAP server in a unit test: these are down from the start
 	_ = l.Close()
-	// readyAt is the status an earlier process wrote: every condition true at generation.
-	readyAt := func(generation int64, types ...string) idpv1alpha1.IdentityProviderStatus {
-		st := idpv1alpha1.IdentityProviderStatus{Phase: idpv1alpha1.PhaseReady}
-		for _, typ := range types {
-			st.Conditions = append(st.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: idpv1alpha1.ReasonSuccess, ObservedGeneration: generation})
+	ldapSpec := func(bindSecret string) idpv1alpha1.LDAPIdentityProviderSpec {
+		return idpv1alpha1.LDAPIdentityProviderSpec{
+			Host: closed, Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: bindSecret},
+			UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{
+				Base:       "ou=people,dc=example",
+				Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"},
+			},
 		}
-		return st
-	}
-	ldapConds := []string{idpv1alpha1.ConditionBindSecretValid, idpv1alpha1.ConditionTLSConfigurationValid, idpv1alpha1.ConditionLDAPConnectionValid}
-	ldapSpec := idpv1alpha1.LDAPIdentityProviderSpec{
-		Host: closed, Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: "bind"},
-		UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{
-			Base:       "ou=people,dc=example",
-			Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"},
-		},
 	}
 	adSpec := func(withBases bool) idpv1alpha1.ActiveDirectoryIdentityProviderSpec {
 		s := idpv1alpha1.ActiveDirectoryIdentityProviderSpec{Host: closed, Bind: idpv1alpha1.ActiveDirectoryIdentityProviderBind{SecretName: "bind"}}
@@ -567,58 +576,89 @@ func TestLastGoodConnectorAcrossRestarts(t *testing.T) {
 		}
 		return s
 	}
-	adConds := append(slices.Clone(ldapConds), idpv1alpha1.ConditionSearchBaseFound)
-	objects := []runtime.Object{
-		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ldap"), Spec: ldapSpec, Status: readyAt(1, ldapConds...)},
-		// Ready for the spec before the last change: no evidence for this one.
-		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ldap-changed"), Spec: ldapSpec, Status: readyAt(0, ldapConds...)},
-		&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ldap-never-ready"), Spec: ldapSpec},
-		&idpv1alpha1.ActiveDirectoryIdentityProvider{ObjectMeta: objectMeta("ad"), Spec: adSpec(true), Status: readyAt(1, adConds...)},
-		// Its search bases came from the server, which is not there to tell them again.
-		&idpv1alpha1.ActiveDirectoryIdentityProvider{ObjectMeta: objectMeta("ad-discovered-bases"), Spec: adSpec(false), Status: readyAt(1, adConds...)},
-		&idpv1alpha1.GitHubIdentityProvider{ObjectMeta: objectMeta("github"), Spec: idpv1alpha1.GitHubIdentityProviderSpec{
-			GitHubAPI:           idpv1alpha1.GitHubAPIConfig{Host: ptr.To(closed)},
-			AllowAuthentication: idpv1alpha1.GitHubAllowAuthenticationSpec{Organizations: idpv1alpha1.GitHubOrganizationsSpec{Allowed: []string{"seals"}}},
-			Client:              idpv1alpha1.GitHubClientSpec{SecretName: "github"},
-		}, Status: readyAt(1, idpv1alpha1.ConditionHostValid, idpv1alpha1.ConditionGitHubConnectionValid)},
-		&idpv1alpha1.OIDCIdentityProvider{ObjectMeta: objectMeta("oidc"), Spec: idpv1alpha1.OIDCIdentityProviderSpec{
-			Issuer: "https://" + closed, Client: idpv1alpha1.OIDCClientCredentials{SecretName: "client"},
-		}, Status: readyAt(1, idpv1alpha1.ConditionOIDCDiscoverySucceeded)},
+	objects := func() []runtime.Object {
+		return []runtime.Object{
+			&idpv1alpha1.OIDCIdentityProvider{ObjectMeta: objectMeta("oidc"), Spec: idpv1alpha1.OIDCIdentityProviderSpec{
+				Issuer: iss.Issuer, Client: idpv1alpha1.OIDCClientCredentials{SecretName: "client"},
+				TLS: &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(iss.CABundle)},
+			}},
+			&idpv1alpha1.GitHubIdentityProvider{ObjectMeta: objectMeta("github"), Spec: idpv1alpha1.GitHubIdentityProviderSpec{
+				GitHubAPI: idpv1alpha1.GitHubAPIConfig{Host: ptr.To(github.Listener.Addr().String()),
+					TLS: &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(githubCA)}},
+				AllowAuthentication: idpv1alpha1.GitHubAllowAuthenticationSpec{Organizations: idpv1alpha1.GitHubOrganizationsSpec{Allowed: []string{"seals"}}},
+				Client:              idpv1alpha1.GitHubClientSpec{SecretName: "github"},
+			}},
+			&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ldap"), Spec: ldapSpec("bind")},
+			&idpv1alpha1.LDAPIdentityProvider{ObjectMeta: objectMeta("ldap-changed"), Spec: ldapSpec("other-bind")},
+			&idpv1alpha1.ActiveDirectoryIdentityProvider{ObjectMeta: objectMeta("ad"), Spec: adSpec(true)},
+			&idpv1alpha1.ActiveDirectoryIdentityProvider{ObjectMeta: objectMeta("ad-discovered-bases"), Spec: adSpec(false)},
+		}
 	}
-	e := newEnv(t, []runtime.Object{
-		secret("bind", corev1.SecretTypeBasicAuth, map[string]string{"username": "cn=svc", "password": "pw"}),
-		secret("github", githubidp.ClientSecretType, map[string]string{"clientID": "id", "clientSecret": "shh"}),
-		secret("client", oidcidp.ClientSecretType, map[string]string{"clientID": "a", "clientSecret": "b"}),
-	}, objects...)
-	e.sync()
+
+	// The first process reaches the OIDC issuer and GitHub, and records it.
+	first := newEnv(t, kubeObjects, objects()...)
+	first.sync()
+	record, err := first.kube.CoreV1().Secrets(namespace).Get(first.ctx, LastGoodSecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("no record of the successful probes: %v", err)
+	}
+	if record.Type != LastGoodSecretType || record.Labels["app"] != "supervisor" || len(record.Data) != 2 ||
+		len(record.Data["oidc-uid"]) == 0 || len(record.Data["github-uid"]) == 0 {
+		t.Fatalf("the record: type %q, labels %v, data %q; want the OIDC and GitHub objects' fingerprints", record.Type, record.Labels, record.Data)
+	}
+	// The LDAP servers were reached by a process before it, with the bind Secret "ldap" and "ad"
+	// have now (the LDAP kinds' fingerprint: generation, bind Secret, CA bundle), and
+	// "ldap-changed" with another Secret.
+	record = record.DeepCopy()
+	record.ResourceVersion = ""
+	record.Data["ldap-uid"] = []byte(connectors.Fingerprint(1, bind, nil))
+	record.Data["ad-uid"] = []byte(connectors.Fingerprint(1, bind, nil))
+	record.Data["ad-discovered-bases-uid"] = []byte(connectors.Fingerprint(1, bind, nil))
+	record.Data["ldap-changed-uid"] = []byte(connectors.Fingerprint(1, bind, nil))
+	first.cancel()
+
+	// Every upstream is down when the next process starts.
+	iss.Close()
+	github.Close()
+	second := newEnv(t, append(slices.Clone(kubeObjects), record), objects()...)
+	second.sync()
 	for _, want := range []struct {
 		typ       issuer.IdentityProviderType
 		name      string
 		connector bool
 	}{
+		{issuer.TypeOIDC, "oidc", true},
+		{issuer.TypeGitHub, "github", true},
 		{issuer.TypeLDAP, "ldap", true},
 		{issuer.TypeLDAP, "ldap-changed", false},
-		{issuer.TypeLDAP, "ldap-never-ready", false},
 		{issuer.TypeActiveDirectory, "ad", true},
 		{issuer.TypeActiveDirectory, "ad-discovered-bases", false},
-		{issuer.TypeGitHub, "github", true},
-		{issuer.TypeOIDC, "oidc", true},
 	} {
-		if got := e.ready(want.typ, want.name); got != want.connector {
+		if got := second.ready(want.typ, want.name); got != want.connector {
 			t.Errorf("%s %s: connector %v, want %v", want.typ, want.name, got, want.connector)
 		}
 	}
-	// The status shows the outage all the same.
-	ldap, err := e.supervisor.IdpV1alpha1().LDAPIdentityProviders(namespace).Get(e.ctx, "ldap", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkStatus(t, "ldap", ldap.Status, idpv1alpha1.PhaseError,
-		summary{idpv1alpha1.ConditionLDAPConnectionValid, string(metav1.ConditionFalse), idpv1alpha1.ReasonLDAPConnectionError})
-	oidc, err := e.supervisor.IdpV1alpha1().OIDCIdentityProviders(namespace).Get(e.ctx, "oidc", metav1.GetOptions{})
+	oidc, err := second.supervisor.IdpV1alpha1().OIDCIdentityProviders(namespace).Get(second.ctx, "oidc", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkStatus(t, "oidc", oidc.Status, idpv1alpha1.PhaseError,
-		summary{idpv1alpha1.ConditionOIDCDiscoverySucceeded, string(metav1.ConditionFalse), idpv1alpha1.ReasonUnreachable})
+		summary{idpv1alpha1.ConditionOIDCDiscoverySucceeded, string(metav1.ConditionFalse), idpv1alpha1.ReasonUnreachable}, ok(idpv1alpha1.ConditionTLSConfigurationValid))
+
+	// A deleted object's record goes with it.
+	if err := second.supervisor.IdpV1alpha1().LDAPIdentityProviders(namespace).Delete(second.ctx, "ldap", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	second.waitForCache("the LDAPIdentityProvider deleted", func() bool {
+		_, err := second.idps.Idp().V1alpha1().LDAPIdentityProviders().Lister().LDAPIdentityProviders(namespace).Get("ldap")
+		return apierrors.IsNotFound(err)
+	})
+	second.sync()
+	kept, err := second.kube.CoreV1().Secrets(namespace).Get(second.ctx, LastGoodSecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := kept.Data["ldap-uid"]; ok || len(kept.Data["oidc-uid"]) == 0 {
+		t.Errorf("after the deletion the record holds %q; want the deleted object's entry gone, the others kept", slices.Sorted(maps.Keys(kept.Data)))
+	}
 }

@@ -75,10 +75,10 @@ func TestIntegrationOIDC(t *testing.T) {
 	crFactory := supervisorinformers.NewSharedInformerFactoryWithOptions(supervisor, 0, supervisorinformers.WithNamespace(ns))
 	idps := crFactory.Idp().V1alpha1()
 	registry := &connectors.Registry{}
-	c := New(ns, supervisor, kinds.All, Informers{
+	c := New(Config{Namespace: ns}, Clients{Supervisor: supervisor, Kube: kube}, kinds.All, Informers{
 		IDPs:    idps,
 		Secrets: kubeFactory.Core().V1().Secrets(), ConfigMaps: kubeFactory.Core().V1().ConfigMaps(),
-	}, registry, connectors.Settings{})
+	}, registry)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	kubeFactory.Start(runCtx.Done())
