@@ -29,7 +29,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *kubeconfig, *listenAddress, localusers.Config{Namespace: *namespace, CABundleFile: *caBundleFile}); err != nil {
+	if err := run(ctx, *kubeconfig, *listenAddress, localusers.Config{Namespace: *namespace, CABundleFile: *caBundleFile, ShutdownDelay: localusers.ShutdownDelay}); err != nil {
 		klog.ErrorS(err, "local-user-authenticator failed")
 		klog.Flush()
 		os.Exit(1)

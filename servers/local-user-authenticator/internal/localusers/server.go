@@ -30,12 +30,18 @@ const (
 	ServiceName = "local-user-authenticator"
 	// WebhookPath is where the TokenReview webhook is served.
 	WebhookPath = "/authenticate"
+	// ShutdownDelay is how long a stopping server keeps accepting connections, while its pod
+	// leaves the Service's endpoints, as the other servers do.
+	ShutdownDelay = 5 * time.Second
 )
 
 // Config configures Serve.
 type Config struct {
 	// Namespace holds the user Secrets and the published CA bundle.
 	Namespace string
+	// ShutdownDelay is how long the server keeps serving new connections once ctx ends; then
+	// it lets the requests in flight finish, for up to 10 seconds.
+	ShutdownDelay time.Duration
 	// CABundleFile, when set, receives the CA bundle instead of the Secret CABundleSecretName
 	// (for running the server as a local process in tests). It is written once the server is
 	// about to accept connections, so its appearance means the server is ready.
@@ -84,6 +90,7 @@ func Serve(ctx context.Context, listener net.Listener, client kubernetes.Interfa
 	go func() {
 		defer close(shutdownDone)
 		<-ctx.Done()
+		time.Sleep(cfg.ShutdownDelay)
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := server.Shutdown(shutdownCtx); err != nil {
