@@ -42,6 +42,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"sealion.dev/servers/concierge/internal/certextra"
+	"sealion.dev/servers/internal/drain"
 )
 
 // Config is what New needs.
@@ -180,6 +181,14 @@ func newForwarder(c *rest.Config) (*forwarder, error) {
 			if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
 				pr.Out.Header.Set("X-Forwarded-For", ip)
 			}
+		},
+		// A watch ends at an event boundary when the proxy stops (see endWatchOnStop).
+		ModifyResponse: func(res *http.Response) error {
+			ctx := res.Request.Context()
+			if info, ok := genericapirequest.RequestInfoFrom(ctx); ok && info.Verb == "watch" {
+				endWatchOnStop(res, drain.Signal(ctx))
+			}
+			return nil
 		},
 		Transport:     rt,
 		FlushInterval: FlushInterval,

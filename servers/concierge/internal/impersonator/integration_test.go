@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"maps"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -30,6 +31,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"sealion.dev/servers/internal/drain"
+
 	"sealion.dev/core/certauthority"
 	"sealion.dev/core/testing/controlplane"
 	"sealion.dev/servers/concierge/internal/satoken"
@@ -53,6 +56,8 @@ type proxyUnderTest struct {
 	dir       string
 	// auditLog is the kube-apiserver's audit log: every request's event, at level Metadata.
 	auditLog string
+	// stopping is the proxy's drain signal, which the Concierge's listener closes when it stops.
+	stopping chan struct{}
 }
 
 // auditPolicy records every request's metadata (who, as whom, what), once it has an answer.
@@ -106,13 +111,15 @@ func startProxy(t *testing.T) *proxyUnderTest {
 	handler, err := New(Config{APIServer: asProxy, Authenticator: authn, Authorizer: authz})
 	require.NoError(t, err)
 	front := httptest.NewUnstartedServer(handler)
+	stopping := make(chan struct{})
+	front.Config.BaseContext = func(net.Listener) context.Context { return drain.WithSignal(context.Background(), stopping) }
 	front.EnableHTTP2 = true
 	front.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	front.StartTLS()
 	t.Cleanup(front.Close)
 
 	return &proxyUnderTest{
-		url: front.URL, signer: signer, clusterCA: clusterCA, admin: admin, kubectl: cp.KubectlPath, dir: t.TempDir(), auditLog: auditLog,
+		url: front.URL, stopping: stopping, signer: signer, clusterCA: clusterCA, admin: admin, kubectl: cp.KubectlPath, dir: t.TempDir(), auditLog: auditLog,
 		caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw}),
 	}
 }

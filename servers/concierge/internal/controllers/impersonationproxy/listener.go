@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"sealion.dev/servers/internal/drain"
 	"sealion.dev/servers/internal/tlsprofile"
 )
 
@@ -97,6 +98,7 @@ func (l *listener) start(ctx context.Context) error {
 	tlsConfig := l.tls.ServerConfig()
 	tlsConfig.ClientAuth = tls.RequestClientCert
 	tlsConfig.GetCertificate = l.cert.get
+	stopping := make(chan struct{})
 	server := &http.Server{
 		Handler:   l.handler,
 		TLSConfig: tlsConfig,
@@ -108,9 +110,11 @@ func (l *listener) start(ctx context.Context) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
-		// Requests do not end with the controller: a stopping proxy lets them finish.
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		// Requests do not end with the controller: a stopping proxy lets them finish, and ends
+		// its watches cleanly once it stops accepting connections.
+		BaseContext: func(net.Listener) context.Context { return drain.WithSignal(context.WithoutCancel(ctx), stopping) },
 	}
+	server.RegisterOnShutdown(func() { close(stopping) })
 	l.server = server
 	go func() {
 		err := server.ServeTLS(ln, "", "")
@@ -123,10 +127,11 @@ func (l *listener) start(ctx context.Context) error {
 }
 
 // stop stops serving, if serving. It keeps accepting connections for delay, while the pod
-// leaves its Services' endpoints and load balancers follow; then it stops accepting, lets the
-// requests in flight finish for up to drainTimeout, and closes what is left: watches and
-// streams (exec, attach, port-forward), which end only when their client ends them. Clients
-// re-establish those, as they do when a kube-apiserver stops.
+// leaves its Services' endpoints and load balancers follow; then it stops accepting, ends the
+// watches it relays at their next event boundary (clients watch again, as when a
+// kube-apiserver ends a watch), lets the requests in flight finish for up to drainTimeout, and
+// closes the connections still busy. Upgraded connections (exec, attach, port-forward) are no
+// longer the server's: they end with the process, as when a kube-apiserver stops.
 func (l *listener) stop(ctx context.Context, delay time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
