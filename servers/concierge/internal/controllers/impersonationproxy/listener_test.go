@@ -36,37 +36,19 @@ func TestListenerServerLimits(t *testing.T) {
 // tls.onedottwo.allowedCiphers narrows what the proxy accepts in TLS 1.2, and HTTP/2 is left
 // out when none of the ciphers it requires remains.
 func TestListenerCiphers(t *testing.T) {
-	ca, err := certauthority.New("test CA", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM, err := ca.IssueServingCert("proxy", nil, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
 	profile, err := tlsprofile.New([]string{"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &listener{address: "127.0.0.1:0", handler: http.NotFoundHandler(), cert: &servingCert{}, tls: profile, listen: net.Listen}
-	if _, err := l.cert.set(certPEM, keyPEM); err != nil {
-		t.Fatal(err)
-	}
-	var addr string
-	l.listen = func(network, address string) (net.Listener, error) {
-		ln, err := net.Listen(network, address)
-		if err == nil {
-			addr = ln.Addr().String()
-		}
-		return ln, err
-	}
+	l, _, addr := servingListener(t, http.NotFoundHandler())
+	l.tls = profile
 	ctx := context.Background()
 	if err := l.start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer l.stop(ctx, 0)
 	handshake := func(cipher uint16) (string, error) {
-		conn, err := tls.Dial("tcp", addr, &tls.Config{
+		conn, err := tls.Dial("tcp", addr(), &tls.Config{
 			InsecureSkipVerify: true, //nolint:gosec // only the cipher is under test
 			MaxVersion:         tls.VersionTLS12,
 			CipherSuites:       []uint16{cipher},
@@ -93,14 +75,6 @@ func TestListenerCiphers(t *testing.T) {
 // A stopping proxy serves new connections for the shutdown delay, lets a request in flight finish
 // with its context intact, and closes a stream that outlasts the drain; then it is gone.
 func TestListenerStopsGracefully(t *testing.T) {
-	ca, err := certauthority.New("test CA", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM, err := ca.IssueServingCert("proxy", nil, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
 	arrived, release := make(chan struct{}, 2), make(chan struct{})
 	ctxErr := make(chan error, 1)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -116,18 +90,8 @@ func TestListenerStopsGracefully(t *testing.T) {
 			<-r.Context().Done() // as a watch: until the client or the server ends it
 		}
 	})
-	var addr string
-	l := &listener{address: "127.0.0.1:0", handler: handler, cert: &servingCert{}, drainTimeout: 500 * time.Millisecond,
-		listen: func(network, address string) (net.Listener, error) {
-			ln, err := net.Listen(network, address)
-			if err == nil {
-				addr = ln.Addr().String()
-			}
-			return ln, err
-		}}
-	if _, err := l.cert.set(certPEM, keyPEM); err != nil {
-		t.Fatal(err)
-	}
+	l, ca, addr := servingListener(t, handler)
+	l.drainTimeout = 500 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := l.start(ctx); err != nil {
 		t.Fatal(err)
@@ -136,7 +100,7 @@ func TestListenerStopsGracefully(t *testing.T) {
 	roots.AddCert(ca.Certificate())
 	// A new connection for each request, as from a client the load balancer just sent here.
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}}
-	get := func(path string) (*http.Response, error) { return client.Get("https://" + addr + path) }
+	get := func(path string) (*http.Response, error) { return client.Get("https://" + addr() + path) }
 
 	inFlight := make(chan error, 1)
 	go func() {
@@ -193,4 +157,30 @@ func TestListenerStopsGracefully(t *testing.T) {
 	if l.running() {
 		t.Error("the listener reports running after its stop")
 	}
+}
+
+// servingListener is a listener for handler on a loopback port, serving a certificate for
+// 127.0.0.1 from the CA it returns; addr tells where it listens once started.
+func servingListener(t *testing.T, handler http.Handler) (l *listener, ca *certauthority.CA, addr func() string) {
+	t.Helper()
+	ca, err := certauthority.New("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.IssueServingCert("proxy", nil, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var address string
+	l = &listener{address: "127.0.0.1:0", handler: handler, cert: &servingCert{}, listen: func(network, a string) (net.Listener, error) {
+		ln, err := net.Listen(network, a)
+		if err == nil {
+			address = ln.Addr().String()
+		}
+		return ln, err
+	}}
+	if _, err := l.cert.set(certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	return l, ca, func() string { return address }
 }
