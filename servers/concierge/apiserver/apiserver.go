@@ -96,7 +96,7 @@ type CompletedConfig struct {
 
 // Complete fills in defaults and installs our handler chain.
 func (c *Config) Complete() (CompletedConfig, error) {
-	if err := aggregatedapi.DisableLibraryHTTP2Mitigation(); err != nil {
+	if err := aggregatedapi.SetFeatureGates(); err != nil {
 		return CompletedConfig{}, err
 	}
 	c.GenericConfig.BuildHandlerChainFunc = aggregatedapi.BuildHandlerChain

@@ -27,6 +27,7 @@ import (
 
 	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 	"sealion.dev/core/testing/controlplane"
+	"sealion.dev/core/testing/serverbuild"
 )
 
 const (
@@ -144,10 +145,8 @@ func (e *environment) buildBinaries() error {
 		"pinniped-concierge":       "sealion.dev/servers/concierge",
 		"local-user-authenticator": "sealion.dev/servers/local-user-authenticator",
 	} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(e.binDir, name), pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+		if err := serverbuild.Build(pkg, filepath.Join(e.binDir, name)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -16,15 +16,39 @@ import (
 	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericfeatures "k8s.io/apiserver/pkg/features"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
-	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/discovery"
+	"k8s.io/component-base/compatibility"
+	baseversion "k8s.io/component-base/version"
 
 	generatedopenapi "sealion.dev/core/generated/openapi"
 	"sealion.dev/servers/internal/tlsprofile"
 )
+
+// effectiveVersion is the Kubernetes version the generic API server emulates: that of the
+// Kubernetes libraries it is built from, whatever our own release's version is. The library's
+// default takes the build's version stamp, our release's (v0.1.0), and would emulate Kubernetes
+// 0.1, where every feature gate is pre-alpha and setting one fails at start; only an unstamped
+// build (v0.0.0) falls back to the libraries'. /version still reports the build's gitVersion.
+func effectiveVersion() compatibility.MutableEffectiveVersion {
+	return compatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", "")
+}
+
+// SetFeatureGates sets the process's feature gates as our aggregated API servers need them, before
+// their configuration is completed. The gates emulate the Kubernetes version of effectiveVersion
+// (the library registered them at init with the build's stamp), and the generic server's HTTP/2
+// mitigation is off: BuildHandlerChain applies it where it belongs (http2.go).
+func SetFeatureGates() error {
+	gate := utilfeature.DefaultMutableFeatureGate
+	if err := gate.SetEmulationVersion(effectiveVersion().EmulationVersion()); err != nil {
+		return fmt.Errorf("feature gates: %w", err)
+	}
+	return gate.SetFromMap(map[string]bool{string(genericfeatures.UnauthenticatedHTTP2DOSMitigation): false})
+}
 
 // Options configure RecommendedConfig.
 type Options struct {
@@ -82,8 +106,7 @@ func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
 	c := genericapiserver.NewRecommendedConfig(o.Codecs)
 	// Before ApplyTo: priority and fairness takes its concurrency from the in-flight limits there.
 	limit(&c.Config)
-	// Version information for /version and the emulation checks, from the Kubernetes libraries.
-	c.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	c.EffectiveVersion = effectiveVersion()
 	namer := openapinamer.NewDefinitionNamer(o.Scheme)
 	c.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
 	c.OpenAPIConfig.Info.Title = o.Title

@@ -11,10 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/version"
+	genericfeatures "k8s.io/apiserver/pkg/features"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	k8stesting "k8s.io/client-go/testing"
+	baseversion "k8s.io/component-base/version"
 
 	"sealion.dev/servers/internal/tlsprofile"
 )
@@ -96,5 +100,25 @@ func TestUnservedPolicyPlugins(t *testing.T) {
 	d := &fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{}}
 	if _, err := unservedPolicyPlugins(d); err == nil {
 		t.Error("no error when the cluster does not answer for admissionregistration.k8s.io/v1")
+	}
+}
+
+// The servers emulate the Kubernetes version of their libraries, whatever version our release is
+// stamped with, so that the feature gate they set at start exists there (at our v0.1.0, taken as
+// Kubernetes 0.1, setting it failed and no server started). A unit test binary is unstamped; the
+// integration tests' builds are stamped (core/testing/serverbuild) and start the servers.
+func TestSetFeatureGates(t *testing.T) {
+	if err := SetFeatureGates(); err != nil {
+		t.Fatal(err)
+	}
+	want := version.MustParse(baseversion.DefaultKubeBinaryVersion)
+	if v := effectiveVersion(); !v.EmulationVersion().EqualTo(want) || !v.BinaryVersion().EqualTo(want) {
+		t.Errorf("the servers emulate %s (binary %s), want %s", v.EmulationVersion(), v.BinaryVersion(), want)
+	}
+	if got := utilfeature.DefaultMutableFeatureGate.EmulationVersion(); !got.EqualTo(want) {
+		t.Errorf("the feature gates emulate %s, want %s", got, want)
+	}
+	if utilfeature.DefaultFeatureGate.Enabled(genericfeatures.UnauthenticatedHTTP2DOSMitigation) {
+		t.Error("the library's HTTP/2 mitigation is still on")
 	}
 }

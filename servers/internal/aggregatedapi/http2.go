@@ -5,9 +5,7 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	genericfeatures "k8s.io/apiserver/pkg/features"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 )
 
 // The generic API server closes an HTTP/2 connection after every anonymous request, so that
@@ -16,15 +14,8 @@ import (
 // authenticated with its front-proxy client certificate and multiplexes every user's requests over
 // it, and some requests are anonymous by design (the Concierge's TokenCredentialRequest). Each
 // such request would close the shared connection and the requests in flight on it would fail
-// with 503. So the library's mitigation is
-// turned off and applied here only to connections that presented no client certificate.
-
-// DisableLibraryHTTP2Mitigation turns off the generic server's version of the mitigation.
-func DisableLibraryHTTP2Mitigation() error {
-	return utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
-		string(genericfeatures.UnauthenticatedHTTP2DOSMitigation): false,
-	})
-}
+// with 503. So the library's mitigation is turned off (SetFeatureGates) and applied here only to
+// connections that presented no client certificate.
 
 // BuildHandlerChain is the default chain with our mitigation innermost, where the user is known.
 func BuildHandlerChain(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {

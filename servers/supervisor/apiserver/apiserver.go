@@ -92,7 +92,7 @@ func (c *Config) Complete() (CompletedConfig, error) {
 	if cs := c.ExtraConfig.ClientSecrets; c.ExtraConfig.Scheme == nil || cs.Namespace == "" || cs.OIDCClients == nil || cs.Store == nil {
 		return CompletedConfig{}, errors.New("the Supervisor's aggregated API needs a scheme, a namespace, an OIDCClient reader and a client secret store")
 	}
-	if err := aggregatedapi.DisableLibraryHTTP2Mitigation(); err != nil {
+	if err := aggregatedapi.SetFeatureGates(); err != nil {
 		return CompletedConfig{}, err
 	}
 	c.GenericConfig.BuildHandlerChainFunc = aggregatedapi.BuildHandlerChain

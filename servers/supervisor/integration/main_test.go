@@ -25,6 +25,7 @@ import (
 	"sealion.dev/core/certauthority"
 	supervisorclientset "sealion.dev/core/generated/supervisor/clientset/versioned"
 	"sealion.dev/core/testing/controlplane"
+	"sealion.dev/core/testing/serverbuild"
 )
 
 const (
@@ -99,10 +100,8 @@ func setUp(ctx context.Context) (*environment, error) {
 		return e, err
 	}
 	e.binary = filepath.Join(dir, "pinniped-supervisor")
-	build := exec.Command("go", "build", "-o", e.binary, "sealion.dev/servers/supervisor")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return e, fmt.Errorf("go build: %w\n%s", err, out)
+	if err := serverbuild.Build("sealion.dev/servers/supervisor", e.binary); err != nil {
+		return e, err
 	}
 	// The build and the control plane's start wait as long as they make progress (a cold cache
 	// on a busy machine takes minutes); what follows gets a fixed budget.
