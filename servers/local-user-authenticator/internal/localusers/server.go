@@ -15,17 +15,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
+
+	"sealion.dev/core/certauthority"
 )
 
 const (
 	// CABundleSecretName is the Secret, in the users' namespace, where the server publishes the CA
 	// bundle that verifies its serving certificate (for a WebhookAuthenticator's spec.tls).
 	CABundleSecretName = "api-serving-cert"
-	// CABundleKey is the key of the PEM CA bundle in that Secret.
-	CABundleKey = "caCertificate"
+	// CABundleKey is the key of the PEM CA bundle in that Secret, and CAPrivateKeyKey of the CA's
+	// PEM private key (the names of the Concierge's own certificate Secrets).
+	CABundleKey     = "caCertificate"
+	CAPrivateKeyKey = "caCertificatePrivateKey"
 	// ServiceName is the name of the Service in front of the server; it is in the certificate.
 	ServiceName = "local-user-authenticator"
 	// WebhookPath is where the TokenReview webhook is served.
@@ -33,6 +36,12 @@ const (
 	// ShutdownDelay is how long a stopping server keeps accepting connections, while its pod
 	// leaves the Service's endpoints, as the other servers do.
 	ShutdownDelay = 5 * time.Second
+
+	caName = "local-user-authenticator CA"
+	// caValidity is a new CA's lifetime, and caRenewBefore how long before its end a starting
+	// server replaces it (a WebhookAuthenticator trusting it must then copy the new one).
+	caValidity    = 365 * 24 * time.Hour
+	caRenewBefore = 30 * 24 * time.Hour
 )
 
 // Config configures Serve.
@@ -49,8 +58,8 @@ type Config struct {
 }
 
 // Serve runs the webhook over HTTPS on listener until ctx ends. It syncs a Secret informer for the
-// namespace, creates a fresh self-signed CA and serving certificate, publishes the CA bundle, then
-// serves WebhookPath.
+// namespace, takes the CA published in the Secret CABundleSecretName (or makes and publishes one,
+// see CA), signs a serving certificate with it, then serves WebhookPath.
 func Serve(ctx context.Context, listener net.Listener, client kubernetes.Interface, cfg Config) error {
 	defer func() { _ = listener.Close() }() // also when failing before serving
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace))
@@ -67,15 +76,20 @@ func Serve(ctx context.Context, listener net.Listener, client kubernetes.Interfa
 		}
 	}
 
-	serving, caPEM, err := ServingCertificate(cfg.Namespace)
+	var ca *certauthority.CA
+	var err error
+	if cfg.CABundleFile != "" {
+		if ca, err = certauthority.New(caName, caValidity); err == nil {
+			err = os.WriteFile(cfg.CABundleFile, ca.Bundle(), 0o644)
+		}
+	} else {
+		ca, err = CA(ctx, client, cfg.Namespace)
+	}
 	if err != nil {
 		return err
 	}
-	if cfg.CABundleFile != "" {
-		if err := os.WriteFile(cfg.CABundleFile, caPEM, 0o644); err != nil {
-			return fmt.Errorf("writing the CA bundle to %s: %w", cfg.CABundleFile, err)
-		}
-	} else if err := PublishCABundle(ctx, client, cfg.Namespace, caPEM); err != nil {
+	serving, err := ServingCertificate(ca, cfg.Namespace)
+	if err != nil {
 		return err
 	}
 
@@ -105,59 +119,67 @@ func Serve(ctx context.Context, listener net.Listener, client kubernetes.Interfa
 	return nil
 }
 
-// ServingCertificate creates a new CA and a serving certificate it signs, valid for the in-cluster
-// Service name, localhost and the loopback addresses. It returns the certificate and the CA PEM.
-func ServingCertificate(namespace string) (tls.Certificate, []byte, error) {
+// ServingCertificate is a serving certificate signed by ca, with a new key, valid as long as ca
+// for the in-cluster Service name, localhost and the loopback addresses; its chain ends with ca.
+func ServingCertificate(ca *certauthority.CA, namespace string) (tls.Certificate, error) {
 	serviceHost := ServiceName + "." + namespace + ".svc"
-	chainPEM, keyPEM, err := cert.GenerateSelfSignedCertKey(serviceHost,
-		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		[]string{serviceHost + ".cluster.local", "localhost"})
+	certPEM, keyPEM, err := ca.IssueServingCert(serviceHost, []string{serviceHost, serviceHost + ".cluster.local", "localhost"},
+		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, time.Until(ca.Certificate().NotAfter))
 	if err != nil {
-		return tls.Certificate{}, nil, fmt.Errorf("generating the serving certificate: %w", err)
+		return tls.Certificate{}, fmt.Errorf("issuing the serving certificate: %w", err)
 	}
-	// The chain is the serving certificate followed by the CA that signed it.
-	certs, err := cert.ParseCertsPEM(chainPEM)
-	if err != nil || len(certs) != 2 {
-		return tls.Certificate{}, nil, fmt.Errorf("parsing the generated certificate chain (%d certificates): %v", len(certs), err)
-	}
-	caPEM, err := cert.EncodeCertificates(certs[1])
+	serving, err := tls.X509KeyPair(append(certPEM, ca.Bundle()...), keyPEM)
 	if err != nil {
-		return tls.Certificate{}, nil, fmt.Errorf("encoding the CA certificate: %w", err)
+		return tls.Certificate{}, fmt.Errorf("loading the serving certificate: %w", err)
 	}
-	serving, err := tls.X509KeyPair(chainPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, nil, fmt.Errorf("loading the generated serving certificate: %w", err)
-	}
-	return serving, caPEM, nil
+	return serving, nil
 }
 
-// PublishCABundle creates or updates the Secret CABundleSecretName so that it holds caPEM.
-func PublishCABundle(ctx context.Context, client kubernetes.Interface, namespace string, caPEM []byte) error {
+// CA returns the CA published in the Secret CABundleSecretName, with its key, while it has more
+// than caRenewBefore to live; otherwise (no Secret, a Secret an earlier release wrote without the
+// key, a CA about to expire) it makes a new one and publishes it there. Every replica and every
+// restart so signs with the one CA that WebhookAuthenticators copied from the Secret: a rolling
+// restart does not break them. The key is as safe there as the users' password hashes beside it.
+func CA(ctx context.Context, client kubernetes.Interface, namespace string) (*certauthority.CA, error) {
 	secrets := client.CoreV1().Secrets(namespace)
-	// Another replica may create or update the Secret at the same time; the last writer wins.
+	// Another replica may publish at the same time: read again, and take its CA.
 	raced := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+	var ca *certauthority.CA
 	err := retry.OnError(retry.DefaultRetry, raced, func() error {
 		existing, err := secrets.Get(ctx, CABundleSecretName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = secrets.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: CABundleSecretName, Namespace: namespace},
-				Type:       corev1.SecretTypeOpaque,
-				Data:       map[string][]byte{CABundleKey: caPEM},
-			}, metav1.CreateOptions{})
+		found := err == nil
+		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
+		if found {
+			published, loadErr := certauthority.Load(existing.Data[CABundleKey], existing.Data[CAPrivateKeyKey])
+			if loadErr == nil && time.Until(published.Certificate().NotAfter) > caRenewBefore {
+				ca = published
+				return nil
+			}
+		}
+		fresh, err := certauthority.New(caName, caValidity)
 		if err != nil {
 			return err
 		}
-		if existing.Data == nil {
-			existing.Data = map[string][]byte{}
+		data := map[string][]byte{CABundleKey: fresh.Bundle(), CAPrivateKeyKey: fresh.PrivateKeyPEM()}
+		if !found {
+			_, err = secrets.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: CABundleSecretName, Namespace: namespace},
+				Type:       corev1.SecretTypeOpaque,
+				Data:       data,
+			}, metav1.CreateOptions{})
+		} else {
+			existing.Data = data
+			_, err = secrets.Update(ctx, existing, metav1.UpdateOptions{})
 		}
-		existing.Data[CABundleKey] = caPEM
-		_, err = secrets.Update(ctx, existing, metav1.UpdateOptions{})
+		if err == nil {
+			ca = fresh
+		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("publishing the CA bundle in Secret %s/%s: %w", namespace, CABundleSecretName, err)
+		return nil, fmt.Errorf("publishing the CA in Secret %s/%s: %w", namespace, CABundleSecretName, err)
 	}
-	return nil
+	return ca, nil
 }

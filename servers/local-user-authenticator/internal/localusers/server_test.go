@@ -1,6 +1,7 @@
 package localusers
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+
+	"sealion.dev/core/certauthority"
 )
 
 // startServer runs Serve on a loopback port until the test ends and returns its address.
@@ -98,32 +102,74 @@ func TestServePublishesCABundle(t *testing.T) {
 	_ = conn.Close()
 }
 
-func TestPublishCABundleUpdatesExistingSecret(t *testing.T) {
+// A restart, or a second replica, signs with the CA already published, which the
+// WebhookAuthenticators copied; a Secret without the CA's key (as an earlier release wrote it), or
+// with a CA about to expire, gets a new CA.
+func TestCAKeptAcrossStarts(t *testing.T) {
 	t.Parallel()
-	client := fake.NewClientset()
 	ctx := context.Background()
-	for _, ca := range []string{"first", "second"} {
-		if err := PublishCABundle(ctx, client, "ns", []byte(ca)); err != nil {
-			t.Fatal(err)
-		}
-		secret, err := client.CoreV1().Secrets("ns").Get(ctx, CABundleSecretName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := string(secret.Data[CABundleKey]); got != ca {
-			t.Fatalf("Secret holds %q, want %q", got, ca)
-		}
+	client := fake.NewClientset()
+	first, err := CA(ctx, client, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := CA(ctx, client, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Certificate().Equal(first.Certificate()) {
+		t.Error("a second start made a new CA instead of taking the published one")
+	}
+	secret, err := client.CoreV1().Secrets("ns").Get(ctx, CABundleSecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(secret.Data[CABundleKey], first.Bundle()) {
+		t.Errorf("the Secret's %s is not the CA's bundle", CABundleKey)
+	}
+
+	expiring, err := certauthority.New(caName, caRenewBefore-time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]map[string][]byte{
+		"without the CA's key": {CABundleKey: first.Bundle()},
+		"a CA about to expire": {CABundleKey: expiring.Bundle(), CAPrivateKeyKey: expiring.PrivateKeyPEM()},
+		"a key of another CA":  {CABundleKey: first.Bundle(), CAPrivateKeyKey: expiring.PrivateKeyPEM()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			client := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: CABundleSecretName, Namespace: "ns"}, Data: data})
+			ca, err := CA(ctx, client, "ns")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Equal(ca.Bundle(), data[CABundleKey]) || time.Until(ca.Certificate().NotAfter) < caValidity-time.Hour {
+				t.Errorf("kept the CA %s (until %s) instead of making a new one", ca.Certificate().Subject, ca.Certificate().NotAfter)
+			}
+			secret, err := client.CoreV1().Secrets("ns").Get(ctx, CABundleSecretName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(secret.Data[CABundleKey], ca.Bundle()) || !bytes.Equal(secret.Data[CAPrivateKeyKey], ca.PrivateKeyPEM()) {
+				t.Error("the new CA was not published")
+			}
+		})
 	}
 }
 
 func TestServingCertificateNames(t *testing.T) {
 	t.Parallel()
-	serving, caPEM, err := ServingCertificate("ns")
+	ca, err := certauthority.New(caName, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ServingCertificate(ca, "ns")
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
+	if !pool.AppendCertsFromPEM(ca.Bundle()) {
 		t.Fatal("CA bundle is not PEM")
 	}
 	leaf, err := x509.ParseCertificate(serving.Certificate[0])
@@ -137,6 +183,9 @@ func TestServingCertificateNames(t *testing.T) {
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "local-user-authenticator.other.svc", Roots: pool}); err == nil {
 		t.Error("certificate verifies for another namespace's Service")
+	}
+	if !leaf.NotAfter.Equal(ca.Certificate().NotAfter) {
+		t.Errorf("certificate valid until %s, its CA until %s", leaf.NotAfter, ca.Certificate().NotAfter)
 	}
 }
 
