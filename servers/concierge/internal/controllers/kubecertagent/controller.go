@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -118,6 +119,19 @@ type Controller struct {
 
 	// loaded holds the UIDs of the agent pods whose pair is in the signer.
 	loaded *utilcache.Expiring
+	// signing is set once a pair is in the signer; pending while the last sync found the agent
+	// on its way (see Synced).
+	signing, pending atomic.Bool
+}
+
+// Synced reports whether the replica may serve: its first sync is done, and it has a signing
+// pair unless no agent is on its way. A replica that starts while the agent pod is replaced (an
+// upgrade changes the agent's image with the Concierge's) would otherwise be ready with nothing
+// to sign with, and a rolling update would take away the replicas that have a pair: every
+// exchange sent to it failed. An agent that cannot start is not waited for (the strategy reports
+// why, and the impersonation proxy may serve instead).
+func (c *Controller) Synced() bool {
+	return c.Controller.Synced() && (c.signing.Load() || !c.pending.Load())
 }
 
 // New returns a controller; start the informers and call Run.
@@ -157,6 +171,7 @@ func newController(cfg Config, client kubernetes.Interface, informers Informers,
 func (c *Controller) sync(ctx context.Context) error {
 	legacyErr := c.deleteLegacyPods(ctx)
 	strategy, err := c.reconcile(ctx)
+	c.pending.Store(strategy.Reason == configv1alpha1.StrategyReasonPending)
 	strategy.Type = configv1alpha1.StrategyTypeKubeClusterSigningCertificate
 	if werr := c.status.SetStrategy(ctx, strategy); werr != nil {
 		return errors.Join(legacyErr, err, werr)
@@ -454,6 +469,7 @@ func (c *Controller) loadKey(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("the files the agent pod %s/%s read are not a usable signing pair: %w", pod.Namespace, pod.Name, err)
 	}
 	c.loaded.Set(pod.UID, struct{}{}, keyCacheTTL)
+	c.signing.Store(true)
 	klog.FromContext(ctx).Info("loaded the cluster signing key", "pod", klog.KObj(pod))
 	return nil
 }

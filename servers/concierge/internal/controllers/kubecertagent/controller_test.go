@@ -851,3 +851,44 @@ func TestLegacyAgentPodsAreDeleted(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pods.Items, 2)
 }
+
+// A replica is ready once it has a signing pair, or once no agent is on its way: while the agent
+// pod is being replaced (an upgrade changes its image) it waits, rather than serve exchanges with
+// nothing to sign them. Once it has a pair, a new replacement of the agent does not unready it.
+func TestSyncedWaitsForAnAgentOnItsWay(t *testing.T) {
+	ca, err := certauthority.New("cluster CA", time.Hour)
+	require.NoError(t, err)
+	kcm := kubeadmControllerManager("kube-controller-manager-cp", "cp", older)
+	w := newWorld(t, testConfig, []runtime.Object{kcm, newDeployment(testConfig, testConfig.Image, kcm),
+		agentPod("agent-1", "cp", older, corev1.PodPending), clusterInfo(kubeadmClusterInfo)})
+	w.exec.set(printed(ca.Bundle(), ca.PrivateKeyPEM()), nil)
+	ctx := w.run(t)
+
+	require.Eventually(t, func() bool {
+		ci, err := w.concierge.ConfigV1alpha1().CredentialIssuers().Get(ctx, issuerName, metav1.GetOptions{})
+		return err == nil && len(ci.Status.Strategies) == 1 && ci.Status.Strategies[0].Reason == configv1alpha1.StrategyReasonPending
+	}, 5*time.Second, 10*time.Millisecond, "the strategy never said Pending")
+	require.Never(t, w.controller.Synced, 300*time.Millisecond, 10*time.Millisecond, "ready while the agent was on its way, with no pair")
+
+	setPhase := func(phase corev1.PodPhase) {
+		pod, err := w.kube.CoreV1().Pods(testConfig.Namespace).Get(ctx, "agent-1", metav1.GetOptions{})
+		require.NoError(t, err)
+		pod.Status.Phase = phase
+		_, err = w.kube.CoreV1().Pods(testConfig.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	setPhase(corev1.PodRunning)
+	require.Eventually(t, w.controller.Synced, 5*time.Second, 10*time.Millisecond, "not ready once the agent ran and the pair was loaded")
+	require.NotNil(t, w.signer.CABundle())
+
+	setPhase(corev1.PodPending)
+	require.Never(t, func() bool { return !w.controller.Synced() }, 300*time.Millisecond, 10*time.Millisecond, "unready while it still had its pair")
+}
+
+// Where no agent can run (here: no kube-controller-manager pod), the replica is ready all the
+// same: the strategy says why, and the impersonation proxy may serve instead.
+func TestSyncedWithoutAnAgent(t *testing.T) {
+	w := newWorld(t, testConfig, []runtime.Object{node("cp", false)})
+	w.run(t)
+	require.Eventually(t, w.controller.Synced, 5*time.Second, 10*time.Millisecond, "never ready where no agent can run")
+}
