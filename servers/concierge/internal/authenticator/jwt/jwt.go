@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -149,7 +150,8 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	}
 	result.Pass(authv1alpha1.ConditionJWKSURLValid, "jwks_uri is a valid URL")
 
-	if err := fetchKeySet(ctx, client, discovered.JWKSURL); err != nil {
+	keys, err := fetchKeySet(ctx, client, discovered.JWKSURL)
+	if err != nil {
 		return fail(authv1alpha1.ConditionJWKSFetchValid, authv1alpha1.ReasonInvalidCouldNotFetchJWKS, "could not fetch keys: %v", err)
 	}
 	result.Pass(authv1alpha1.ConditionJWKSFetchValid, "successfully fetched jwks")
@@ -163,7 +165,7 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 	lifecycleCtx, cancel := context.WithCancel(oidc.ClientContext(context.Background(), client))
 	token, err := upstreamoidc.New(lifecycleCtx, upstreamoidc.Options{
 		JWTAuthenticator:     upstreamCfg,
-		KeySet:               oidc.NewRemoteKeySet(lifecycleCtx, discovered.JWKSURL),
+		KeySet:               &seededKeySet{seed: keys, remote: oidc.NewRemoteKeySet(lifecycleCtx, discovered.JWKSURL)},
 		Client:               client, // for distributed claims
 		SupportedSigningAlgs: SigningAlgorithms,
 	})
@@ -346,29 +348,60 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 
 // fetchKeySet gets the issuer's key set once, so an unreachable or malformed JWKS is reported
 // at configuration time rather than on the first login.
-func fetchKeySet(ctx context.Context, client *http.Client, jwksURL string) error {
+func fetchKeySet(ctx context.Context, client *http.Client, jwksURL string) (*oidc.StaticKeySet, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, jwksURL, nil)
 	if err != nil {
-		return fmt.Errorf("could not build request for jwks %q: %w", jwksURL, err)
+		return nil, fmt.Errorf("could not build request for jwks %q: %w", jwksURL, err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("could not fetch jwks from %q: %w", jwksURL, err)
+		return nil, fmt.Errorf("could not fetch jwks from %q: %w", jwksURL, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("could not read jwks from %q: %w", jwksURL, err)
+		return nil, fmt.Errorf("could not read jwks from %q: %w", jwksURL, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fetching jwks from %q: status %s", jwksURL, resp.Status)
+		return nil, fmt.Errorf("fetching jwks from %q: status %s", jwksURL, resp.Status)
 	}
 	var set jose.JSONWebKeySet
 	if err := json.Unmarshal(body, &set); err != nil {
-		return fmt.Errorf("jwks from %q is not a valid JSON Web Key Set: %w", jwksURL, err)
+		return nil, fmt.Errorf("jwks from %q is not a valid JSON Web Key Set: %w", jwksURL, err)
 	}
 	if len(set.Keys) == 0 {
-		return fmt.Errorf("jwks from %q holds no keys", jwksURL)
+		return nil, fmt.Errorf("jwks from %q holds no keys", jwksURL)
 	}
-	return nil
+	keys := &oidc.StaticKeySet{}
+	for _, k := range set.Keys {
+		if k.Valid() && k.IsPublic() && (k.Use == "" || k.Use == "sig") {
+			keys.PublicKeys = append(keys.PublicKeys, k.Key)
+		}
+	}
+	return keys, nil
+}
+
+// seededKeySet verifies tokens with the keys fetched when the authenticator was built until the
+// issuer's key set has to be asked: a replica that has just started accepts its first tokens
+// without reaching the issuer, which may be restarting too (a fetch then failed, and with it a
+// user's exchange). A token the seed does not verify, as after a key rotation, goes to the remote
+// key set, which fetches the issuer's keys; once that has verified a token the seed is retired,
+// so a key the issuer has since removed is not trusted longer than the remote key set would.
+type seededKeySet struct {
+	seed    *oidc.StaticKeySet
+	remote  oidc.KeySet
+	retired atomic.Bool
+}
+
+func (k *seededKeySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+	if !k.retired.Load() {
+		if payload, err := k.seed.VerifySignature(ctx, jwt); err == nil {
+			return payload, nil
+		}
+	}
+	payload, err := k.remote.VerifySignature(ctx, jwt)
+	if err == nil {
+		k.retired.Store(true)
+	}
+	return payload, err
 }

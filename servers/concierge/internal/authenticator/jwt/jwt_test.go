@@ -146,6 +146,24 @@ func TestKeyRotation(t *testing.T) {
 	}
 }
 
+// A new authenticator verifies tokens with the keys it fetched when it was built: its first token
+// does not wait for the issuer, which may be restarting when a new Concierge replica starts.
+func TestFirstTokenNeedsNoFetch(t *testing.T) {
+	iss := oidcissuer.New(t)
+	authn := newAuthenticator(t, Config{Issuer: iss.Issuer, Audience: audience, CABundle: iss.CABundle})
+	fetched := iss.JWKSRequests()
+	token, err := iss.Issue(map[string]any{"aud": audience, "username": "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := authn.AuthenticateToken(context.Background(), token); !ok {
+		t.Fatalf("token rejected: %v", err)
+	}
+	if n := iss.JWKSRequests() - fetched; n != 0 {
+		t.Errorf("the first token fetched the key set %d more times; want the keys fetched when the authenticator was built", n)
+	}
+}
+
 func TestNewReportsEachStep(t *testing.T) {
 	iss := oidcissuer.New(t)
 	otherIssuer := oidcissuer.New(t)
