@@ -39,6 +39,7 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	"sealion.dev/core/controller"
 	configinformers "sealion.dev/core/generated/concierge/informers/externalversions/config/v1alpha1"
+	"sealion.dev/servers/internal/leaderelection"
 )
 
 const (
@@ -219,7 +220,10 @@ func (c *Controller) reconcile(ctx context.Context) (configv1alpha1.CredentialIs
 	if err != nil {
 		return failed(configv1alpha1.StrategyReasonCouldNotFetchKey, err), nil
 	}
-	if err := c.ensureDeployment(ctx, newDeployment(c.cfg, image, kcm)); err != nil {
+	// Only the leader writes the agent Deployment. Another replica loads the key from the agent
+	// that runs, even one of another image: during an upgrade the leader may be an older replica,
+	// and a new one that waited for the agent of its own image would serve without a key.
+	if err := c.ensureDeployment(ctx, newDeployment(c.cfg, image, kcm)); err != nil && !errors.Is(err, leaderelection.ErrNotLeader) {
 		return failed(configv1alpha1.StrategyReasonCouldNotFetchKey, err), err
 	}
 	agent, err := c.agentPod(kcm.Spec.NodeName)

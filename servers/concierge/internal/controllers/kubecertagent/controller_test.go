@@ -33,6 +33,7 @@ import (
 	conciergeinformers "sealion.dev/core/generated/concierge/informers/externalversions"
 	"sealion.dev/servers/concierge/internal/credentialissuer"
 	"sealion.dev/servers/concierge/internal/dynamicca"
+	"sealion.dev/servers/internal/leaderelection"
 )
 
 var (
@@ -891,4 +892,25 @@ func TestSyncedWithoutAnAgent(t *testing.T) {
 	w := newWorld(t, testConfig, []runtime.Object{node("cp", false)})
 	w.run(t)
 	require.Eventually(t, w.controller.Synced, 5*time.Second, 10*time.Millisecond, "never ready where no agent can run")
+}
+
+// A replica that is not the leader cannot update the agent Deployment (during an upgrade the
+// leader may be an older replica, whose agent has another image): it loads the key from the
+// agent that runs and is ready, rather than wait for an agent of its own image.
+func TestNotTheLeaderLoadsFromTheRunningAgent(t *testing.T) {
+	ca, err := certauthority.New("cluster CA", time.Hour)
+	require.NoError(t, err)
+	kcm := kubeadmControllerManager("kube-controller-manager-cp", "cp", older)
+	olderAgent := newDeployment(testConfig, "registry.example/older-release:v1", kcm)
+	w := newWorld(t, testConfig, []runtime.Object{kcm, olderAgent, agentPod("agent-1", "cp", older, corev1.PodRunning), clusterInfo(kubeadmClusterInfo)})
+	w.exec.set(printed(ca.Bundle(), ca.PrivateKeyPEM()), nil)
+	for _, verb := range []string{"create", "update", "patch", "delete"} {
+		w.kube.PrependReactor(verb, "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, fmt.Errorf("%w: refusing the write", leaderelection.ErrNotLeader)
+		})
+	}
+	require.NoError(t, w.sync(t))
+	require.NotNil(t, w.signer.CABundle(), "no key loaded from the running agent")
+	w.run(t)
+	require.Eventually(t, w.controller.Synced, 5*time.Second, 10*time.Millisecond, "not ready with the key loaded")
 }
