@@ -49,9 +49,10 @@ const (
 	faultQuiet = 10 * time.Second
 )
 
-// TestFaultConciergePodDeleted deletes a Concierge pod while clients exchange tokens the way the
-// CLI does on this cluster (the aggregated API, or the impersonation proxy where that is the
-// strategy): every exchange must succeed at its first try.
+// TestFaultConciergePodDeleted deletes a Concierge pod, then rolls out the Concierge and the
+// webhook authenticator, while clients exchange tokens the way the CLI does on this cluster (the
+// aggregated API, or the impersonation proxy where that is the strategy): every exchange must
+// succeed at its first try.
 func TestFaultConciergePodDeleted(t *testing.T) {
 	var exchange func(context.Context) error
 	f := features.New("a Concierge pod deleted under a load of exchanges").
@@ -93,8 +94,50 @@ func TestFaultConciergePodDeleted(t *testing.T) {
 				t.Error("no exchange ran while the pod was replaced: the load proves nothing")
 			}
 			return ctx
+		}).
+		Assess("a rolling restart of each server an exchange goes through fails no exchange", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// An upgrade or a configuration change rolls every pod of a Deployment, one new pod
+			// ready before an old one goes: the Concierge (and its proxy where that is the
+			// strategy), then the webhook it asks.
+			for _, d := range []struct{ namespace, name string }{
+				{conciergeNamespace, "pinniped-concierge"},
+				{"local-user-authenticator", "local-user-authenticator"},
+			} {
+				load := startLoad(ctx, faultLoadClients, exchange)
+				time.Sleep(faultQuiet)
+				began := time.Now()
+				err := rollOut(ctx, cfg.KubeconfigFile(), d.namespace, d.name)
+				rolled := time.Now()
+				time.Sleep(faultQuiet)
+				res := load.stop()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("deployment %s/%s rolled out in %s", d.namespace, d.name, rolled.Sub(began).Round(100*time.Millisecond))
+				res.report(t, began, rolled)
+				if res.failed() > 0 {
+					t.Errorf("%s: %d exchanges failed even on their retry (first: %v)", d.name, res.failed(), res.firstFailure())
+				}
+				if n, first := res.retried(); n > 0 {
+					t.Errorf("%s: %d exchanges failed on their first try during the rolling restart (first: %v)", d.name, n, first)
+				}
+				if res.during(began, rolled) == 0 {
+					t.Errorf("%s: no exchange ran during the rolling restart: the load proves nothing", d.name)
+				}
+			}
+			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// rollOut restarts a Deployment's pods as kubectl rollout restart does, and waits until the
+// rollout is complete.
+func rollOut(ctx context.Context, kubeconfig, namespace, name string) error {
+	if _, err := steps.Kubectl(ctx, kubeconfig, "", "rollout", "restart", "-n", namespace, "deployment/"+name); err != nil {
+		return err
+	}
+	_, err := steps.Kubectl(ctx, kubeconfig, "", "rollout", "status", "-n", namespace, "deployment/"+name, "--timeout=3m")
+	return err
 }
 
 // TestFaultKubeAPIServerRestarted restarts the kube-apiserver, as an upgrade or a crash does:
@@ -231,16 +274,9 @@ func TestFaultSupervisorRestarted(t *testing.T) {
 			return ctx
 		}).
 		Assess("refreshes during a rolling restart keep the session", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			kubeconfig := cfg.KubeconfigFile()
-			if _, err := steps.Kubectl(ctx, kubeconfig, "", "rollout", "restart", "-n", supervisorNamespace, "deployment/pinniped-supervisor"); err != nil {
-				t.Fatal(err)
-			}
 			began := time.Now()
 			rolled := make(chan error, 1)
-			go func() {
-				_, err := steps.Kubectl(ctx, kubeconfig, "", "rollout", "status", "-n", supervisorNamespace, "deployment/pinniped-supervisor", "--timeout=3m")
-				rolled <- err
-			}()
+			go func() { rolled <- rollOut(ctx, cfg.KubeconfigFile(), supervisorNamespace, "pinniped-supervisor") }()
 			refreshes := 0
 			for done := false; !done; {
 				select {
@@ -278,6 +314,7 @@ func TestFaultUpstreamDown(t *testing.T) {
 	const name = "ldap-faults"
 	var (
 		fwd   *outage.Forwarder
+		fl    *federatedLogin
 		pinny cliUser
 	)
 	f := features.New("the upstream identity provider down, then back").
@@ -311,7 +348,7 @@ func TestFaultUpstreamDown(t *testing.T) {
 			}
 			createIDP(ctx, t, cfg, "ldapidentityprovider/"+name, idp, secret(name+"-bind", corev1.SecretTypeBasicAuth,
 				map[string]string{corev1.BasicAuthUsernameKey: directory.BindDN, corev1.BasicAuthPasswordKey: directory.BindPassword}))
-			fl := federate(ctx, t, cfg, host, name, federationIDP(name, "LDAPIdentityProvider", name, ""))
+			fl = federate(ctx, t, cfg, host, name, federationIDP(name, "LDAPIdentityProvider", name, ""))
 			bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
 			pinny = fl.user(ctx, t, name, "cli_password", "PINNIPED_USERNAME=pinny", "PINNIPED_PASSWORD="+ldap.DefaultUsers[0].Password)
 			eventually(ctx, t, func() error { _, err := pinny.kubectl(ctx, "get", "pods", "-n", "kube-system"); return err })
@@ -340,6 +377,27 @@ func TestFaultUpstreamDown(t *testing.T) {
 			}
 			t.Logf("%s False %s after the directory went down: %s: %s", cond.Type, time.Since(cut).Round(100*time.Millisecond), cond.Reason, cond.Message)
 			expectSamePods(ctx, t, kube, supervisorNamespace, supervisor)
+			return ctx
+		}).
+		Assess("a Supervisor restarted while the directory is down keeps the session waiting, not lost", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// The new pods cannot probe the directory: they serve the connector that last worked
+			// (kept in a Secret by the leader), so the refresh fails as before the restart, as an
+			// outage to wait out, rather than as an unknown identity provider, which would make
+			// the CLI log in again and lose the session.
+			began := time.Now()
+			if err := restartSupervisor(ctx, kubeClient(t, cfg), fl); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("every Supervisor pod replaced in %s while the directory was down", time.Since(began).Round(100*time.Millisecond))
+			pinny.expireCachedCredentials(t)
+			pinny.expireSessions(t)
+			_, stderr, err := pinny.kubectlOutput(ctx, "get", "pods", "-n", "kube-system")
+			if err == nil {
+				t.Fatal("kubectl worked with the directory down")
+			}
+			if !strings.Contains(stderr, "could not reach the identity provider") || strings.Contains(stderr, "logging in with the") {
+				t.Errorf("kubectl after the restart, with the directory down: %v\n%s; want the error saying the identity provider could not be reached, and no new login", err, stderr)
+			}
 			return ctx
 		}).
 		Assess("once the directory is back, the same session refreshes and the status recovers", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
