@@ -62,19 +62,19 @@ var (
 // yet, and returns its address.
 func supervisorHost(ctx context.Context, t *testing.T, cfg *envconf.Config) string {
 	t.Helper()
-	federationOnce.Do(func() { federationErr = installSupervisor(ctx, cfg) })
+	federationOnce.Do(func() { federationErr = installSupervisor(ctx, cfg, steps.ReleaseDir()) })
 	if federationErr != nil {
 		t.Fatalf("installing the Supervisor: %v", federationErr)
 	}
 	return federationHost
 }
 
-func installSupervisor(ctx context.Context, cfg *envconf.Config) error {
+// installSupervisor installs the Supervisor of the release in releaseDir and exposes it with a
+// new federationCA, setting federationHost (and federationProxy).
+func installSupervisor(ctx context.Context, cfg *envconf.Config, releaseDir string) error {
 	began := time.Now()
-	for _, step := range steps.InstallSupervisor() {
-		if _, err := step(ctx, cfg); err != nil {
-			return err
-		}
+	if err := runAll(ctx, cfg, steps.InstallSupervisor(releaseDir)...); err != nil {
+		return err
 	}
 	var err error
 	if federationCA, err = certauthority.New("e2e Supervisor CA", 24*time.Hour); err != nil {

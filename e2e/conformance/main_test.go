@@ -83,18 +83,18 @@ func TestMain(m *testing.M) {
 	switch {
 	case p.Info().KubeControllerManagerPod:
 		// The kube cert agent fetches the cluster's own signing key.
-		setup = append(setup, steps.InstallConcierge(components...)...)
+		setup = append(setup, steps.InstallConcierge(steps.ReleaseDir(), components...)...)
 	case p.Info().IngressTLSPassthrough:
 		// No signing key and no load balancer, but an Ingress: the proxy runs because the install
 		// says so, at a hostname the Ingress passes TLS through for, as on Talos.
-		setup = append(setup, steps.InstallConcierge(append(components, "impersonation-proxy-ingress")...)...)
+		setup = append(setup, steps.InstallConcierge(steps.ReleaseDir(), append(components, "impersonation-proxy-ingress")...)...)
 	case p.Info().HasExternalLoadBalancer:
 		// No signing key to fetch: the impersonation proxy signs with a CA of its own.
-		setup = append(setup, steps.InstallConcierge(components...)...)
+		setup = append(setup, steps.InstallConcierge(steps.ReleaseDir(), components...)...)
 	default:
 		// Neither a signing key nor a load balancer for the proxy: sign with a CA of the test's.
 		setup = append(setup, steps.ApplyManifest(signerManifest()))
-		setup = append(setup, steps.InstallConcierge(append(components, "signer-secret")...)...)
+		setup = append(setup, steps.InstallConcierge(steps.ReleaseDir(), append(components, "signer-secret")...)...)
 	}
 	testenv.Setup(setup...)
 	logs := os.Getenv("SEALION_E2E_LOGS")

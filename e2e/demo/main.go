@@ -91,7 +91,7 @@ func run(providerName string, down bool, out string) (err error) {
 		step("load the server image", steps.LoadImages(steps.ServerImageArchive())),
 	}
 	setup = append(setup, stepAll("install the local-user-authenticator", steps.InstallLocalUserAuthenticator())...)
-	setup = append(setup, stepAll("install the Concierge", steps.InstallConcierge())...)
+	setup = append(setup, stepAll("install the Concierge", steps.InstallConcierge(steps.ReleaseDir()))...)
 	setup = append(setup, step("wait until the Concierge reports a working strategy", func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		_, err := steps.WaitForStrategy(ctx, cfg, "", 3*time.Minute)
 		return ctx, err

@@ -23,8 +23,24 @@ const ReleaseVersion = "v0.0.0-dev"
 func ReleaseDir() string { return RepoPath("_output/release/" + ReleaseVersion) }
 
 // ServerImageArchive is the release's server image tarball (an OCI layout, amd64 and arm64).
-func ServerImageArchive() string {
-	return filepath.Join(ReleaseDir(), "pinniped-server-"+ReleaseVersion+".oci.tar")
+func ServerImageArchive() string { return serverImageArchive(ReleaseDir(), ReleaseVersion) }
+
+// PreviousReleaseVersion is the release before this commit's, which the upgrade test installs
+// first; the matrix's previous-release artifact makes it at its commit (tools/previousrelease).
+const PreviousReleaseVersion = "v0.1.0-rc.1"
+
+// PreviousReleaseDir is the folder of the previous release.
+func PreviousReleaseDir() string {
+	return RepoPath("_output/previous-release/" + PreviousReleaseVersion)
+}
+
+// PreviousServerImageArchive is the previous release's server image tarball.
+func PreviousServerImageArchive() string {
+	return serverImageArchive(PreviousReleaseDir(), PreviousReleaseVersion)
+}
+
+func serverImageArchive(dir, version string) string {
+	return filepath.Join(dir, "pinniped-server-"+version+".oci.tar")
 }
 
 // ServerImage is the release's server image as its tarball names it, which clusters on this

@@ -97,3 +97,16 @@ func TestKustomizationPointsAtPushedImages(t *testing.T) {
 		t.Errorf("plain kustomization %q", k)
 	}
 }
+
+// The matrix makes the previous release that PreviousReleaseDir names: its artifact must make the
+// same version.
+func TestPreviousReleaseIsTheMatrixArtifact(t *testing.T) {
+	t.Parallel()
+	catalog, err := os.ReadFile(RepoPath("matrix/catalog.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "tools/previousrelease/previousrelease.sh, " + PreviousReleaseVersion + ","; !strings.Contains(string(catalog), want) {
+		t.Errorf("matrix/catalog.yaml has no artifact command with %q: make the two agree", want)
+	}
+}

@@ -44,30 +44,83 @@ func WaitFor(timeout time.Duration, forCondition string, resource ...string) env
 	}
 }
 
-// InstallConcierge installs the Concierge from the release's two YAMLs, the second with the given
-// kustomize components of servers/concierge/deploy/components (e.g. "signer-secret"), and waits
-// until its APIs are served.
-func InstallConcierge(components ...string) []env.Func {
+// The release's install YAMLs, under Pinniped's names.
+const (
+	conciergeCRDsYAML      = "install-pinniped-concierge-crds.yaml"
+	conciergeResourcesYAML = "install-pinniped-concierge-resources.yaml"
+	supervisorYAML         = "install-pinniped-supervisor.yaml"
+)
+
+// InstallConcierge installs the Concierge from the two YAMLs of the release in releaseDir
+// (ReleaseDir, or PreviousReleaseDir), the second with the given kustomize components of
+// servers/concierge/deploy/components (e.g. "signer-secret"), and waits until its APIs are
+// served. Over an installed Concierge it is an upgrade (or a rollback): it also waits until the
+// rollout is complete.
+func InstallConcierge(releaseDir string, components ...string) []env.Func {
 	return []env.Func{
 		// CRDs first: the default CredentialIssuer needs its CRD established.
-		applyRelease("install-pinniped-concierge-crds.yaml"),
+		applyRelease(releaseDir, conciergeCRDsYAML),
 		WaitFor(time.Minute, "condition=Established", "crd/jwtauthenticators.authentication.concierge.pinniped.dev",
 			"crd/webhookauthenticators.authentication.concierge.pinniped.dev", "crd/credentialissuers.config.concierge.pinniped.dev"),
-		applyRelease("install-pinniped-concierge-resources.yaml", prefixed(RepoPath("servers/concierge/deploy/components"), components)...),
-		WaitFor(3*time.Minute, "condition=Available", "-n", "pinniped-concierge", "deployment/pinniped-concierge"),
+		applyRelease(releaseDir, conciergeResourcesYAML, prefixed(RepoPath("servers/concierge/deploy/components"), components)...),
+		rolledOut(3*time.Minute, "pinniped-concierge", "pinniped-concierge"),
 		waitForAPIServices(2*time.Minute, server{"pinniped-concierge", "concierge", "/apis/login.concierge.pinniped.dev/v1alpha1"},
 			"v1alpha1.login.concierge.pinniped.dev", "v1alpha1.identity.concierge.pinniped.dev"),
 	}
 }
 
-// InstallSupervisor installs the Supervisor (CRDs included) from the release's YAML and waits
-// until its replicas are ready and its aggregated API is served.
-func InstallSupervisor() []env.Func {
+// InstallSupervisor installs the Supervisor (CRDs included) from the YAML of the release in
+// releaseDir and waits until its replicas are ready and its aggregated API is served; over an
+// installed Supervisor, until the rollout is complete.
+func InstallSupervisor(releaseDir string) []env.Func {
 	return []env.Func{
-		applyRelease("install-pinniped-supervisor.yaml"),
-		WaitFor(3*time.Minute, "condition=Available", "-n", "pinniped-supervisor", "deployment/pinniped-supervisor"),
+		applyRelease(releaseDir, supervisorYAML),
+		rolledOut(3*time.Minute, "pinniped-supervisor", "pinniped-supervisor"),
 		waitForAPIServices(2*time.Minute, server{"pinniped-supervisor", "supervisor", "/apis/clientsecret.supervisor.pinniped.dev/v1alpha1"},
 			"v1alpha1.clientsecret.supervisor.pinniped.dev"),
+	}
+}
+
+// Uninstall deletes what the YAMLs of the release in releaseDir installed, as users uninstall:
+// the Supervisor, the Concierge, then the Concierge's CRDs (with every object of theirs), each
+// kubectl delete waiting until its objects are gone. What is not installed is passed over, a
+// kind whose CRD is gone too (kubectl deletes the file's other objects and then fails on it).
+func Uninstall(releaseDir string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		for _, file := range []string{supervisorYAML, conciergeResourcesYAML, conciergeCRDsYAML} {
+			_, err := Kubectl(ctx, cfg.KubeconfigFile(), "", "delete", "--ignore-not-found", "--wait", "--timeout=3m",
+				"-f", filepath.Join(releaseDir, file))
+			if err != nil && !strings.Contains(err.Error(), "ensure CRDs are installed first") {
+				return ctx, err
+			}
+		}
+		return ctx, nil
+	}
+}
+
+// rolledOut waits until a Deployment's rollout is complete: every replica of its newest
+// template ready and no older one left. When it is not, the error carries the namespace's pods
+// and the last lines of each container that restarted, before its restart.
+func rolledOut(timeout time.Duration, namespace, deployment string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		kubeconfig := cfg.KubeconfigFile()
+		_, err := Kubectl(ctx, kubeconfig, "", "rollout", "status", "-n", namespace, "deployment/"+deployment,
+			fmt.Sprintf("--timeout=%s", timeout))
+		if err == nil {
+			return ctx, nil
+		}
+		pods, _ := Kubectl(ctx, kubeconfig, "", "get", "pods", "-n", namespace, "-o", "wide")
+		report := "\n--- pods of " + namespace + ":\n" + pods
+		restarted, _ := Kubectl(ctx, kubeconfig, "", "get", "pods", "-n", namespace, "-o",
+			`jsonpath={range .items[?(@.status.containerStatuses[0].restartCount>0)]}{.metadata.name}{"\n"}{end}`)
+		for _, pod := range strings.Fields(restarted) {
+			logs, logErr := Kubectl(ctx, kubeconfig, "", "logs", "-n", namespace, pod, "--previous", "--all-containers", "--tail=20")
+			if logErr != nil {
+				logs = logErr.Error()
+			}
+			report += "\n--- " + pod + " before its last restart:\n" + logs
+		}
+		return ctx, fmt.Errorf("%w%s", err, report)
 	}
 }
 
@@ -117,16 +170,16 @@ func waitForAPIServices(timeout time.Duration, srv server, names ...string) env.
 	}
 }
 
-// applyRelease applies one of the release's install YAMLs as users do, kubectl apply -f. Given
-// kustomize components, or images that PushImages pushed in place of the release's own, it
-// applies the file through a kustomization with those, written in a temporary folder with a
-// copy of the file, since kustomize reads resource files only below its own folder.
-func applyRelease(file string, components ...string) env.Func {
+// applyRelease applies one of the install YAMLs of the release in releaseDir as users do,
+// kubectl apply -f. Given kustomize components, or images that PushImages pushed in place of the
+// release's own, it applies the file through a kustomization with those, written in a temporary
+// folder with a copy of the file, since kustomize reads resource files only below its own folder.
+func applyRelease(releaseDir, file string, components ...string) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		path := filepath.Join(ReleaseDir(), file)
+		path := filepath.Join(releaseDir, file)
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return ctx, fmt.Errorf("reading the release's %s (make release-check makes it): %w", file, err)
+			return ctx, fmt.Errorf("reading the release's %s (make release-check makes this commit's, the matrix's previous-release artifact the previous one): %w", file, err)
 		}
 		images := pushedFrom(ctx)
 		if len(components) == 0 && len(images) == 0 {
@@ -189,7 +242,7 @@ func relTo(dir, target string) string {
 // and waits for it.
 func InstallLocalUserAuthenticator() []env.Func {
 	return []env.Func{
-		applyRelease("install-local-user-authenticator.yaml"),
+		applyRelease(ReleaseDir(), "install-local-user-authenticator.yaml"),
 		WaitFor(3*time.Minute, "condition=Available", "-n", "local-user-authenticator", "deployment/local-user-authenticator"),
 	}
 }

@@ -1,0 +1,211 @@
+package conformance
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/e2e/steps"
+	"sealion.dev/fixtures/ldap"
+)
+
+// TestUpgradeFromPreviousRelease installs the previous release (steps.PreviousReleaseVersion)
+// in place of this commit's, logs users in through the Concierge and the Supervisor, upgrades
+// to this commit's release with kubectl apply as users do while those users keep exchanging
+// tokens and refreshing their session, rolls back the same way, and uninstalls: no exchange and
+// no refresh may fail, not even at a first try, the session must outlive both changes, and the
+// uninstall must leave nothing of ours. At the end the cluster runs this commit's release again,
+// as the suite installed it.
+func TestUpgradeFromPreviousRelease(t *testing.T) {
+	const name = "upgrade"
+	var (
+		fl       *federatedLogin
+		exchange func(context.Context) error
+		pinny    cliUser
+	)
+	previous, current := steps.PreviousReleaseDir(), steps.ReleaseDir()
+	f := features.New("an upgrade from the previous release and a rollback, users logged in").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if !steps.ClusterFrom(ctx).Info.ChangesHost {
+				t.Skip("cannot run here: the test uninstalls the servers and installs another release, which is not done to a cluster a user brings")
+			}
+			// The suite installed this commit's Concierge and, for the tests before this one, its
+			// Supervisor: an administrator would remove them before installing another release.
+			supervisorHost(ctx, t, cfg)
+			runSteps(ctx, t, cfg, steps.Uninstall(current))
+			expectNothingLeft(ctx, t, cfg)
+			t.Cleanup(func() {
+				ctx := context.WithoutCancel(ctx)
+				if t.Failed() {
+					// The servers' logs as they were when the test failed, before they are replaced.
+					if _, err := steps.CollectLogs(filepath.Join(os.Getenv("SEALION_E2E_LOGS"), "upgrade-failed"))(ctx, cfg); err != nil {
+						t.Logf("collecting the logs: %v", err)
+					}
+				}
+				// Leave the cluster as the suite installed it, whatever release is installed now.
+				if err := runAll(ctx, cfg, append([]env.Func{steps.Uninstall(previous)}, steps.InstallConcierge(current)...)...); err != nil {
+					t.Errorf("installing this commit's Concierge again: %v", err)
+				}
+				if err := installSupervisor(ctx, cfg, current); err != nil {
+					t.Errorf("installing this commit's Supervisor again: %v", err)
+				}
+			})
+			runSteps(ctx, t, cfg, append([]env.Func{steps.LoadImages(steps.PreviousServerImageArchive())}, steps.InstallConcierge(previous)...)...)
+			if err := installSupervisor(ctx, cfg, previous); err != nil {
+				t.Fatalf("installing the previous release's Supervisor: %v", err)
+			}
+			t.Logf("the previous release %s is installed", steps.PreviousReleaseVersion)
+
+			setUpLocalUsers(ctx, t, cfg)
+			exchange = exchanger(ctx, t, cfg)
+			directory, err := steps.StartLDAPForCluster(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = directory.Close() })
+			idp := &idpv1alpha1.LDAPIdentityProvider{
+				TypeMeta:   idpTypeMeta("LDAPIdentityProvider"),
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: supervisorNamespace},
+				Spec: idpv1alpha1.LDAPIdentityProviderSpec{
+					Host: directory.LDAPSAddress,
+					TLS:  &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(directory.CABundle)},
+					Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: name + "-bind"},
+					UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{Base: ldap.UsersBaseDN, Filter: "uid={}",
+						Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"}},
+					GroupSearch: idpv1alpha1.LDAPIdentityProviderGroupSearch{Base: ldap.GroupsBaseDN, Filter: "member={}",
+						Attributes: idpv1alpha1.LDAPIdentityProviderGroupSearchAttributes{GroupName: "cn"}},
+				},
+			}
+			createIDP(ctx, t, cfg, "ldapidentityprovider/"+name, idp, secret(name+"-bind", corev1.SecretTypeBasicAuth,
+				map[string]string{corev1.BasicAuthUsernameKey: directory.BindDN, corev1.BasicAuthPasswordKey: directory.BindPassword}))
+			fl = federate(ctx, t, cfg, supervisorHost(ctx, t, cfg), name, federationIDP(name, "LDAPIdentityProvider", name, ""))
+			bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
+			pinny = fl.user(ctx, t, name, "cli_password", "PINNIPED_USERNAME=pinny", "PINNIPED_PASSWORD="+ldap.DefaultUsers[0].Password)
+			eventually(ctx, t, func() error { _, err := pinny.kubectl(ctx, "get", "pods", "-n", "kube-system"); return err })
+			return ctx
+		}).
+		Assess("an upgrade to this commit's release fails no exchange and no refresh, and keeps the session", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			changeReleaseUnderLoad(ctx, t, cfg, current, exchange, fl, pinny)
+			return ctx
+		}).
+		Assess("a rollback to the previous release fails no exchange and no refresh, and keeps the session", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			changeReleaseUnderLoad(ctx, t, cfg, previous, exchange, fl, pinny)
+			return ctx
+		}).
+		Assess("an uninstall leaves nothing of ours in the cluster", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			runSteps(ctx, t, cfg, steps.Uninstall(previous))
+			expectNothingLeft(ctx, t, cfg)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// changeReleaseUnderLoad applies the release of releaseDir over the installed one, as an upgrade
+// or a rollback does, while clients exchange tokens and u refreshes its session again and again:
+// every exchange and every refresh must succeed at its first try, and the session must refresh
+// once the change is complete.
+func changeReleaseUnderLoad(ctx context.Context, t *testing.T, cfg *envconf.Config, releaseDir string, exchange func(context.Context) error, fl *federatedLogin, u cliUser) {
+	t.Helper()
+	load := startLoad(ctx, faultLoadClients, exchange)
+	defer load.stop()
+	time.Sleep(faultQuiet)
+	began := time.Now()
+	changed := make(chan error, 1)
+	go func() {
+		changed <- runAll(ctx, cfg, append(steps.InstallConcierge(releaseDir), steps.InstallSupervisor(releaseDir)...)...)
+	}()
+	// Each refresh that fails ends the test: the CLI would have started a new login.
+	refreshes := 0
+	for done := false; !done; {
+		select {
+		case err := <-changed:
+			if err != nil {
+				t.Fatalf("applying %s: %v", releaseDir, err)
+			}
+			done = true
+		default:
+		}
+		expectRefreshed(ctx, t, u)
+		refreshes++
+	}
+	ended := time.Now()
+	time.Sleep(faultQuiet)
+	res := load.stop()
+	t.Logf("%s applied and rolled out in %s; %d refreshes meanwhile, each kept the session", releaseDir, ended.Sub(began).Round(100*time.Millisecond), refreshes)
+	res.report(t, began, ended)
+	if res.failed() > 0 {
+		t.Errorf("%d exchanges failed even on their retry (first: %v)", res.failed(), res.firstFailure())
+	}
+	if n, first := res.retried(); n > 0 {
+		t.Errorf("%d exchanges failed on their first try (first: %v)", n, first)
+	}
+	if res.during(began, ended) == 0 {
+		t.Error("no exchange ran while the release changed: the load proves nothing")
+	}
+	if err := fl.waitServed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expectRefreshed(ctx, t, u)
+}
+
+// expectNothingLeft lists every object of every kind the cluster serves and fails on any that
+// names Pinniped (our namespaces, CRDs, APIServices, RBAC, webhooks, and whatever the servers
+// made at run time); events are records of what happened, not objects of ours.
+func expectNothingLeft(ctx context.Context, t *testing.T, cfg *envconf.Config) {
+	t.Helper()
+	kubeconfig := cfg.KubeconfigFile()
+	out, err := steps.Kubectl(ctx, kubeconfig, "", "api-resources", "--verbs=list", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, r := range strings.Fields(out) {
+		if r != "events" && r != "events.events.k8s.io" {
+			kinds = append(kinds, r)
+		}
+	}
+	list, err := steps.Kubectl(ctx, kubeconfig, "", "get", strings.Join(kinds, ","), "--all-namespaces", "-o",
+		`jsonpath={range .items[*]}{.kind} {.metadata.namespace}/{.metadata.name}{"\n"}{end}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for line := range strings.SplitSeq(list, "\n") {
+		if strings.Contains(strings.ToLower(line), "pinniped") {
+			left = append(left, line)
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("left in the cluster after the uninstall (%d objects of %d kinds looked at):\n%s", len(left), len(kinds), strings.Join(left, "\n"))
+	}
+}
+
+// runSteps runs environment steps in order, ending the test at the first that fails.
+func runSteps(ctx context.Context, t *testing.T, cfg *envconf.Config, fns ...env.Func) {
+	t.Helper()
+	if err := runAll(ctx, cfg, fns...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runAll runs environment steps in order, up to the first that fails.
+func runAll(ctx context.Context, cfg *envconf.Config, fns ...env.Func) error {
+	for i, fn := range fns {
+		if _, err := fn(ctx, cfg); err != nil {
+			return fmt.Errorf("step %d of %d: %w", i+1, len(fns), err)
+		}
+	}
+	return nil
+}
