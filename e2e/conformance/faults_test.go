@@ -80,19 +80,10 @@ func TestFaultConciergePodDeleted(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("Concierge pod %s deleted; its replacement was ready %s later", victim, replaced.Sub(deleted).Round(100*time.Millisecond))
-			res.report(t, deleted, replaced)
-			if res.failed() > 0 {
-				t.Errorf("%d exchanges failed even on their retry (first: %v)", res.failed(), res.firstFailure())
-			}
 			// The pod was deleted as a rolling update or a node drain deletes pods: gracefully. The
 			// Concierge serves while it leaves the endpoints and finishes what it has begun, so
 			// no client needs its retry.
-			if n, first := res.retried(); n > 0 {
-				t.Errorf("%d exchanges failed on their first try while the pod was deleted gracefully (first: %v)", n, first)
-			}
-			if res.during(deleted, replaced) == 0 {
-				t.Error("no exchange ran while the pod was replaced: the load proves nothing")
-			}
+			res.expectNoFailure(t, "while the pod was replaced", deleted, replaced)
 			return ctx
 		}).
 		Assess("a rolling restart of each server an exchange goes through fails no exchange", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -114,16 +105,7 @@ func TestFaultConciergePodDeleted(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Logf("deployment %s/%s rolled out in %s", d.namespace, d.name, rolled.Sub(began).Round(100*time.Millisecond))
-				res.report(t, began, rolled)
-				if res.failed() > 0 {
-					t.Errorf("%s: %d exchanges failed even on their retry (first: %v)", d.name, res.failed(), res.firstFailure())
-				}
-				if n, first := res.retried(); n > 0 {
-					t.Errorf("%s: %d exchanges failed on their first try during the rolling restart (first: %v)", d.name, n, first)
-				}
-				if res.during(began, rolled) == 0 {
-					t.Errorf("%s: no exchange ran during the rolling restart: the load proves nothing", d.name)
-				}
+				res.expectNoFailure(t, "during the rolling restart of "+d.name, began, rolled)
 			}
 			return ctx
 		}).Feature()
@@ -322,7 +304,6 @@ func TestFaultUpstreamDown(t *testing.T) {
 			if !steps.ClusterFrom(ctx).Info.ChangesHost {
 				t.Skip(steps.LDAPOutageHostOnly)
 			}
-			host := supervisorHost(ctx, t, cfg)
 			directory, err := ldap.Start(ctx, ldap.Options{ListenIP: hostIP(t)})
 			if err != nil {
 				t.Fatal(err)
@@ -333,25 +314,7 @@ func TestFaultUpstreamDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = fwd.Close() })
-			idp := &idpv1alpha1.LDAPIdentityProvider{
-				TypeMeta:   idpTypeMeta("LDAPIdentityProvider"),
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: supervisorNamespace},
-				Spec: idpv1alpha1.LDAPIdentityProviderSpec{
-					Host: fwd.Addr(),
-					TLS:  &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(directory.CABundle)},
-					Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: name + "-bind"},
-					UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{Base: ldap.UsersBaseDN, Filter: "uid={}",
-						Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"}},
-					GroupSearch: idpv1alpha1.LDAPIdentityProviderGroupSearch{Base: ldap.GroupsBaseDN, Filter: "member={}",
-						Attributes: idpv1alpha1.LDAPIdentityProviderGroupSearchAttributes{GroupName: "cn"}},
-				},
-			}
-			createIDP(ctx, t, cfg, "ldapidentityprovider/"+name, idp, secret(name+"-bind", corev1.SecretTypeBasicAuth,
-				map[string]string{corev1.BasicAuthUsernameKey: directory.BindDN, corev1.BasicAuthPasswordKey: directory.BindPassword}))
-			fl = federate(ctx, t, cfg, host, name, federationIDP(name, "LDAPIdentityProvider", name, ""))
-			bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
-			pinny = fl.user(ctx, t, name, "cli_password", "PINNIPED_USERNAME=pinny", "PINNIPED_PASSWORD="+ldap.DefaultUsers[0].Password)
-			eventually(ctx, t, func() error { _, err := pinny.kubectl(ctx, "get", "pods", "-n", "kube-system"); return err })
+			fl, pinny = federateLDAP(ctx, t, cfg, name, fwd.Addr(), directory)
 			return ctx
 		}).
 		Assess("while the directory is down, the status says so and a refresh fails clearly, keeping the session", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -577,6 +540,23 @@ func (r loadRecord) during(from, to time.Time) int {
 		}
 	}
 	return n
+}
+
+// expectNoFailure logs the load's figures (report) and fails the test unless every exchange
+// succeeded at its first try and some ran between fault and recovered, the time the load was
+// there to prove something about (what says which, for the messages).
+func (r loadRecord) expectNoFailure(t *testing.T, what string, fault, recovered time.Time) {
+	t.Helper()
+	r.report(t, fault, recovered)
+	if r.failed() > 0 {
+		t.Errorf("%s: %d exchanges failed even on their retry (first: %v)", what, r.failed(), r.firstFailure())
+	}
+	if n, first := r.retried(); n > 0 {
+		t.Errorf("%s: %d exchanges failed on their first try (first: %v)", what, n, first)
+	}
+	if r.during(fault, recovered) == 0 {
+		t.Errorf("%s: no exchange ran: the load proves nothing", what)
+	}
 }
 
 // report logs the load's figures before, during and after the fault (from fault to recovered).

@@ -302,6 +302,35 @@ func TestSupervisorDexLogin(t *testing.T) {
 	testenv.Test(t, f)
 }
 
+// federateLDAP federates the directory, reached at address, through the Supervisor under name
+// (the LDAPIdentityProvider, its bind Secret, the FederationDomain and the JWTAuthenticator are
+// all called name; the group seals may view the cluster), and returns the login with pinny logged
+// in by the CLI password flow.
+func federateLDAP(ctx context.Context, t *testing.T, cfg *envconf.Config, name, address string, directory *ldap.LDAP) (*federatedLogin, cliUser) {
+	t.Helper()
+	host := supervisorHost(ctx, t, cfg)
+	idp := &idpv1alpha1.LDAPIdentityProvider{
+		TypeMeta:   idpTypeMeta("LDAPIdentityProvider"),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: supervisorNamespace},
+		Spec: idpv1alpha1.LDAPIdentityProviderSpec{
+			Host: address,
+			TLS:  &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(directory.CABundle)},
+			Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: name + "-bind"},
+			UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{Base: ldap.UsersBaseDN, Filter: "uid={}",
+				Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"}},
+			GroupSearch: idpv1alpha1.LDAPIdentityProviderGroupSearch{Base: ldap.GroupsBaseDN, Filter: "member={}",
+				Attributes: idpv1alpha1.LDAPIdentityProviderGroupSearchAttributes{GroupName: "cn"}},
+		},
+	}
+	createIDP(ctx, t, cfg, "ldapidentityprovider/"+name, idp, secret(name+"-bind", corev1.SecretTypeBasicAuth,
+		map[string]string{corev1.BasicAuthUsernameKey: directory.BindDN, corev1.BasicAuthPasswordKey: directory.BindPassword}))
+	fl := federate(ctx, t, cfg, host, name, federationIDP(name, "LDAPIdentityProvider", name, ""))
+	bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
+	pinny := fl.user(ctx, t, name, "cli_password", "PINNIPED_USERNAME=pinny", "PINNIPED_PASSWORD="+ldap.DefaultUsers[0].Password)
+	eventually(ctx, t, func() error { _, err := pinny.kubectl(ctx, "get", "pods", "-n", "kube-system"); return err })
+	return fl, pinny
+}
+
 // federateDex starts Dex with dex.DefaultUser where the Supervisor reaches it (on this machine, or
 // in the cluster, tunnelled by the run's proxy as the Supervisor is), and federates it through
 // the Supervisor under name: the OIDCIdentityProvider, its client Secret, the FederationDomain and the
