@@ -1352,10 +1352,10 @@ func TestHighAvailability(t *testing.T) {
 	}
 }
 
-// The local-user-authenticator runs one replica at most, as each signs its serving certificate with
-// a CA of its own and only one CA is published; and no PodDisruptionBudget, which for one replica
-// would either protect nothing or block every node drain.
-func TestLocalUserAuthenticatorRunsOneReplica(t *testing.T) {
+// The local-user-authenticator runs one replica by default, with no PodDisruptionBudget, which
+// for one replica would either protect nothing or block every node drain. More replicas may run:
+// they all sign with the one CA kept in api-serving-cert.
+func TestLocalUserAuthenticatorReplicas(t *testing.T) {
 	for _, objects := range [][]*unstructured.Unstructured{kustomize(t, usersDeploy), render(t, usersChart, nil)} {
 		for _, obj := range objects {
 			if obj.GetKind() == "PodDisruptionBudget" {
@@ -1368,8 +1368,12 @@ func TestLocalUserAuthenticatorRunsOneReplica(t *testing.T) {
 			}
 		}
 	}
-	if _, err := RenderChart(usersChart, map[string]any{"replicas": 2}); err == nil || !strings.Contains(err.Error(), "'/replicas'") {
-		t.Errorf("two replicas: got error %v, want one naming replicas", err)
+	for _, obj := range render(t, usersChart, map[string]any{"replicas": 2}) {
+		if obj.GetKind() == "Deployment" {
+			if replicas, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas"); fmt.Sprint(replicas) != "2" {
+				t.Errorf("%s with replicas 2: %v replicas", KeyOf(obj), replicas)
+			}
+		}
 	}
 }
 
