@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -213,11 +214,14 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 			t.Logf("Concierge container resources (the proxy runs in it): %s", conciergeResources(ctx, t, kube))
 			t.Logf("Concierge memory: %s", memAfter.source)
 			for _, name := range memAfter.names() {
-				loadrun.Write(os.Stdout, "ProxyConciergeMemory/process="+name+"/state=before-load", loadrun.Figure{Value: mib(memBefore.rss[name]), Unit: loadrun.MiB})
-				loadrun.Write(os.Stdout, "ProxyConciergeMemory/process="+name+"/state=after-load", loadrun.Figure{Value: mib(memAfter.rss[name]), Unit: loadrun.MiB})
-				if peak, ok := memAfter.peak[name]; ok {
-					loadrun.Write(os.Stdout, "ProxyConciergeMemory/process="+name+"/state=peak", loadrun.Figure{Value: mib(peak), Unit: loadrun.MiB})
-				}
+				t.Logf("Concierge memory of %s: %.1f MiB before the load, %.1f MiB after", name, mib(memBefore.rss[name]), mib(memAfter.rss[name]))
+			}
+			// Each replica has its own memory limit, so the figure is the largest replica's (pod
+			// names and PIDs change from run to run, and benchmark names must not).
+			loadrun.Write(os.Stdout, "ProxyConciergeMemory/state=before-load", loadrun.Figure{Value: mib(slices.Max(slices.Collect(maps.Values(memBefore.rss)))), Unit: loadrun.MiB})
+			loadrun.Write(os.Stdout, "ProxyConciergeMemory/state=after-load", loadrun.Figure{Value: mib(slices.Max(slices.Collect(maps.Values(memAfter.rss)))), Unit: loadrun.MiB})
+			if len(memAfter.peak) > 0 {
+				loadrun.Write(os.Stdout, "ProxyConciergeMemory/state=peak", loadrun.Figure{Value: mib(slices.Max(slices.Collect(maps.Values(memAfter.peak)))), Unit: loadrun.MiB})
 			}
 			return ctx
 		}).
@@ -351,8 +355,9 @@ func proxyBenchStep(ctx context.Context, t *testing.T, op, path string, clients 
 	return r
 }
 
-// updateCall names, among watchDelays' results, the latency of the update calls themselves.
-const updateCall = "update call (admin, direct)"
+// updateCall names, among watchDelays' results, the latency of the update calls themselves (the
+// administrator's, direct). A benchmark name ends at its first space, so it has none.
+const updateCall = "update-call"
 
 // watchDelays opens a watch on one ConfigMap with each client, updates it benchUpdates times with
 // kube (waiting for every watch to deliver each update before the next), and returns each

@@ -123,6 +123,25 @@ func TestZeroBaselineOfALowerIsBetterFigure(t *testing.T) {
 	}
 }
 
+// A measurement at zero (a server's CPU per call on a path that does not reach it) and a difference
+// below zero (the latency a path adds, within the noise) have no ratio to gate: they are reported.
+func TestZeroOrNegativeBaselineOfAMeasurement(t *testing.T) {
+	units := "Unit cpu-us/call better=lower\nUnit p50-ms better=lower\n"
+	baseline, err := readFiles(write(t, "b.txt", units+"BenchmarkX 1 0 cpu-us/call -1.9 p50-ms\nBenchmarkX 1 0 cpu-us/call -2.5 p50-ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, err := readFiles(write(t, "c.txt", units+"BenchmarkX 1 8 cpu-us/call -1.9 p50-ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range compare(current, baseline, 0.10, false) {
+		if c.verdict != ungated {
+			t.Errorf("%s: %q, want %q", c.key, c.verdict, ungated)
+		}
+	}
+}
+
 func TestImprovementAndUngatedUnits(t *testing.T) {
 	baseline, err := readFiles(write(t, "b.txt", "BenchmarkX 1 100 req/s 5 widgets\nUnit req/s better=higher\nBenchmarkX 1 100 req/s 5 widgets\n"))
 	if err != nil {
