@@ -56,8 +56,8 @@ const (
 	// shutdownDelay is how long a stopping Concierge's proxy serves new connections: the
 	// seconds endpoints take to converge, as for its aggregated API.
 	shutdownDelay = 5 * time.Second
-	// drainTimeout bounds how long it then waits for the requests in flight; both fit in the
-	// pod's termination grace period of 30 seconds.
+	// drainTimeout bounds how long it then waits for the requests and streams in flight; both
+	// fit in the pod's termination grace period of 30 seconds.
 	drainTimeout = 10 * time.Second
 )
 
@@ -72,8 +72,9 @@ type listener struct {
 	// drainTimeout is the package's unless a test shortens it.
 	drainTimeout time.Duration
 
-	mu     sync.Mutex
-	server *http.Server
+	mu      sync.Mutex
+	server  *http.Server
+	streams *streams
 }
 
 func (l *listener) running() bool {
@@ -99,6 +100,7 @@ func (l *listener) start(ctx context.Context) error {
 	tlsConfig.ClientAuth = tls.RequestClientCert
 	tlsConfig.GetCertificate = l.cert.get
 	stopping := make(chan struct{})
+	streams := newStreams()
 	server := &http.Server{
 		Handler:   l.handler,
 		TLSConfig: tlsConfig,
@@ -113,11 +115,12 @@ func (l *listener) start(ctx context.Context) error {
 		// Requests do not end with the controller: a stopping proxy lets them finish, and ends
 		// its watches cleanly once it stops accepting connections.
 		BaseContext: func(net.Listener) context.Context { return drain.WithSignal(context.WithoutCancel(ctx), stopping) },
+		ConnState:   streams.connState,
 	}
 	server.RegisterOnShutdown(func() { close(stopping) })
-	l.server = server
+	l.server, l.streams = server, streams
 	go func() {
-		err := server.ServeTLS(ln, "", "")
+		err := server.ServeTLS(streams.listen(ln), "", "")
 		if !errors.Is(err, http.ErrServerClosed) {
 			klog.FromContext(ctx).Error(err, "impersonation proxy stopped serving")
 		}
@@ -129,9 +132,9 @@ func (l *listener) start(ctx context.Context) error {
 // stop stops serving, if serving. It keeps accepting connections for delay, while the pod
 // leaves its Services' endpoints and load balancers follow; then it stops accepting, ends the
 // watches it relays at their next event boundary (clients watch again, as when a
-// kube-apiserver ends a watch), lets the requests in flight finish for up to drainTimeout, and
-// closes the connections still busy. Upgraded connections (exec, attach, port-forward) are no
-// longer the server's: they end with the process, as when a kube-apiserver stops.
+// kube-apiserver ends a watch), lets the requests and streams (exec, attach, port-forward) in
+// flight finish for up to drainTimeout, and closes the connections still busy: a stream's client
+// reads a clean end of it, never a reset, and no stream outlives its proxy.
 func (l *listener) stop(ctx context.Context, delay time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -143,12 +146,21 @@ func (l *listener) stop(ctx context.Context, delay time.Duration) {
 		logger.Info("impersonation proxy stopping: serving new connections a while longer", "delay", delay)
 		time.Sleep(delay)
 	}
+	start := time.Now()
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.drainTimeout)
 	defer cancel()
-	if err := l.server.Shutdown(drainCtx); err != nil {
-		logger.Info("impersonation proxy stopping: closing the connections still busy", "after", l.drainTimeout)
+	var requests sync.WaitGroup
+	requests.Go(func() {
+		if err := l.server.Shutdown(drainCtx); err != nil {
+			logger.Info("impersonation proxy stopping: closing the connections still busy", "after", l.drainTimeout)
+		}
+	})
+	if !l.streams.wait(drainCtx) {
+		logger.Info("impersonation proxy stopping: closing the streams still open", "streams", l.streams.count(), "after", l.drainTimeout)
+		l.streams.closeAll()
 	}
+	requests.Wait()
 	_ = l.server.Close() // the error is that of closing the listener, which is gone either way
-	l.server = nil
-	logger.Info("impersonation proxy stopped")
+	l.server, l.streams = nil, nil
+	logger.Info("impersonation proxy stopped", "drained", time.Since(start).Round(time.Millisecond))
 }

@@ -1,6 +1,7 @@
 package impersonationproxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -155,6 +156,110 @@ func TestListenerStopsGracefully(t *testing.T) {
 		t.Error("the proxy still accepts connections after its stop")
 	}
 	if l.running() {
+		t.Error("the listener reports running after its stop")
+	}
+}
+
+// A stopping proxy lets an upgraded connection (exec, attach, port-forward) finish within the
+// drain timeout, and closes one that goes on with a clean end of the stream, not a reset: the
+// server's Shutdown knows nothing of hijacked connections.
+func TestListenerDrainsStreams(t *testing.T) {
+	const chunk, finiteChunks = "0123456789abcdef", 40
+	started := make(chan struct{}, 2)
+	handlerDone := make(chan string, 2)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		_, _ = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+		_ = buf.Flush()
+		started <- struct{}{}
+		mode := r.URL.Query().Get("mode")
+		defer func() { handlerDone <- mode }()
+		for i := 0; mode == "endless" || i < finiteChunks; i++ {
+			if _, err := conn.Write([]byte(chunk)); err != nil {
+				return // closed by the stop
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+	})
+	l, ca, addr := servingListener(t, handler)
+	l.drainTimeout = 3 * time.Second
+	if err := l.start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Certificate())
+	type result struct {
+		bytes int
+		err   error
+		at    time.Time
+	}
+	stream := func(mode string) <-chan result {
+		out := make(chan result, 1)
+		go func() {
+			conn, err := tls.Dial("tcp", addr(), &tls.Config{RootCAs: roots})
+			if err != nil {
+				out <- result{err: err}
+				return
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "GET /upgrade?mode=%s HTTP/1.1\r\nHost: proxy\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n", mode)
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+				out <- result{err: fmt.Errorf("upgrade: %v %v", resp, err)}
+				return
+			}
+			b, err := io.ReadAll(br)
+			out <- result{bytes: len(b), err: err, at: time.Now()}
+		}()
+		return out
+	}
+	finite, endless := stream("finite"), stream("endless")
+	<-started
+	<-started
+
+	begin := time.Now()
+	stopped := make(chan time.Time, 1)
+	go func() { l.stop(context.Background(), 0); stopped <- time.Now() }()
+
+	f := <-finite
+	if f.err != nil || f.bytes != finiteChunks*len(chunk) {
+		t.Errorf("the stream that ends within the drain timeout: %d bytes, %v; want all %d, and its end", f.bytes, f.err, finiteChunks*len(chunk))
+	}
+	var stoppedAt time.Time
+	select {
+	case stoppedAt = <-stopped:
+	case <-time.After(l.drainTimeout + 5*time.Second):
+		t.Fatal("stop did not return: a stream kept it waiting past the drain timeout")
+	}
+	if stoppedAt.Before(f.at) {
+		t.Error("stop returned before the stream in flight had ended")
+	}
+	if took := stoppedAt.Sub(begin); took < l.drainTimeout || took > l.drainTimeout+2*time.Second {
+		t.Errorf("stop took %v with a stream open; want the drain timeout, %v", took, l.drainTimeout)
+	}
+	select {
+	case e := <-endless:
+		// A TLS close_notify: the client reads the end of the stream, not an error.
+		if e.err != nil || e.bytes == 0 {
+			t.Errorf("the stream closed by the stop: %d bytes, %v; want a clean end", e.bytes, e.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream still open at the drain timeout outlived the proxy")
+	}
+	for range 2 {
+		select {
+		case <-handlerDone:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a stream's handler still runs after the stop")
+		}
+	}
+	if n := l.running(); n {
 		t.Error("the listener reports running after its stop")
 	}
 }
