@@ -2,16 +2,23 @@ package conformance
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -106,6 +113,119 @@ func TestFaultConciergePodDeleted(t *testing.T) {
 				}
 				t.Logf("deployment %s/%s rolled out in %s", d.namespace, d.name, rolled.Sub(began).Round(100*time.Millisecond))
 				res.expectNoFailure(t, "during the rolling restart of "+d.name, began, rolled)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// TestFaultProxyPodStoppedMidStream stops the impersonation proxy pod a port-forward goes
+// through while its user talks over it, as a rolling update or a node drain stops it: the proxy
+// keeps relaying the stream while it drains, so what ends within the drain (a kubectl cp, an
+// exec of a few seconds) completes rather than being cut when the pod stopped accepting
+// connections.
+func TestFaultProxyPodStoppedMidStream(t *testing.T) {
+	f := features.New("a port-forward through an impersonation proxy pod that stops").
+		Assess("the conversation over it completes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			skipUnlessProxyServes(ctx, t)
+			setUpLocalUsers(ctx, t, cfg)
+			kube := kubeClient(t, cfg)
+			const ns, target = "local-user-authenticator", "local-user-authenticator"
+			// pinny may forward ports to the local-user-authenticator's pods, whose HTTPS
+			// server is the other end of the conversation.
+			role := &rbacv1.Role{
+				ObjectMeta: metav1.ObjectMeta{Name: "e2e-pinny-portforward"},
+				Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"get", "create"}}},
+			}
+			binding := &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+				Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "pinny"}},
+			}
+			if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = kube.RbacV1().Roles(ns).Delete(context.WithoutCancel(ctx), role.Name, metav1.DeleteOptions{})
+			})
+			if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = kube.RbacV1().RoleBindings(ns).Delete(context.WithoutCancel(ctx), binding.Name, metav1.DeleteOptions{})
+			})
+			secret, err := kube.CoreV1().Secrets(ns).Get(ctx, "api-serving-cert", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			roots := x509.NewCertPool()
+			if !roots.AppendCertsFromPEM(secret.Data["caCertificate"]) {
+				t.Fatal("the local-user-authenticator's CA is not PEM")
+			}
+
+			proxy := listeningProxy(ctx, t, cfg)
+			ca, err := base64.StdEncoding.DecodeString(proxy.CertificateAuthorityData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cred := proxyExchange(ctx, t, proxy, "pinny:correct horse").Status.Credential
+			if cred == nil {
+				t.Fatal("no credential from the proxy for pinny")
+			}
+			podConfig, proxyPod := proxyPodConfig(ctx, t, kube, &rest.Config{Host: proxy.Endpoint, TLSClientConfig: rest.TLSClientConfig{
+				CAData: ca, CertData: []byte(cred.ClientCertificateData), KeyData: []byte(cred.ClientKeyData),
+			}})
+			forwardCtx, stopForwarding := context.WithCancel(ctx)
+			defer stopForwarding()
+			var local string
+			var last error
+			// RBAC takes a moment to see the new binding.
+			if err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+				local, last = forwardPort(forwardCtx, podConfig, ns, serverPods(ctx, t, kube, ns)[0].Name, 8443)
+				return last == nil, nil
+			}); err != nil {
+				t.Fatalf("forwarding a port through proxy pod %s as pinny: %v", proxyPod, last)
+			}
+
+			// One connection through the forwarded port for the whole conversation: a second
+			// dial would mean the stream broke.
+			var dials atomic.Int32
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+				DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+					dials.Add(1)
+					return (&net.Dialer{}).DialContext(ctx, network, local)
+				},
+				TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: target + "." + ns + ".svc"},
+				MaxConnsPerHost: 1,
+			}}
+			var exchanges int
+			talk := func(until time.Time) {
+				for time.Now().Before(until) {
+					resp, err := client.Get("https://" + target + "/")
+					if err != nil {
+						t.Fatalf("after %d requests over the forwarded port, through proxy pod %s: %v", exchanges, proxyPod, err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					exchanges++
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+			talk(time.Now().Add(time.Second))
+			deleted := time.Now()
+			if err := kube.CoreV1().Pods(conciergeNamespace).Delete(ctx, proxyPod, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// Past the pod's 5 seconds of serving new connections, within its 10 of draining.
+			talk(deleted.Add(8 * time.Second))
+			stopForwarding()
+			if n := dials.Load(); n != 1 {
+				t.Errorf("%d connections through the forwarded port; want the first to last", n)
+			}
+			t.Logf("%d requests over one forwarded connection, %s of them after proxy pod %s was deleted",
+				exchanges, time.Since(deleted).Round(100*time.Millisecond), proxyPod)
+			if err := waitForReplacement(ctx, kube, conciergeNamespace, proxyPod); err != nil {
+				t.Fatal(err)
 			}
 			return ctx
 		}).Feature()

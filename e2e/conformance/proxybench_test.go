@@ -98,7 +98,7 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 					CAData: ca, CertData: []byte(cred.ClientCertificateData), KeyData: []byte(cred.ClientKeyData),
 				}}
 				viaProxy = benchClient(t, proxyConfig)
-				podConfig = proxyPodConfig(ctx, t, kubeClient(t, cfg), proxyConfig)
+				podConfig, _ = proxyPodConfig(ctx, t, kubeClient(t, cfg), proxyConfig)
 				viaPod = benchClient(t, podConfig)
 			}
 			connect(ctx)
@@ -256,7 +256,7 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 // machine the simulated cloud load balancer relays every byte through a process of its own, on
 // the same cores as everything else, where a cloud's is in its network: the figures through the
 // pod show what the proxy itself costs, the others what a client of this machine's cluster gets.
-func proxyPodConfig(ctx context.Context, t *testing.T, kube kubernetes.Interface, proxyConfig *rest.Config) *rest.Config {
+func proxyPodConfig(ctx context.Context, t *testing.T, kube kubernetes.Interface, proxyConfig *rest.Config) (config *rest.Config, pod string) {
 	t.Helper()
 	endpoint, err := url.Parse(proxyConfig.Host)
 	if err != nil {
@@ -270,18 +270,18 @@ func proxyPodConfig(ctx context.Context, t *testing.T, kube kubernetes.Interface
 	}
 	for _, s := range eps.Items {
 		for _, e := range s.Endpoints {
-			if len(e.Addresses) == 0 || len(s.Ports) == 0 || s.Ports[0].Port == nil || (e.Conditions.Ready != nil && !*e.Conditions.Ready) {
+			if len(e.Addresses) == 0 || len(s.Ports) == 0 || s.Ports[0].Port == nil || (e.Conditions.Ready != nil && !*e.Conditions.Ready) || e.TargetRef == nil {
 				continue
 			}
 			c := rest.CopyConfig(proxyConfig)
 			c.Host = "https://" + net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*s.Ports[0].Port)))
 			// The serving certificate names the load balancer's address, not the pod's.
 			c.TLSClientConfig.ServerName = endpoint.Hostname()
-			return c
+			return c, e.TargetRef.Name
 		}
 	}
 	t.Fatalf("the proxy's Service %s has no ready endpoint", proxyLoadBalancerService)
-	return nil
+	return nil, ""
 }
 
 // benchClient builds a clientset without client-side rate limiting, so the server side is measured.

@@ -158,45 +158,13 @@ func execTransfer(config *rest.Config, ns, pod string) func(context.Context) (ti
 // reading streamBytes through it took, once the forward is set up.
 func forwardTransfer(config *rest.Config, ns, pod string) func(context.Context) (time.Duration, error) {
 	return func(ctx context.Context) (time.Duration, error) {
-		kube, err := kubernetes.NewForConfig(config)
-		if err != nil {
-			return 0, err
-		}
-		u := kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward").URL()
-		transport, upgrader, err := spdy.RoundTripperFor(config)
-		if err != nil {
-			return 0, err
-		}
-		viaSPDY := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-		viaWebSocket, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, config)
-		if err != nil {
-			return 0, err
-		}
-		dialer := portforward.NewFallbackDialerForStreaming(viaWebSocket, viaSPDY, func(err error) bool {
-			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-		})
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		ready := make(chan struct{})
-		fw, err := portforward.NewOnAddressesForStreamingWithContext(ctx, dialer, []string{"127.0.0.1"},
-			[]string{"0:" + strconv.Itoa(streamerPort)}, ready, io.Discard, io.Discard)
+		local, err := forwardPort(ctx, config, ns, pod, streamerPort)
 		if err != nil {
 			return 0, err
 		}
-		forwarding := make(chan error, 1)
-		go func() { forwarding <- fw.ForwardPorts() }()
-		select {
-		case <-ready:
-		case err := <-forwarding:
-			return 0, fmt.Errorf("port-forward: %w", err)
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-		ports, err := fw.GetPorts()
-		if err != nil {
-			return 0, err
-		}
-		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))))
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", local)
 		if err != nil {
 			return 0, err
 		}
@@ -209,6 +177,48 @@ func forwardTransfer(config *rest.Config, ns, pod string) func(context.Context) 
 		}
 		return took, nil
 	}
+}
+
+// forwardPort forwards a local port to pod's port as config's user, as kubectl port-forward does
+// (SPDY over a WebSocket, falling back to SPDY), until ctx ends, and returns the local address.
+func forwardPort(ctx context.Context, config *rest.Config, ns, pod string, port int) (string, error) {
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return "", err
+	}
+	u := kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward").URL()
+	transport, upgrader, err := spdy.RoundTripperFor(config)
+	if err != nil {
+		return "", err
+	}
+	viaSPDY := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	viaWebSocket, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, config)
+	if err != nil {
+		return "", err
+	}
+	dialer := portforward.NewFallbackDialerForStreaming(viaWebSocket, viaSPDY, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	ready := make(chan struct{})
+	fw, err := portforward.NewOnAddressesForStreamingWithContext(ctx, dialer, []string{"127.0.0.1"},
+		[]string{"0:" + strconv.Itoa(port)}, ready, io.Discard, io.Discard)
+	if err != nil {
+		return "", err
+	}
+	forwarding := make(chan error, 1)
+	go func() { forwarding <- fw.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-forwarding:
+		return "", fmt.Errorf("port-forward: %w", err)
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	ports, err := fw.GetPorts()
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))), nil
 }
 
 // byteCounter counts what is written to it.
