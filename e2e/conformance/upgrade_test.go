@@ -95,7 +95,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 // once the change is complete.
 func changeReleaseUnderLoad(ctx context.Context, t *testing.T, cfg *envconf.Config, releaseDir string, exchange func(context.Context) error, fl *federatedLogin, u cliUser) {
 	t.Helper()
-	load := startLoad(ctx, faultLoadClients, exchange)
+	load := startLoad(ctx, "exchanges", faultLoadClients, exchange)
 	defer load.stop()
 	time.Sleep(faultQuiet)
 	began := time.Now()
