@@ -16,7 +16,6 @@ import (
 	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
-	genericfeatures "k8s.io/apiserver/pkg/features"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -39,15 +38,13 @@ func effectiveVersion() compatibility.MutableEffectiveVersion {
 }
 
 // SetFeatureGates sets the process's feature gates as our aggregated API servers need them, before
-// their configuration is completed. The gates emulate the Kubernetes version of effectiveVersion
-// (the library registered them at init with the build's stamp), and the generic server's HTTP/2
-// mitigation is off: BuildHandlerChain applies it where it belongs (http2.go).
+// their configuration is completed: they emulate the Kubernetes version of effectiveVersion (the
+// library registered them at init with the build's stamp).
 func SetFeatureGates() error {
-	gate := utilfeature.DefaultMutableFeatureGate
-	if err := gate.SetEmulationVersion(effectiveVersion().EmulationVersion()); err != nil {
+	if err := utilfeature.DefaultMutableFeatureGate.SetEmulationVersion(effectiveVersion().EmulationVersion()); err != nil {
 		return fmt.Errorf("feature gates: %w", err)
 	}
-	return gate.SetFromMap(map[string]bool{string(genericfeatures.UnauthenticatedHTTP2DOSMitigation): false})
+	return nil
 }
 
 // Options configure RecommendedConfig.
@@ -157,11 +154,12 @@ func unservedPolicyPlugins(d discovery.ServerResourcesInterface) ([]string, erro
 	return off, nil
 }
 
-// applyTLS gives the server the TLS profile's versions, ciphers and HTTP versions.
+// applyTLS gives the server the TLS profile's versions and ciphers, and HTTP/1.1 only, which lets
+// a stopping server hand its connections over without failing a request (handlerchain.go).
 func applyTLS(s *genericoptions.SecureServingOptions, p tlsprofile.Profile) {
 	s.MinTLSVersion = "VersionTLS12"
 	s.CipherSuites = p.CipherNames()
-	s.DisableHTTP2Serving = !p.HTTP2()
+	s.DisableHTTP2Serving = true
 }
 
 // Limits of the generic server, set here rather than left to the library's defaults.
