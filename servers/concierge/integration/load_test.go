@@ -145,12 +145,14 @@ func step(t *testing.T, what string, clients int, op func(context.Context, int) 
 // exchanger exchanges token with the named authenticator, anonymously, as a user's kubectl does
 // before it has a credential.
 func exchanger(kind, name, token string) func(context.Context, int) error {
-	req := &loginv1alpha1.TokenCredentialRequest{Spec: loginv1alpha1.TokenCredentialRequestSpec{
-		Token:         token,
-		Authenticator: corev1.TypedLocalObjectReference{APIGroup: ptr.To(authv1alpha1.GroupName), Kind: kind, Name: name},
-	}}
 	tcrs := env.anonymous.LoginV1alpha1().TokenCredentialRequests()
 	return func(ctx context.Context, _ int) error {
+		// A new object for each call: the client sets and clears its kind while encoding it, and
+		// the clients of a load step call at once.
+		req := &loginv1alpha1.TokenCredentialRequest{Spec: loginv1alpha1.TokenCredentialRequestSpec{
+			Token:         token,
+			Authenticator: corev1.TypedLocalObjectReference{APIGroup: ptr.To(authv1alpha1.GroupName), Kind: kind, Name: name},
+		}}
 		resp, err := tcrs.Create(ctx, req, metav1.CreateOptions{})
 		if err != nil || resp.Status.Credential == nil {
 			return errors.New(describeFailure(resp, err))
