@@ -26,7 +26,7 @@ const page = "docs/quickstart.md"
 
 // The values the page asks the user for, as its first block gives them, and the test's own.
 const (
-	pageVersion  = "VERSION=v0.1.0-rc.1\n"
+	pageVersion  = "VERSION=v0.1.0-rc.2\n"
 	pageRegistry = "REGISTRY=registry.example.com/team\n"
 	testVersion  = "v0.0.0-quickstart"
 )
@@ -62,7 +62,7 @@ func script(markdown, registry string) (string, error) {
 
 func TestShellBlocks(t *testing.T) {
 	t.Parallel()
-	md := "# t\n```sh\nVERSION=v0.1.0-rc.1\nREGISTRY=registry.example.com/team\n```\n\ntext\n```text\nnot run\n```\n```sh\nmake release\n```\n"
+	md := "# t\n```sh\n" + pageVersion + pageRegistry + "```\n\ntext\n```text\nnot run\n```\n```sh\nmake release\n```\n"
 	got, err := script(md, "127.0.0.1:5000/q")
 	want := "set -euxo pipefail\nVERSION=v0.0.0-quickstart\nREGISTRY=127.0.0.1:5000/q\nmake release\n"
 	if err != nil || got != want {
