@@ -643,13 +643,12 @@ func (r loadRecord) firstFailure() error {
 	return nil
 }
 
-// retriedBut counts the requests whose first try failed with an error known does not accept,
-// with the first such failure.
-func (r loadRecord) retriedBut(known func(error) bool) (int, error) {
+// retried counts the requests whose first try failed, with the first such failure.
+func (r loadRecord) retried() (int, error) {
 	n := 0
 	var first error
 	for _, a := range r.attempts {
-		if a.retried && !known(a.err) {
+		if a.retried {
 			n++
 			if first == nil {
 				first = a.err
@@ -675,18 +674,11 @@ func (r loadRecord) during(from, to time.Time) int {
 // there to prove something about (what says which, for the messages).
 func (r loadRecord) expectNoFailure(t *testing.T, what string, fault, recovered time.Time) {
 	t.Helper()
-	r.expectNoFailureBut(t, what, fault, recovered, func(error) bool { return false })
-}
-
-// expectNoFailureBut is expectNoFailure for a load that may see a known defect: a first try that
-// failed with an error known accepts is reported, not failed, if its retry succeeded.
-func (r loadRecord) expectNoFailureBut(t *testing.T, what string, fault, recovered time.Time, known func(error) bool) {
-	t.Helper()
 	r.report(t, fault, recovered)
 	if r.failed() > 0 {
 		t.Errorf("%s: %d %s failed even on their retry (first: %v)", what, r.failed(), r.noun, r.firstFailure())
 	}
-	if n, first := r.retriedBut(known); n > 0 {
+	if n, first := r.retried(); n > 0 {
 		t.Errorf("%s: %d %s failed on their first try (first: %v)", what, n, r.noun, first)
 	}
 	if r.during(fault, recovered) == 0 {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -90,17 +89,6 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// previousReleaseDefect accepts the first tries that v0.1.0-rc.1's own stop fails, and nothing
-// else: its aggregated API servers spoke HTTP/2 to the kube-apiserver's aggregator, which answers
-// 503 to the requests a stopping replica's GOAWAY refuses (fixed since, handlerchain.go in
-// servers/internal/aggregatedapi). While an upgrade stops that release's pods, a first try failed
-// so and retried with success is that release's defect, reported in the load's figures; every
-// failure while this commit's pods stop (the rollback) fails the test, as does a later previous
-// release's.
-func previousReleaseDefect(err error) bool {
-	return steps.PreviousReleaseVersion == "v0.1.0-rc.1" && apierrors.IsServiceUnavailable(err)
-}
-
 // changeReleaseUnderLoad applies the release of releaseDir over the installed one, as an upgrade
 // or a rollback does, while clients exchange tokens and u refreshes its session again and again:
 // every exchange and every refresh must succeed at its first try, and the session must refresh
@@ -139,13 +127,7 @@ func changeReleaseUnderLoad(ctx context.Context, t *testing.T, cfg *envconf.Conf
 	time.Sleep(faultQuiet)
 	res := load.stop()
 	t.Logf("%s applied and rolled out in %s; %d refreshes meanwhile, each kept the session", releaseDir, ended.Sub(began).Round(100*time.Millisecond), refreshes)
-	what := "while " + releaseDir + " was applied"
-	if releaseDir == steps.ReleaseDir() {
-		// The upgrade stops the previous release's pods.
-		res.expectNoFailureBut(t, what, began, ended, previousReleaseDefect)
-	} else {
-		res.expectNoFailure(t, what, began, ended)
-	}
+	res.expectNoFailure(t, "while "+releaseDir+" was applied", began, ended)
 	if err := fl.waitServed(ctx); err != nil {
 		t.Fatal(err)
 	}

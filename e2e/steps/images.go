@@ -27,7 +27,7 @@ func ServerImageArchive() string { return serverImageArchive(ReleaseDir(), Relea
 
 // PreviousReleaseVersion is the release before this commit's, which the upgrade test installs
 // first; the matrix's previous-release artifact makes it at its commit (tools/previousrelease).
-const PreviousReleaseVersion = "v0.1.0-rc.1"
+const PreviousReleaseVersion = "v0.1.0-rc.2"
 
 // PreviousReleaseDir is the folder of the previous release.
 func PreviousReleaseDir() string {
