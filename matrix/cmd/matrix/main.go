@@ -209,11 +209,12 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 		AllowHostChanges: o.allowHostChanges, Progress: stderr, Color: colorTerminal(stderr, os.Getenv),
 	}
 	stop := make(chan struct{})
+	interrupted := make(chan os.Signal, 1)
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
 	go func() {
-		<-signals
+		interrupted <- <-signals
 		fmt.Fprintln(stderr, "matrix: interrupted: the running group finishes (and tears its cluster down), no other starts; interrupt again to stop it now, leaving its cluster behind")
 		close(stop)
 		<-signals
@@ -235,10 +236,26 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 		return 1, err
 	}
 	fmt.Fprintf(stderr, "matrix: report in %s (%s, %s, %s)\n", out, report.HTMLFile, report.MarkdownFile, report.JUnitFile)
+	select {
+	case sig := <-interrupted:
+		// An interrupted run proved less than was asked: it must not pass for a run that did,
+		// as make test would take a 0 for one and go on.
+		return interruptedStatus(sig), fmt.Errorf("interrupted (%v): the report has the cells that ran, the others are not run", sig)
+	default:
+	}
 	if res.Failed() {
 		return 1, errors.New("some cells failed")
 	}
 	return 0, nil
+}
+
+// interruptedStatus is the exit status of a run ended by sig, as a shell reports a command killed
+// by it: 128 plus its number.
+func interruptedStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
 }
 
 // mergeMain is `matrix merge`: it joins the reports of a plan's shards into the report of the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,5 +182,14 @@ func TestColorTerminal(t *testing.T) {
 	}
 	if !colorTerminal(tty, env("")) || colorTerminal(tty, env("1")) || colorTerminal(devNull, env("")) || colorTerminal(io.Discard, env("")) {
 		t.Error("colour on a terminal without NO_COLOR only")
+	}
+}
+
+func TestInterruptedStatus(t *testing.T) {
+	// As a shell reports a command a signal ended, so make stops after an interrupted matrix.
+	for sig, want := range map[os.Signal]int{os.Interrupt: 130, syscall.SIGTERM: 143} {
+		if got := interruptedStatus(sig); got != want {
+			t.Errorf("interruptedStatus(%v) = %d, want %d", sig, got, want)
+		}
 	}
 }
