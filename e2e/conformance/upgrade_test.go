@@ -43,9 +43,11 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 			expectNothingLeft(ctx, t, cfg)
 			t.Cleanup(func() {
 				ctx := context.WithoutCancel(ctx)
-				if t.Failed() {
-					// The servers' logs as they were when the test failed, before they are replaced.
-					if _, err := steps.CollectLogs(filepath.Join(os.Getenv("SEALION_E2E_LOGS"), "upgrade-failed"))(ctx, cfg); err != nil {
+				if logs := os.Getenv("SEALION_E2E_LOGS"); logs != "" && t.Failed() {
+					// The servers' logs as they were when the test failed, before they are replaced
+					// (where the suite keeps logs: without a folder, a relative one would land in the
+					// package's sources).
+					if _, err := steps.CollectLogs(filepath.Join(logs, "upgrade-failed"))(ctx, cfg); err != nil {
 						t.Logf("collecting the logs: %v", err)
 					}
 				}
