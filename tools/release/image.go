@@ -43,13 +43,17 @@ func (r *release) repository() string {
 	return strings.TrimSuffix(r.registry, "/") + "/pinniped-server"
 }
 
-// serverImage builds the image for every architecture into one index, writes it as an OCI layout
+// serverImage builds the image for every linux platform into one index, writes it as an OCI layout
 // tarball, pushes it when a registry is set, and returns the image's reference pinned by the
 // index's digest.
 func (r *release) serverImage() (string, error) {
 	index := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	tag := r.repository() + ":" + r.version
-	for _, arch := range imageArchs {
+	for _, p := range r.platforms {
+		if p.os != "linux" {
+			continue
+		}
+		arch := p.arch
 		binDir := filepath.Join(r.out, ".build", "linux-"+arch)
 		target := gobuild.Target{OS: "linux", Arch: arch, LDFlags: r.ldflags()}
 		if err := gobuild.Build(r.repoRoot, binDir, target, serverimage.Binaries); err != nil {

@@ -1,7 +1,7 @@
 // Command release makes a release of sealion's Pinniped from the repository, without a container
 // engine and without building Kubernetes. Run it from the tools module (make release does):
 //
-//	go run ./release --version v0.1.0 [--repo-root ..] [--out DIR] [--registry REGISTRY/PREFIX] [--insecure]
+//	go run ./release --version v0.1.0 [--repo-root ..] [--out DIR] [--registry REGISTRY/PREFIX] [--insecure] [--platforms all]
 //
 // Into <out> (default <repo-root>/_output/release/<version>) it writes:
 //   - pinniped-server-<version>.oci.tar: the server image for linux/amd64 and linux/arm64, one
@@ -13,6 +13,9 @@
 //   - the Helm charts, packaged at the version: pinniped-concierge-<semver>.tgz and the others;
 //   - pinniped-cli-<os>-<arch>[.exe] for linux, darwin and windows on amd64 and arm64;
 //   - SHA256SUMS of all of them.
+//
+// --platforms linux/amd64 (any subset) builds the image and the CLI for those platforms only:
+// make demo makes the release it installs so, for the machine it runs on.
 //
 // An empty .sealion-release file marks the folder as a release's, which a later release may
 // replace; any other non-empty folder is refused.
@@ -41,12 +44,13 @@ func main() {
 	registry := fl.String("registry", os.Getenv(RegistryEnv), "registry and repository prefix to push the image to, as registry.example.com/team (default $"+RegistryEnv+"; empty: no push)")
 	insecure := fl.Bool("insecure", false, "reach the registry over plain HTTP")
 	caBundle := fl.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "CA bundle copied into the image as its trust store")
+	platforms := fl.String("platforms", "all", "the platforms to build for, os/arch separated by commas (the server image for the linux ones), or all: "+platformNames(releasePlatforms))
 	fl.Parse(os.Args[1:])
 
 	if *out == "" {
 		*out = filepath.Join(*repoRoot, "_output", "release", *version)
 	}
-	r, err := newRelease(*version, *repoRoot, *out, *registry, *insecure, *caBundle)
+	r, err := newRelease(*version, *repoRoot, *out, *registry, *insecure, *caBundle, *platforms)
 	if err == nil {
 		err = r.make()
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,15 +22,51 @@ import (
 // versionPkg holds the version stamps that `pinniped version` and the servers' /version report.
 const versionPkg = "k8s.io/component-base/version"
 
-// cliPlatforms are the CLI's release targets.
-var cliPlatforms = []struct{ os, arch string }{
+// platform is an operating system and architecture the release builds for.
+type platform struct{ os, arch string }
+
+func (p platform) String() string { return p.os + "/" + p.arch }
+
+// releasePlatforms are the CLI's release targets; the linux ones are the server image's too.
+var releasePlatforms = []platform{
 	{"linux", "amd64"}, {"linux", "arm64"},
 	{"darwin", "amd64"}, {"darwin", "arm64"},
 	{"windows", "amd64"}, {"windows", "arm64"},
 }
 
-// imageArchs are the server image's architectures.
-var imageArchs = []string{"amd64", "arm64"}
+// parsePlatforms reads --platforms: "all", or a comma-separated subset of releasePlatforms that
+// names at least one linux platform, since every release has a server image. A subset is for
+// what runs on one machine (make demo); a release users download is made for all.
+func parsePlatforms(list string) ([]platform, error) {
+	if list == "all" {
+		return releasePlatforms, nil
+	}
+	var out []platform
+	linux := false
+	for _, name := range strings.Split(list, ",") {
+		i := slices.IndexFunc(releasePlatforms, func(p platform) bool { return p.String() == strings.TrimSpace(name) })
+		if i < 0 {
+			return nil, fmt.Errorf("platform %q is not one the release builds for (%s)", name, platformNames(releasePlatforms))
+		}
+		if slices.Contains(out, releasePlatforms[i]) {
+			continue
+		}
+		out = append(out, releasePlatforms[i])
+		linux = linux || releasePlatforms[i].os == "linux"
+	}
+	if !linux {
+		return nil, fmt.Errorf("platforms %q name no linux platform, for which the server image is built", list)
+	}
+	return out, nil
+}
+
+func platformNames(ps []platform) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.String()
+	}
+	return strings.Join(names, ", ")
+}
 
 // release is one run: where the sources are, what they are stamped with, where the artefacts go.
 type release struct {
@@ -39,6 +76,8 @@ type release struct {
 	registry string
 	insecure bool
 	caBundle string
+	// platforms are the CLI's and, for linux, the server image's.
+	platforms []platform
 	// commit, treeState and date describe the sources: the commit's hash, clean or dirty, and the
 	// commit's time, which dates every artefact so that a rebuild gives the same bytes.
 	commit    string
@@ -46,11 +85,15 @@ type release struct {
 	date      time.Time
 }
 
-func newRelease(version, repoRoot, out, registry string, insecure bool, caBundle string) (*release, error) {
+func newRelease(version, repoRoot, out, registry string, insecure bool, caBundle, platforms string) (*release, error) {
 	if err := checkVersion(version); err != nil {
 		return nil, err
 	}
-	repoRoot, err := filepath.Abs(repoRoot)
+	ps, err := parsePlatforms(platforms)
+	if err != nil {
+		return nil, err
+	}
+	repoRoot, err = filepath.Abs(repoRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +101,7 @@ func newRelease(version, repoRoot, out, registry string, insecure bool, caBundle
 	if err != nil {
 		return nil, err
 	}
-	r := &release{version: version, repoRoot: repoRoot, out: out, registry: registry, insecure: insecure, caBundle: caBundle}
+	r := &release{version: version, repoRoot: repoRoot, out: out, registry: registry, insecure: insecure, caBundle: caBundle, platforms: ps}
 	if r.commit, err = r.git("rev-parse", "HEAD"); err != nil {
 		return nil, err
 	}
@@ -163,13 +206,13 @@ func (r *release) make() error {
 	if err := writeSums(r.out); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "release %s (commit %s, %s) in %s; image %s\n", r.version, r.commit, r.treeState, r.out, imageRef)
+	fmt.Fprintf(os.Stderr, "release %s (commit %s, %s, for %s) in %s; image %s\n", r.version, r.commit, r.treeState, platformNames(r.platforms), r.out, imageRef)
 	return nil
 }
 
 // clis cross-compiles the CLI for every platform, named as Pinniped's release names them.
 func (r *release) clis() error {
-	for _, p := range cliPlatforms {
+	for _, p := range r.platforms {
 		name := "pinniped-cli-" + p.os + "-" + p.arch
 		if p.os == "windows" {
 			name += ".exe"

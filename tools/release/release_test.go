@@ -27,7 +27,27 @@ var commitDate = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 
 func testRelease(t *testing.T) *release {
 	t.Helper()
-	return &release{version: "v0.1.0-rc.1", repoRoot: repoRoot, out: t.TempDir(), commit: "0123abc", treeState: "clean", date: commitDate}
+	return &release{version: "v0.1.0-rc.1", repoRoot: repoRoot, out: t.TempDir(), commit: "0123abc", treeState: "clean", date: commitDate, platforms: releasePlatforms}
+}
+
+func TestParsePlatforms(t *testing.T) {
+	for list, want := range map[string]string{
+		"all":                       platformNames(releasePlatforms),
+		"linux/amd64":               "linux/amd64",
+		"darwin/arm64, linux/arm64": "darwin/arm64, linux/arm64",
+		"linux/amd64,linux/amd64":   "linux/amd64",
+	} {
+		got, err := parsePlatforms(list)
+		if err != nil || platformNames(got) != want {
+			t.Errorf("parsePlatforms(%q) = %v, %v; want %s", list, got, err, want)
+		}
+	}
+	// Every release has a server image, and only the platforms a user can download exist.
+	for _, bad := range []string{"", "darwin/arm64", "linux/s390x", "linux", "linux/amd64,freebsd/amd64"} {
+		if got, err := parsePlatforms(bad); err == nil {
+			t.Errorf("parsePlatforms(%q) = %v, accepted", bad, got)
+		}
+	}
 }
 
 func TestCheckVersion(t *testing.T) {
