@@ -142,9 +142,12 @@ test-deps:
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(TEST_PACKAGES)"; \
 	else $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(TEST_PACKAGES)" || echo "the tests that need them skip"; fi
 
-.PHONY: images
-images: kube-binaries ## build the cluster images (cached per version) and the Dex, LDAP and GitHub fixtures' into _output/images (our server image is the release's)
+.PHONY: cluster-images
+cluster-images: kube-binaries ## build the cluster images of KUBE_VERSION (cached per version)
 	cd tools && $(GO) run ./images cluster --kube-version $(KUBE_VERSION) --cache-dir $(SEALION_CACHE)
+
+.PHONY: images
+images: cluster-images ## build the cluster images (cached per version) and the Dex, LDAP and GitHub fixtures' into _output/images (our server image is the release's)
 	cd tools && $(GO) run ./images dex --repo-root $(CURDIR)
 	cd tools && $(GO) run ./images slapd --repo-root $(CURDIR) --cache-dir $(SEALION_CACHE)
 	cd tools && $(GO) run ./images github --repo-root $(CURDIR)
@@ -188,12 +191,27 @@ kind-node-image: images docker-engine ## build the kind node image localhost/sea
 host-deps-if-allowed: test-deps
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(CLUSTER_PACKAGES)"; fi
 
+# make demo prepares only what it runs, each step one line of progress with its time (the steps'
+# output goes to _output/demo/logs): the packages of a cluster and of Chromium (its headless
+# browser), Kubernetes and the cluster images, the development release for this machine's
+# platform alone, the demo program. The full release stays with make release and the test tiers.
+DEMO_PACKAGES := ca-certificates chromium $(CLUSTER_PACKAGES)
+DEMO_LOGS := $(CURDIR)/_output/demo/logs
+PHASE := bash tools/phase/phase.sh $(DEMO_LOGS)
+
 .PHONY: demo
 demo: ## a local cluster (DEMO_PROVIDER, default kubeadm) with the Concierge and a demo user's login; Ctrl-C deletes it (needs ALLOW_HOST_CHANGES=true)
 	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make demo starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed when it ends): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
-	$(MAKE) host-deps images release-check
-	$(if $(filter kind,$(DEMO_PROVIDER)),$(MAKE) $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
-	rc=0; $(GO) run ./e2e/demo --provider $(DEMO_PROVIDER) || rc=$$?; \
+	@rm -rf $(DEMO_LOGS)
+	@$(PHASE) "Go $(GO_TOOLCHAIN) and the programs make needs" -- $(MAKE) --no-print-directory deps
+	@$(PHASE) "Debian packages of a cluster and of Chromium" -- $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(DEMO_PACKAGES)"
+	@$(PHASE) "Kubernetes $(KUBE_VERSION) and etcd, built from source once" -- $(MAKE) --no-print-directory kube-binaries
+	@$(PHASE) "the cluster images" -- $(MAKE) --no-print-directory cluster-images
+	@$(PHASE) "the release $(DEV_RELEASE_VERSION) for this machine" -- \
+		bash -c 'cd tools && $(GO) run ./release --version $(DEV_RELEASE_VERSION) --repo-root $(CURDIR) --registry "" --platforms linux/$$($(GO) env GOARCH)'
+	@$(if $(filter kind,$(DEMO_PROVIDER)),$(PHASE) "Docker and the kind node image" -- $(MAKE) --no-print-directory $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
+	@$(PHASE) "the demo program" -- $(GO) build -o $(BIN)/demo ./e2e/demo
+	@rc=0; $(BIN)/demo --provider $(DEMO_PROVIDER) --log $(DEMO_LOGS)/demo.log || rc=$$?; \
 	$(if $(filter kind,$(DEMO_PROVIDER)),$(DOCKER_ENGINE) stop;) exit $$rc
 
 .PHONY: demo-down

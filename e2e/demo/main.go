@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -40,7 +42,20 @@ func main() {
 	providerName := flag.String("provider", "kubeadm", "cluster provider: "+strings.Join(all.Names, ", "))
 	down := flag.Bool("down", false, "delete the demo cluster instead")
 	out := flag.String("out", steps.RepoPath("_output/demo"), "folder for the demo user's kubeconfig")
+	logPath := flag.String("log", "", "file for the progress of the cluster provider and the e2e steps (default: standard error)")
 	flag.Parse()
+	terminal := os.Stderr
+	if *logPath != "" {
+		f, err := os.Create(*logPath)
+		if err != nil {
+			fmt.Fprintf(terminal, "demo: %v\n", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		// The provider and the e2e steps report their progress on standard error; the demo
+		// shows one line per step of its own instead, and its errors still reach the terminal.
+		os.Stderr = f
+	}
 	restore := takeTerminal()
 	err := run(*providerName, *down, *out)
 	restore()
@@ -48,7 +63,7 @@ func main() {
 	case errors.Is(err, errStopped):
 		fmt.Println("demo: stopped")
 	case err != nil:
-		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		fmt.Fprintf(terminal, "demo: %v (more in %s)\n", err, cmp.Or(*logPath, "the output above"))
 		os.Exit(1)
 	}
 }
@@ -90,8 +105,8 @@ func run(providerName string, down bool, out string) (err error) {
 		step("create a "+providerName+" cluster", steps.CreateCluster(p, clusterName, providers.CreateOptions{})),
 		step("load the server image", steps.LoadImages(steps.ServerImageArchive())),
 	}
-	setup = append(setup, stepAll("install the local-user-authenticator", steps.InstallLocalUserAuthenticator())...)
-	setup = append(setup, stepAll("install the Concierge", steps.InstallConcierge(steps.ReleaseDir()))...)
+	setup = append(setup, step("install the local-user-authenticator", steps.InstallLocalUserAuthenticator()...))
+	setup = append(setup, step("install the Concierge", steps.InstallConcierge(steps.ReleaseDir())...))
 	setup = append(setup, step("wait until the Concierge reports a working strategy", func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		_, err := steps.WaitForStrategy(ctx, cfg, "", 3*time.Minute)
 		return ctx, err
@@ -107,12 +122,7 @@ func run(providerName string, down bool, out string) (err error) {
 				return ctx, steps.TrustDex(ctx, cfg, "dex", idp)
 			}),
 	)
-	defer func() {
-		fmt.Println("\n==> deleting the demo cluster")
-		if err := p.Delete(context.WithoutCancel(ctx), clusterName); err != nil {
-			fmt.Fprintf(os.Stderr, "demo: deleting the cluster: %v (make demo-down retries)\n", err)
-		}
-	}()
+	defer deleteCluster(ctx, os.Stdout, p, clusterParts(p.Info()))
 	for _, f := range setup {
 		if ctx, err = f(ctx, cfg); err != nil {
 			return err
@@ -139,22 +149,8 @@ func run(providerName string, down bool, out string) (err error) {
 	}
 
 	fmt.Println("\n==> pinny logs in through Dex in a headless browser with `pinniped login oidc`")
-	b, err := browser.Start(ctx, browser.Options{TrustedCABundle: idp.CABundle})
-	if err != nil {
+	if err := showBrowserLogin(ctx, cli, cfg.KubeconfigFile(), filepath.Join(check, "oidc"), idp.CABundle, dexUser); err != nil {
 		return err
-	}
-	defer b.Close()
-	oidc, err := getKubeconfig(ctx, cli, cfg.KubeconfigFile(), filepath.Join(check, "oidc"),
-		"--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", "dex", "--oidc-skip-browser")
-	if err != nil {
-		return err
-	}
-	login := b
-	for _, args := range [][]string{{"auth", "whoami"}, {"get", "pods", "-n", "pinniped-concierge"}, {"get", "secrets", "-n", "kube-system"}} {
-		if err := showKubectl(ctx, oidc, login, dexUser, args...); err != nil {
-			fmt.Println(err) // the last one is refused by RBAC, as it should be
-		}
-		login = nil // the first call logged in; the others run from the caches
 	}
 
 	kubeconfig, err := getKubeconfig(ctx, cli, cfg.KubeconfigFile(), out,
@@ -173,6 +169,70 @@ link to open and lets you paste the code). Press Ctrl-C to delete the cluster an
 `, kubectlPath(), kubeconfig, dexUser.Email, dexUser.Password)
 	<-ctx.Done()
 	return nil
+}
+
+// showBrowserLogin logs the user in through Dex in a headless browser, then shows kubectl calls
+// from the caches. The browser only serves this proof: it is closed before the demo waits.
+func showBrowserLogin(ctx context.Context, cli, admin, dir string, caBundle []byte, user dex.User) error {
+	b, err := browser.Start(ctx, browser.Options{TrustedCABundle: caBundle})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	kubeconfig, err := getKubeconfig(ctx, cli, admin, dir,
+		"--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", "dex", "--oidc-skip-browser")
+	if err != nil {
+		return err
+	}
+	login := b
+	for _, args := range [][]string{{"auth", "whoami"}, {"get", "pods", "-n", "pinniped-concierge"}, {"get", "secrets", "-n", "kube-system"}} {
+		if err := showKubectl(ctx, kubeconfig, login, user, args...); err != nil {
+			fmt.Println(err) // the last one is refused by RBAC, as it should be
+		}
+		login = nil // the first call logged in; the others run from the caches
+	}
+	return nil
+}
+
+// deleteCluster deletes the demo's cluster, even after the Ctrl-C that ended the demo. A cluster
+// of this machine runs its containerd and kubelet as this process's children, so the deletion must
+// not be cut short by a second Ctrl-C: that one is answered with what is still being deleted
+// (parts).
+func deleteCluster(ctx context.Context, out io.Writer, p interface {
+	Delete(context.Context, string) error
+}, parts string) {
+	fmt.Fprintf(out, "\n==> deleting the demo cluster %s ... ", clusterName)
+	start := time.Now()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	done := make(chan error, 1)
+	go func() { done <- p.Delete(context.WithoutCancel(ctx), clusterName) }()
+	for {
+		select {
+		case <-again:
+			fmt.Fprintf(out, "\n    still deleting %s: %s; the demo ends once they are gone (Ctrl-\\ ends it now, and make demo-down deletes what is left) ... ", clusterName, parts)
+		case err := <-done:
+			if err != nil {
+				fmt.Fprintf(out, "failed: %v (make demo-down retries)\n", err)
+				return
+			}
+			fmt.Fprintln(out, took(start))
+			return
+		}
+	}
+}
+
+// clusterParts names what deleting a cluster of the provider removes, for the user who waits.
+func clusterParts(info providers.Info) string {
+	switch {
+	case info.Name == "kind":
+		return "its node containers in Docker and their network"
+	case info.ChangesHost:
+		return "its pods, containerd and kubelet, /etc/kubernetes, /var/lib/kubelet, and its CNI and iptables rules on this machine"
+	default:
+		return "what the demo created in the cluster"
+	}
 }
 
 // getKubeconfig runs `pinniped get kubeconfig` as the admin and writes the result, with caches of
@@ -211,16 +271,27 @@ func showKubectl(ctx context.Context, kubeconfig string, b *browser.Browser, use
 	return err
 }
 
-func step(what string, f env.Func) env.Func {
+// step shows f as one line of progress: what it does and, once it is over, its time.
+func step(what string, fs ...env.Func) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		fmt.Printf("==> %s\n", what)
-		return f(ctx, cfg)
+		fmt.Printf("==> %s ... ", what)
+		start := time.Now()
+		for _, f := range fs {
+			var err error
+			if ctx, err = f(ctx, cfg); err != nil {
+				fmt.Printf("failed after %s\n", took(start))
+				return ctx, err
+			}
+		}
+		fmt.Println(took(start))
+		return ctx, nil
 	}
 }
 
-func stepAll(what string, fs []env.Func) []env.Func {
-	out := []env.Func{step(what, func(ctx context.Context, _ *envconf.Config) (context.Context, error) { return ctx, nil })}
-	return append(out, fs...)
+// took is the time since start as the make demo's steps show theirs (tools/phase).
+func took(start time.Time) string {
+	d := time.Since(start).Round(time.Second)
+	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 }
 
 func userManifest(hash []byte) string {
