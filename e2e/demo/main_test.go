@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"sealion.dev/core/testing/syncbuffer"
 )
 
 // slowDelete is a cluster whose deletion lasts until release is closed, as a real one lasts
@@ -24,28 +24,10 @@ func (d *slowDelete) Delete(context.Context, string) error {
 	return d.err
 }
 
-// lockedBuffer is written by deleteCluster and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestSecondInterruptSaysWhatIsStillDeleted(t *testing.T) {
 	for _, deleteErr := range []error{nil, errors.New("kubelet would not stop")} {
 		d := &slowDelete{started: make(chan struct{}), release: make(chan struct{}), err: deleteErr}
-		var out lockedBuffer
+		var out syncbuffer.Buffer
 		ended := make(chan struct{})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // the first Ctrl-C ended the demo

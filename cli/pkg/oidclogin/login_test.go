@@ -2,7 +2,6 @@ package oidclogin_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 
 	"sealion.dev/cli/internal/testing/fakeissuer"
 	"sealion.dev/cli/pkg/oidclogin"
+	"sealion.dev/core/testing/syncbuffer"
 )
 
 const clientID = "pinniped-cli"
@@ -61,24 +61,6 @@ func (c *memCache) only(t *testing.T) *oidclogin.Token {
 		return tok
 	}
 	return nil
-}
-
-// syncBuffer collects what Login prints, from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // browser opens URLs with the issuer double, as the user's browser would, and keeps its answers.
@@ -159,7 +141,7 @@ func TestBrowserLogin(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			iss := fakeissuer.New(t, fakeissuer.Options{FormPost: formPost})
 			b := &browser{iss: iss}
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			cache := newMemCache()
 			cfg := config(iss, &out, b.open)
 			cfg.SessionCache = cache
@@ -224,7 +206,7 @@ func TestFormPostPreflight(t *testing.T) {
 		preflight(redirectURI, iss.URL)
 		preflight(redirectURI, "https://evil.example")
 	}}
-	var out syncBuffer
+	var out syncbuffer.Buffer
 	if _, err := login(t, config(iss, &out, b.open)); err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +381,7 @@ func TestCallbackErrors(t *testing.T) {
 				}()
 				return nil
 			}
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			_, err := login(t, config(iss, &out, open))
 			if err == nil || (tt.wantErrIs != nil && !errors.Is(err, tt.wantErrIs)) || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want %v %q", err, tt.wantErrIs, tt.wantErr)
@@ -417,11 +399,11 @@ func TestCallbackErrors(t *testing.T) {
 func TestSessionCacheAndRefresh(t *testing.T) {
 	iss := fakeissuer.New(t, fakeissuer.Options{})
 	b := &browser{iss: iss}
-	var out syncBuffer
+	var out syncbuffer.Buffer
 	cache := newMemCache()
 	cfg := config(iss, &out, b.open)
 	cfg.SessionCache = cache
-	var debug syncBuffer
+	var debug syncbuffer.Buffer
 	cfg.Logf = func(format string, args ...any) { _, _ = io.WriteString(&debug, strings.TrimSpace(format)+"\n") }
 	first, err := login(t, cfg)
 	if err != nil {
@@ -478,11 +460,11 @@ func TestSessionCacheAndRefresh(t *testing.T) {
 func TestRefreshWhileUpstreamDown(t *testing.T) {
 	iss := fakeissuer.New(t, fakeissuer.Options{})
 	b := &browser{iss: iss}
-	var out syncBuffer
+	var out syncbuffer.Buffer
 	cache := newMemCache()
 	cfg := config(iss, &out, b.open)
 	cfg.SessionCache = cache
-	var debug syncBuffer
+	var debug syncbuffer.Buffer
 	cfg.Logf = func(format string, args ...any) { _, _ = io.WriteString(&debug, strings.TrimSpace(format)+"\n") }
 	first, err := login(t, cfg)
 	if err != nil {
@@ -553,7 +535,7 @@ func TestPasswordFlow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			iss := supervisor(t)
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			cfg := config(iss, &out, func(string) error { t.Error("a browser was opened"); return nil })
 			cfg.UpstreamIdentityProviderName, cfg.UpstreamIdentityProviderType, cfg.Flow = tt.idpName, tt.idpType, tt.flow
 			cfg.Username, cfg.Password = tt.username, tt.password
@@ -591,7 +573,7 @@ func TestPasswordFlow(t *testing.T) {
 func TestTokenExchange(t *testing.T) {
 	iss := supervisor(t)
 	cache := newMemCache()
-	var out syncBuffer
+	var out syncbuffer.Buffer
 	cfg := config(iss, &out, nil)
 	cfg.UpstreamIdentityProviderName = "my-ldap"
 	cfg.Username, cfg.Password = fakeissuer.Username, fakeissuer.Password
@@ -638,7 +620,7 @@ func TestTokenExchange(t *testing.T) {
 
 func TestIssuerWarningsAreShown(t *testing.T) {
 	iss := fakeissuer.New(t, fakeissuer.Options{Warnings: []string{"your upstream session is short"}})
-	var out syncBuffer
+	var out syncbuffer.Buffer
 	if _, err := login(t, config(iss, &out, (&browser{iss: iss}).open)); err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +671,7 @@ func TestLoginErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			cfg := config(iss, &out, func(string) error { return nil })
 			tt.change(&cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -713,7 +695,7 @@ func TestListenPortInUse(t *testing.T) {
 	}
 	defer taken.Close()
 	port := taken.Addr().(*net.TCPAddr).Port
-	var out syncBuffer
+	var out syncbuffer.Buffer
 	cfg := config(iss, &out, (&browser{iss: iss}).open)
 	cfg.ListenPort = uint16(port)
 	_, err = login(t, cfg)

@@ -1,20 +1,19 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/oauth2"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
+	"sealion.dev/core/testing/syncbuffer"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/discovery"
@@ -25,25 +24,14 @@ import (
 )
 
 // lockedBuffer is an AuditOutput the test reads while the server writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type lockedBuffer struct{ syncbuffer.Buffer }
 
 // events waits for n events and returns them, decoded.
 func (l *lockedBuffer) events(t *testing.T, n int) []map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l.mu.Lock()
-		out := l.b.String()
-		l.mu.Unlock()
+		out := l.String()
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		if out != "" && len(lines) >= n || time.Now().After(deadline) {
 			var events []map[string]any

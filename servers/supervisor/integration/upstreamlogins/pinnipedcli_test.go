@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"sealion.dev/core/testing/syncbuffer"
 	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/ldap"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
@@ -35,7 +35,7 @@ func TestPinnipedCLIPasswordLoginWithLDAP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cli := buildCLI(ctx, t)
-	slapdLog := &syncBuffer{}
+	slapdLog := &syncbuffer.Buffer{}
 	dir, err := ldap.Start(ctx, ldap.Options{Log: slapdLog})
 	if err != nil {
 		t.Fatal(err)
@@ -158,24 +158,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // buildCLI builds the pinniped CLI of this checkout into the test's directory: the CLI is a

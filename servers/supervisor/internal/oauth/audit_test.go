@@ -1,20 +1,19 @@
 package oauth
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
+	"sealion.dev/core/testing/syncbuffer"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
@@ -28,22 +27,7 @@ func sha256Hex(s string) string {
 }
 
 // auditLog collects audit events written by the test server's goroutines.
-type auditLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (a *auditLog) Write(p []byte) (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.b.Write(p)
-}
-
-func (a *auditLog) String() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.b.String()
-}
+type auditLog struct{ syncbuffer.Buffer }
 
 // events are the events written so far, decoded, each checked to be marked as an audit event.
 func (a *auditLog) events(t *testing.T) []map[string]any {
