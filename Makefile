@@ -199,8 +199,8 @@ DEMO_PACKAGES := ca-certificates chromium $(CLUSTER_PACKAGES)
 DEMO_LOGS := $(CURDIR)/_output/demo/logs
 PHASE := bash tools/phase/phase.sh $(DEMO_LOGS)
 
-.PHONY: demo
-demo: ## a local cluster (DEMO_PROVIDER, default kubeadm) with the Concierge and a demo user's login; Ctrl-C deletes it (needs ALLOW_HOST_CHANGES=true)
+.PHONY: demo-prepare
+demo-prepare: ## what make demo prepares before its cluster, each step timed (needs ALLOW_HOST_CHANGES=true: it installs a cluster's packages)
 	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make demo starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed when it ends): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
 	@rm -rf $(DEMO_LOGS)
 	@$(PHASE) "Go $(GO_TOOLCHAIN) and the programs make needs" -- $(MAKE) --no-print-directory deps
@@ -211,6 +211,9 @@ demo: ## a local cluster (DEMO_PROVIDER, default kubeadm) with the Concierge and
 		bash -c 'cd tools && $(GO) run ./release --version $(DEV_RELEASE_VERSION) --repo-root $(CURDIR) --registry "" --platforms linux/$$($(GO) env GOARCH)'
 	@$(if $(filter kind,$(DEMO_PROVIDER)),$(PHASE) "Docker and the kind node image" -- $(MAKE) --no-print-directory $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
 	@$(PHASE) "the demo program" -- $(GO) build -o $(BIN)/demo ./e2e/demo
+
+.PHONY: demo
+demo: demo-prepare ## a local cluster (DEMO_PROVIDER, default kubeadm) with the Concierge and a demo user's login; Ctrl-C deletes it (needs ALLOW_HOST_CHANGES=true)
 	@rc=0; $(BIN)/demo --provider $(DEMO_PROVIDER) --log $(DEMO_LOGS)/demo.log || rc=$$?; \
 	$(if $(filter kind,$(DEMO_PROVIDER)),$(DOCKER_ENGINE) stop;) exit $$rc
 
