@@ -158,11 +158,18 @@ var HelmLabels = []string{
 	"helm.sh/chart",
 }
 
+// createdByHelmHook is the line of the Concierge's configuration that only the chart writes: its
+// hook creates the CredentialIssuer, which the Concierge must then leave to it.
+const createdByHelmHook = "credentialIssuerCreatedByInstall: true\n"
+
 // Normalize returns a copy of obj without what only Helm needs: its helm.sh/ annotations (hooks,
-// resource policies) and HelmLabels in its metadata. Labels elsewhere (selectors, pod templates)
-// stay.
+// resource policies), HelmLabels in its metadata, and the configuration line createdByHelmHook.
+// Labels elsewhere (selectors, pod templates) stay.
 func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	out := obj.DeepCopy()
+	if config, ok, _ := unstructured.NestedString(out.Object, "data", "pinniped.yaml"); ok && out.GetKind() == "ConfigMap" {
+		_ = unstructured.SetNestedField(out.Object, strings.Replace(config, createdByHelmHook, "", 1), "data", "pinniped.yaml")
+	}
 	annotations := out.GetAnnotations()
 	for k := range annotations {
 		if strings.HasPrefix(k, "helm.sh/") {

@@ -59,6 +59,11 @@ type Config struct {
 	AllowedReservedNames reservednames.Exceptions `json:"allowedReservedNames"`
 	// Audit configures the audit events.
 	Audit Audit `json:"audit"`
+	// CredentialIssuerCreatedByInstall says the install creates the CredentialIssuer (and creates
+	// it again on upgrade), as the Helm chart's hook does once the Concierge runs: the Concierge
+	// then waits for it instead of creating it when it is missing, which would make Helm's
+	// creation fail. False by default: the Concierge creates a missing one with the default spec.
+	CredentialIssuerCreatedByInstall bool `json:"credentialIssuerCreatedByInstall,omitempty"`
 }
 
 // Audit configures the audit events, with Pinniped's keys.

@@ -95,11 +95,12 @@ func (c completedConfig) impersonationProxy(clusterSigner, proxySigner *dynamicc
 		Services:          c.NamespaceInformers.Core().V1().Services(),
 		Secrets:           c.NamespaceInformers.Core().V1().Secrets(),
 	}, handler, proxySigner, &credentialissuer.Updater{
-		Client: c.ConciergeClient,
-		Lister: ciInformer.Lister(),
-		Name:   c.File.Names.CredentialIssuer,
-		Labels: c.File.Labels,
-		Spec:   defaultCredentialIssuerSpec,
+		Client:       c.ConciergeClient,
+		Lister:       ciInformer.Lister(),
+		Name:         c.File.Names.CredentialIssuer,
+		Labels:       c.File.Labels,
+		Spec:         defaultCredentialIssuerSpec,
+		LeaveMissing: c.File.CredentialIssuerCreatedByInstall,
 	})
 	return []runner{runFunc(func(ctx context.Context) { clusterClientCA.Run(ctx, 1) }), controller}, nil
 }
@@ -148,11 +149,12 @@ func (c completedConfig) kubeCertAgent(signer *dynamicca.Signer) ([]informerFact
 		&kubecertagent.PodExecutor{Config: c.RESTConfig, Client: c.KubeClient},
 		signer,
 		&credentialissuer.Updater{
-			Client: c.ConciergeClient,
-			Lister: informers.CredentialIssuers.Lister(),
-			Name:   c.File.Names.CredentialIssuer,
-			Labels: c.File.Labels,
-			Spec:   defaultCredentialIssuerSpec,
+			Client:       c.ConciergeClient,
+			Lister:       informers.CredentialIssuers.Lister(),
+			Name:         c.File.Names.CredentialIssuer,
+			Labels:       c.File.Labels,
+			Spec:         defaultCredentialIssuerSpec,
+			LeaveMissing: c.File.CredentialIssuerCreatedByInstall,
 		})
 	return []informerFactory{kubeSystem, cluster}, agent
 }

@@ -32,6 +32,10 @@ type Updater struct {
 	// Labels and Spec are used only when the CredentialIssuer has to be created.
 	Labels map[string]string
 	Spec   configv1alpha1.CredentialIssuerSpec
+	// LeaveMissing makes SetStrategy fail while the CredentialIssuer is missing, rather than
+	// create it, where the install creates it (config credentialIssuerCreatedByInstall): Helm
+	// creates it after the Concierge starts, and fails if it is there already.
+	LeaveMissing bool
 	// Now stamps lastUpdateTime; time.Now when nil.
 	Now func() time.Time
 }
@@ -48,6 +52,9 @@ func (u *Updater) SetStrategy(ctx context.Context, s configv1alpha1.CredentialIs
 	// Other strategies write the same object: on a conflict, read it again and merge again.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current, err := client.Get(ctx, u.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && u.LeaveMissing {
+			return fmt.Errorf("%w (the install creates it)", err)
+		}
 		if apierrors.IsNotFound(err) {
 			current, err = client.Create(ctx, &configv1alpha1.CredentialIssuer{
 				ObjectMeta: metav1.ObjectMeta{Name: u.Name, Labels: u.Labels},

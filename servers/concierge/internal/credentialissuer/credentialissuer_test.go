@@ -164,6 +164,26 @@ func TestSetStrategy(t *testing.T) {
 	}
 }
 
+// Where the install creates the CredentialIssuer, a missing one is waited for, not created, so
+// that the install's creation does not find it there already.
+func TestSetStrategyLeavesMissing(t *testing.T) {
+	client := conciergefake.NewSimpleClientset()
+	u := &Updater{Client: client, Name: "ci", LeaveMissing: true}
+	err := u.SetStrategy(context.Background(), strategy(kube, ok, "m", time.Time{}))
+	require.ErrorContains(t, err, "recording the KubeClusterSigningCertificate strategy in CredentialIssuer ci: ")
+	require.ErrorContains(t, err, "(the install creates it)")
+	assert.True(t, apierrors.IsNotFound(err))
+	for _, a := range client.Actions() {
+		assert.Equal(t, "get", a.GetVerb())
+	}
+
+	require.NoError(t, client.Tracker().Add(&configv1alpha1.CredentialIssuer{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}))
+	require.NoError(t, u.SetStrategy(context.Background(), strategy(kube, ok, "m", time.Time{})))
+	got, err := client.ConfigV1alpha1().CredentialIssuers().Get(context.Background(), "ci", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Len(t, got.Status.Strategies, 1)
+}
+
 func TestSetStrategyError(t *testing.T) {
 	client := conciergefake.NewSimpleClientset()
 	client.PrependReactor("create", "credentialissuers", func(clienttesting.Action) (bool, runtime.Object, error) {
