@@ -38,6 +38,14 @@ KIND_PROVIDER_PKG := ./providers/kind
 # use), kubeadm, gke, eks, aks (simulated managed clusters), talos-like (a simulated cluster
 # bootstrapped without kubeadm, its proxy behind an Ingress) or existing (the cluster of $$KUBECONFIG).
 PROVIDERS ?= kind
+# INSTALLED=true runs `make e2e` against the Concierge and Supervisor installed on the cluster of
+# $$KUBECONFIG (the existing provider; SEALION_EXISTING_PROFILE says its kind, SEALION_REGISTRY
+# where the fixtures' images are pushed): found rather than installed, and left as they are, the
+# objects the tests create deleted. `make matrix MATRIX_FLAGS=--installed` runs its cells so.
+INSTALLED ?=
+ifeq ($(INSTALLED),true)
+PROVIDERS := existing
+endif
 # The cluster of `make demo`: kubeadm needs no Docker.
 DEMO_PROVIDER ?= kubeadm
 # Debian packages of the programs the integration tests run as plain processes: chromium (the
@@ -160,12 +168,12 @@ endif
 HOST_CHANGES_ALLOWED := $(filter true,$(CI) $(SEALION_ALLOW_HOST_CHANGES))
 
 .PHONY: e2e
-e2e: ## end-to-end suites on a real cluster of each of PROVIDERS (needs CI=true or ALLOW_HOST_CHANGES=true)
-	@[ -n "$(HOST_CHANGES_ALLOWED)" ] || { echo "make e2e starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed afterwards): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
-	$(MAKE) host-deps images release-check
+e2e: ## end-to-end suites on a real cluster of each of PROVIDERS (needs CI=true or ALLOW_HOST_CHANGES=true), or with INSTALLED=true on what the cluster of KUBECONFIG has installed
+	@[ -n "$(HOST_CHANGES_ALLOWED)$(filter true,$(INSTALLED))" ] || { echo "make e2e starts a cluster on this machine (containerd, kubelet, /etc/kubernetes, iptables; all removed afterwards): run it with ALLOW_HOST_CHANGES=true"; exit 1; }
+	$(MAKE) $(if $(filter true,$(INSTALLED)),test-deps,host-deps) images release-check
 	$(if $(filter kind,$(PROVIDERS)),$(MAKE) $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
 	rc=0; for p in $(PROVIDERS); do \
-		SEALION_E2E_PROVIDER=$$p SEALION_E2E_LOGS=$(CURDIR)/_output/e2e-logs/$$p $(GO) test -count=1 -timeout 30m -v ./e2e/conformance/ \
+		$(if $(filter true,$(INSTALLED)),SEALION_E2E_INSTALLED=true) SEALION_E2E_PROVIDER=$$p SEALION_E2E_LOGS=$(CURDIR)/_output/e2e-logs/$$p $(GO) test -count=1 -timeout 30m -v ./e2e/conformance/ \
 		|| { echo "e2e on $$p failed: cluster logs in _output/e2e-logs/$$p"; rc=1; break; }; done; \
 	$(if $(filter kind,$(PROVIDERS)),$(DOCKER_ENGINE) stop;) exit $$rc
 
@@ -223,16 +231,19 @@ demo-down: ## delete a demo cluster left behind
 
 .PHONY: matrix-ci-if-allowed
 matrix-ci-if-allowed:
-	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) matrix-ci cloud-proof quickstart-proof; else echo "skipping the end-to-end suites (make matrix-ci cloud-proof quickstart-proof): they need clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"; fi
+	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) matrix-ci && $(MAKE) cloud-proof NORMAL_RESULTS=$(CURDIR)/_output/matrix/results.json && $(MAKE) quickstart-proof; else echo "skipping the end-to-end suites (make matrix-ci cloud-proof quickstart-proof): they need clusters on this machine; run make test with ALLOW_HOST_CHANGES=true (CI sets CI=true)"; fi
 
 # The existing distribution as a cloud provider runs it, proven on a kubeadm cluster of ours: our
 # images pushed to a registry on loopback and pulled by digest, Dex, slapd and the GitHub double in
-# the cluster, no host fixture.
+# the cluster, no host fixture; then the matrix against our charts installed with Helm in a user's
+# namespaces and API group suffix (matrix --installed), its verdicts those of the normal run whose
+# results.json NORMAL_RESULTS names (make test: matrix-ci's), else every login's pass.
+NORMAL_RESULTS ?=
 .PHONY: cloud-proof
 cloud-proof: deps ## the existing provider against a kubeadm cluster of ours treated as a cloud (needs ALLOW_HOST_CHANGES=true)
 	$(MAKE) test-deps images release-check
 	@if [ -n "$(HOST_CHANGES_ALLOWED)" ]; then $(MAKE) --no-print-directory host-deps HOST_PACKAGES="$(CLUSTER_PACKAGES)"; fi
-	$(GO) test -count=1 -timeout 30m ./e2e/cloudproof/
+	SEALION_NORMAL_RESULTS=$(NORMAL_RESULTS) $(GO) test -count=1 -timeout 45m ./e2e/cloudproof/
 
 # docs/quickstart.md as a new user follows it: its commands, verbatim but for the version and the
 # registry, on a kubeadm cluster of ours with a registry on loopback (e2e/quickstart). The page
@@ -354,7 +365,7 @@ vulncheck: deps ## fail on a known advisory (as of VULNDB_VERSION) our code reac
 		mv $(VULNDB_DIR).tmp $(VULNDB_DIR); \
 	fi
 	$(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db file://$(VULNDB_DIR) -show verbose ./...
-	cd tools && $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db file://$(VULNDB_DIR) -show verbose ./...
+	cd tools && $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db file://$(VULNDB_DIR) -show verbose ./... tool
 
 .PHONY: test
 test: verify-format verify-modules vulncheck verify-generate unit verify-cli-platforms release-check integration fuzz bench-short matrix-ci-if-allowed ## everything CI runs (the e2e suites: make matrix-ci cloud-proof quickstart-proof)

@@ -9,6 +9,7 @@ import (
 
 	"sealion.dev/matrix/hostcheck"
 	"sealion.dev/matrix/kubeversions"
+	"sealion.dev/providers/existing"
 )
 
 // ClusterVersionLabel is the version of cells whose cluster brings its own Kubernetes version.
@@ -234,6 +235,9 @@ type PlanOptions struct {
 	SkipHostChecks bool
 	// Getenv is os.Getenv outside tests.
 	Getenv func(string) string
+	// Installed plans a run against what a user installed (matrix --installed): only on the
+	// existing distribution, a cluster the user brings.
+	Installed bool
 }
 
 // Plan expands the catalog into the groups the filter selects, in catalog order (distribution,
@@ -242,6 +246,9 @@ func (c Catalog) Plan(o PlanOptions) ([]Group, error) {
 	var groups []Group
 	used := make([]bool, len(o.Filter))
 	for _, d := range c.Distributions {
+		if o.Installed && d.Name != existing.Name {
+			continue
+		}
 		versions := o.Versions
 		if d.ClusterVersion {
 			versions = []kubeversions.Version{{Minor: ClusterVersionLabel}}
@@ -274,6 +281,10 @@ func (c Catalog) Plan(o PlanOptions) ([]Group, error) {
 		}
 	}
 	for i, u := range used {
+		if !u && o.Installed {
+			return nil, fmt.Errorf("cell pattern %q selects no cell: an installed run tests the %s distribution only (the cluster of KUBECONFIG)",
+				o.Filter[i].text, existing.Name)
+		}
 		if !u {
 			return nil, fmt.Errorf("cell pattern %q selects no cell (distributions: %s; versions: %s; paths: %s)",
 				o.Filter[i].text, strings.Join(mapNames(c.Distributions, func(d Distribution) string { return d.Name }), " "),

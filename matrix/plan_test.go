@@ -234,3 +234,27 @@ func TestFilterWithMinors(t *testing.T) {
 		t.Errorf("without WithMinors 'newest' should select nothing (%v) and the original stay as it was (%v)", err, original[0].parts[1])
 	}
 }
+
+// An installed run tests what a user installed on the cluster of KUBECONFIG: the existing
+// distribution's cells only, and a pattern for another distribution is refused, not ignored.
+func TestPlanInstalled(t *testing.T) {
+	t.Parallel()
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := planOpts("", t)
+	o.Installed = true
+	groups, err := c.Plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 1 || groups[0].Name() != "existing/cluster" {
+		t.Fatalf("groups %v, want existing/cluster alone", CellNames(groups))
+	}
+	o = planOpts("kubeadm/1.33/webhook", t)
+	o.Installed = true
+	if _, err := c.Plan(o); err == nil || !strings.Contains(err.Error(), "an installed run tests the existing distribution only") {
+		t.Errorf("err = %v", err)
+	}
+}

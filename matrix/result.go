@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"sealion.dev/e2e/installation"
 	"sealion.dev/matrix/kubeversions"
 	"sealion.dev/matrix/testjson"
 )
@@ -121,6 +122,9 @@ type GroupResult struct {
 	Outcome
 	Strategy *StrategyResult `json:"strategy,omitempty"`
 	Paths    []PathResult    `json:"paths"`
+	// Installation is the Concierge and Supervisor a user installed that the group tested (matrix
+	// --installed), as the suite found them; nil where the suite installed ours.
+	Installation *installation.Installation `json:"installation,omitempty"`
 	// Dir is the group's log folder and Files every file in it, relative to the report folder.
 	Dir     string    `json:"dir,omitempty"`
 	Files   []string  `json:"files,omitempty"`

@@ -44,7 +44,7 @@ func TestCLIStaticLogin(t *testing.T) {
 			return ctx
 		}).
 		Assess("pinniped whoami shows the identity", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			out, err := user.pinniped(ctx, "whoami", "-o", "yaml")
+			out, err := user.whoami(ctx)
 			if err != nil || !strings.Contains(out, "username: pinny") || !strings.Contains(out, "- seals") {
 				t.Errorf("whoami: %v\n%s", err, out)
 			}
@@ -105,7 +105,7 @@ func TestCLIBrowserLogin(t *testing.T) {
 				t.Errorf("the expired certificate was not replaced: before %d, after %d entries", len(before), len(after))
 			}
 
-			if out, err := user.pinniped(ctx, "whoami", "-o", "yaml"); err != nil ||
+			if out, err := user.whoami(ctx); err != nil ||
 				!strings.Contains(out, "username: "+dex.DefaultUser.Email) || !strings.Contains(out, "- seals") {
 				t.Errorf("whoami: %v\n%s", err, out)
 			}
@@ -141,6 +141,8 @@ type cliUser struct {
 	// user's environment.
 	sessionCache string
 	extraEnv     []string
+	// apiGroupSuffix is the Concierge's, which whoami must be told, as get kubeconfig is.
+	apiGroupSuffix string
 }
 
 // newCLIUser runs `pinniped get kubeconfig` as the admin with the given flags, once the
@@ -168,9 +170,9 @@ func cliUserWithEnv(ctx context.Context, t *testing.T, cfg *envconf.Config, env 
 	}
 	home := t.TempDir()
 	u := cliUser{cli: cli, home: home, kubeconfig: filepath.Join(home, "kubeconfig"),
-		credentialCache: filepath.Join(home, "credentials.yaml"), extraEnv: env}
+		credentialCache: filepath.Join(home, "credentials.yaml"), extraEnv: env, apiGroupSuffix: underTest(ctx).APIGroupSuffix}
 	args := append([]string{"get", "kubeconfig", "--kubeconfig", cfg.KubeconfigFile(), "-o", u.kubeconfig,
-		"--credential-cache", u.credentialCache}, flags...)
+		"--credential-cache", u.credentialCache, "--concierge-api-group-suffix", u.apiGroupSuffix}, flags...)
 	if out, err := u.pinniped(ctx, args...); err != nil {
 		t.Fatalf("pinniped get kubeconfig: %v\n%s", err, out)
 	}
@@ -193,6 +195,11 @@ func newOIDCUser(ctx context.Context, t *testing.T, cfg *envconf.Config, idp *de
 
 func (u cliUser) env() []string {
 	return append(append(os.Environ(), "HOME="+u.home, "KUBECONFIG="+u.kubeconfig), u.extraEnv...)
+}
+
+// whoami runs pinniped whoami -o yaml as this user.
+func (u cliUser) whoami(ctx context.Context) (string, error) {
+	return u.pinniped(ctx, "whoami", "-o", "yaml", "--api-group-suffix", u.apiGroupSuffix)
 }
 
 // pinniped runs the CLI as this user and returns its combined output.

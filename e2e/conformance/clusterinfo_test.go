@@ -27,6 +27,7 @@ import (
 // TokenCredentialRequestAPI` (alone, or with the endpoint and CA by flag, as that message says)
 // writes a kubeconfig that logs in, with the admin kubeconfig's server as the Concierge endpoint.
 func TestGetKubeconfigWithoutClusterInfo(t *testing.T) {
+	skipIfInstalled(t, "deletes the cluster's kube-public/cluster-info and changes the CredentialIssuer")
 	var server string
 	var ca []byte
 	f := features.New("get kubeconfig where cluster-info is missing").
@@ -115,7 +116,7 @@ func TestGetKubeconfigWithoutClusterInfo(t *testing.T) {
 func nudgeKubeCertAgent(ctx context.Context, t *testing.T, cfg *envconf.Config) {
 	t.Helper()
 	patch := []byte(`{"metadata":{"annotations":{"e2e.sealion.dev/nudged":"` + time.Now().Format(time.RFC3339Nano) + `"}}}`)
-	if _, err := conciergeClient(t, cfg).ConfigV1alpha1().CredentialIssuers().Patch(ctx, "pinniped-concierge-config", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := conciergeClient(t, cfg).ConfigV1alpha1().CredentialIssuers().Patch(ctx, underTest(ctx).CredentialIssuer, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -126,7 +127,7 @@ func strategyWhen(ctx context.Context, t *testing.T, cfg *envconf.Config, ok fun
 	t.Helper()
 	var last configv1alpha1.CredentialIssuerStrategy
 	_ = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		ci, err := conciergeClient(t, cfg).ConfigV1alpha1().CredentialIssuers().Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+		ci, err := conciergeClient(t, cfg).ConfigV1alpha1().CredentialIssuers().Get(ctx, underTest(ctx).CredentialIssuer, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}

@@ -20,14 +20,12 @@ import (
 	"sealion.dev/e2e/steps"
 )
 
-// clusterIPServiceName is the Service the Concierge exposes the proxy with for service type ClusterIP.
-const clusterIPServiceName = "pinniped-concierge-impersonation-proxy-cluster-ip"
-
 // TestImpersonationProxyEnabledAtClusterIP turns the proxy on explicitly where mode auto leaves it
 // off (the control plane is visible), behind a ClusterIP Service: both strategies then succeed
 // side by side, and a certificate obtained anonymously through the proxy works through it.
 // The CredentialIssuer's spec is put back afterwards, and the proxy must switch off again.
 func TestImpersonationProxyEnabledAtClusterIP(t *testing.T) {
+	skipIfInstalled(t, "changes the CredentialIssuer's impersonation proxy settings")
 	var proxy configv1alpha1.ImpersonationProxyInfo
 	var cred *loginv1alpha1.ClusterCredential
 	var restore func(context.Context) error
@@ -61,7 +59,7 @@ func TestImpersonationProxyEnabledAtClusterIP(t *testing.T) {
 				t.Fatalf("strategy %+v, want Listening with the proxy's endpoint", s)
 			}
 			info := *s.Frontend.ImpersonationProxyInfo
-			svc, err := kubeClient(t, cfg).CoreV1().Services("pinniped-concierge").Get(ctx, clusterIPServiceName, metav1.GetOptions{})
+			svc, err := kubeClient(t, cfg).CoreV1().Services(underTest(ctx).Concierge.Namespace).Get(ctx, underTest(ctx).Concierge.Name("impersonation-proxy-cluster-ip"), metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("the ClusterIP Service: %v", err)
 			}
@@ -108,7 +106,7 @@ func TestImpersonationProxyEnabledAtClusterIP(t *testing.T) {
 			client := conciergeClient(t, cfg)
 			var last configv1alpha1.CredentialIssuerStatus
 			err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-				ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+				ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, underTest(ctx).CredentialIssuer, metav1.GetOptions{})
 				if err != nil {
 					return false, nil
 				}
@@ -126,7 +124,7 @@ func TestImpersonationProxyEnabledAtClusterIP(t *testing.T) {
 			if err != nil {
 				t.Errorf("the proxy was not disabled again after restoring the spec; status %+v", last)
 			}
-			if _, err := kubeClient(t, cfg).CoreV1().Services("pinniped-concierge").Get(ctx, clusterIPServiceName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := kubeClient(t, cfg).CoreV1().Services(underTest(ctx).Concierge.Namespace).Get(ctx, underTest(ctx).Concierge.Name("impersonation-proxy-cluster-ip"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("the ClusterIP Service outlived the disabled proxy (get: %v)", err)
 			}
 			return ctx
@@ -141,7 +139,7 @@ func setImpersonationProxySpec(ctx context.Context, t *testing.T, cfg *envconf.C
 	cis := conciergeClient(t, cfg).ConfigV1alpha1().CredentialIssuers()
 	var previous *configv1alpha1.ImpersonationProxySpec
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ci, err := cis.Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+		ci, err := cis.Get(ctx, underTest(ctx).CredentialIssuer, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -159,7 +157,7 @@ func setImpersonationProxySpec(ctx context.Context, t *testing.T, cfg *envconf.C
 			return nil
 		}
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			ci, err := cis.Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+			ci, err := cis.Get(ctx, underTest(ctx).CredentialIssuer, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}

@@ -46,8 +46,11 @@ import (
 // client retry, sessions survive, and the servers recover without a restart of their own. Each
 // logs the figures of its fault, for the report.
 
+// The namespaces of our release's install YAMLs: the faults are made only where the suite
+// installed the servers (skipIfInstalled).
 const (
-	conciergeNamespace = "pinniped-concierge"
+	conciergeNamespace  = "pinniped-concierge"
+	supervisorNamespace = "pinniped-supervisor"
 	// proxyLoadBalancerService is the Concierge's default name for the proxy's LoadBalancer Service.
 	proxyLoadBalancerService = "pinniped-concierge-impersonation-proxy-load-balancer"
 	// faultLoadClients is how many clients exchange tokens at once during a fault.
@@ -61,6 +64,7 @@ const (
 // aggregated API, or the impersonation proxy where that is the strategy): every exchange must
 // succeed at its first try.
 func TestFaultConciergePodDeleted(t *testing.T) {
+	skipIfInstalled(t, "deletes and rolls out the Concierge's pods")
 	var exchange func(context.Context) error
 	f := features.New("a Concierge pod deleted under a load of exchanges").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -128,6 +132,7 @@ func TestFaultConciergePodDeleted(t *testing.T) {
 // exec of a few seconds) completes rather than being cut when the pod stopped accepting
 // connections.
 func TestFaultProxyPodStoppedMidStream(t *testing.T) {
+	skipIfInstalled(t, "stops an impersonation proxy pod")
 	f := features.New("a port-forward through an impersonation proxy pod that stops").
 		Assess("the conversation over it completes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			skipUnlessProxyServes(ctx, t)
@@ -249,6 +254,7 @@ func rollOut(ctx context.Context, kubeconfig, namespace, name string) error {
 // both servers must serve again and their controllers see new objects, without a restart of
 // their own.
 func TestFaultKubeAPIServerRestarted(t *testing.T) {
+	skipIfInstalled(t, "restarts the kube-apiserver")
 	var (
 		restarter providers.APIServerRestarter
 		exchange  func(context.Context) error
@@ -340,6 +346,7 @@ spec: {issuer: %q}
 // TestFaultSupervisorRestarted restarts the Supervisor in the middle of a browser login and
 // during refreshes: the login completes and the session survives, without a new login.
 func TestFaultSupervisorRestarted(t *testing.T) {
+	skipIfInstalled(t, "restarts the Supervisor")
 	const name = "dex-faults"
 	var (
 		fl       *federatedLogin
@@ -416,6 +423,7 @@ func TestFaultSupervisorRestarted(t *testing.T) {
 // session, nothing crashes, and once it is back the same session refreshes and the status
 // recovers.
 func TestFaultUpstreamDown(t *testing.T) {
+	skipIfInstalled(t, "restarts the Supervisor")
 	const name = "ldap-faults"
 	var (
 		fwd   *outage.Forwarder

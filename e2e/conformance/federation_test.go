@@ -24,29 +24,33 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/yaml"
 
 	"sealion.dev/core/certauthority"
+	"sealion.dev/e2e/installation"
 	"sealion.dev/e2e/steps"
 	"sealion.dev/fixtures/browser"
 	"sealion.dev/fixtures/tunnel"
 	"sealion.dev/providers"
 )
 
-// The Supervisor is installed once per cluster, by the first test that logs in through it, and
-// reached where both this machine (the CLI, the browser) and the cluster's pods (the Concierge
-// fetching the issuer's keys) reach it. On clusters of this machine that is a NodePort of the
-// first node, and its FederationDomains share that IP address as issuer host, so they are served
-// with the Supervisor's default certificate (there is no SNI for an IP address). Where fixtures run in
-// the cluster (steps.FixturesInCluster: clusters not on this machine, whose Services it cannot reach),
-// the issuer host is its ClusterIP Service's in-cluster name, which pods resolve and this machine
-// reaches through the run's tunnel proxy (steps.Cluster.Tunnel), the default certificate naming
-// it. Either certificate is issued by federationCA.
-const supervisorNamespace = "pinniped-supervisor"
+// The Supervisor is installed once per cluster, by the first test that logs in through it (in
+// installed mode, the user's is used as it is), and reached where both this machine (the CLI, the
+// browser) and the cluster's pods (the Concierge fetching the issuer's keys) reach it. On clusters
+// of this machine that is a NodePort of the first node, and its FederationDomains share that IP
+// address as issuer host, so they are served with the Supervisor's default certificate (there is
+// no SNI for an IP address). Where fixtures run in the cluster (steps.FixturesInCluster: clusters
+// not on this machine, whose Services it cannot reach), the issuer host is the in-cluster name of
+// a ClusterIP Service of the suite's, which pods resolve and this machine reaches through the
+// run's tunnel proxy (steps.Cluster.Tunnel); each FederationDomain names a certificate Secret of
+// the suite's for it (spec.tls), so that a user's default certificate is left alone. Either
+// certificate is issued by federationCA.
 
-// supervisorService is the manifests' ClusterIP Service of the FederationDomains' endpoints.
-const supervisorService = "pinniped-supervisor-clusterip"
+// supervisorExposure names the Service and the Secret the suite adds to the Supervisor's
+// namespace to reach it, which DeleteSupervisorExposure removes at the end of the run.
+const supervisorExposure = "sealion-e2e-supervisor"
 
 var (
 	federationOnce sync.Once
@@ -54,14 +58,20 @@ var (
 	// federationProxy is the run's tunnel proxy through which this machine reaches the
 	// Supervisor, empty when it is reached directly.
 	federationProxy string
-	federationCA    *certauthority.CA
-	federationErr   error
+	// federationTLSSecret is the certificate Secret each FederationDomain names, empty where the
+	// default certificate serves them.
+	federationTLSSecret string
+	federationCA        *certauthority.CA
+	federationErr       error
 )
 
 // supervisorHost installs and exposes the Supervisor on the test's cluster if that is not done
-// yet, and returns its address.
+// yet, and returns its address. Where the installation has no Supervisor, the test is skipped.
 func supervisorHost(ctx context.Context, t *testing.T, cfg *envconf.Config) string {
 	t.Helper()
+	if underTest(ctx).Supervisor == nil {
+		t.Skip("the installation has no Supervisor")
+	}
 	federationOnce.Do(func() { federationErr = installSupervisor(ctx, cfg, steps.ReleaseDir()) })
 	if federationErr != nil {
 		t.Fatalf("installing the Supervisor: %v", federationErr)
@@ -69,12 +79,15 @@ func supervisorHost(ctx context.Context, t *testing.T, cfg *envconf.Config) stri
 	return federationHost
 }
 
-// installSupervisor installs the Supervisor of the release in releaseDir and exposes it with a
-// new federationCA, setting federationHost (and federationProxy).
+// installSupervisor installs the Supervisor of the release in releaseDir, unless the
+// installation is a user's, and exposes it with a new federationCA, setting federationHost (and
+// federationProxy, federationTLSSecret).
 func installSupervisor(ctx context.Context, cfg *envconf.Config, releaseDir string) error {
 	began := time.Now()
-	if err := runAll(ctx, cfg, steps.InstallSupervisor(releaseDir)...); err != nil {
-		return err
+	if !installation.Installed() {
+		if err := runAll(ctx, cfg, steps.InstallSupervisor(releaseDir)...); err != nil {
+			return err
+		}
 	}
 	var err error
 	if federationCA, err = certauthority.New("e2e Supervisor CA", 24*time.Hour); err != nil {
@@ -84,7 +97,7 @@ func installSupervisor(ctx context.Context, cfg *envconf.Config, releaseDir stri
 	if steps.FixturesInCluster(c.Info) {
 		err = exposeSupervisorInCluster(ctx, c)
 	} else {
-		err = exposeSupervisorOnNode(ctx, cfg.KubeconfigFile())
+		err = exposeSupervisorOnNode(ctx, cfg.KubeconfigFile(), *c.Installation.Supervisor)
 	}
 	if err != nil {
 		return err
@@ -95,7 +108,7 @@ func installSupervisor(ctx context.Context, cfg *envconf.Config, releaseDir stri
 
 // exposeSupervisorOnNode serves the Supervisor at a NodePort of the first node, its default
 // certificate naming that node's IP address.
-func exposeSupervisorOnNode(ctx context.Context, kubeconfig string) error {
+func exposeSupervisorOnNode(ctx context.Context, kubeconfig string, supervisor installation.Server) error {
 	nodeIP, err := steps.Kubectl(ctx, kubeconfig, "", "get", "nodes", "-o",
 		`jsonpath={.items[0].status.addresses[?(@.type=="InternalIP")].address}`)
 	if err != nil {
@@ -109,20 +122,13 @@ func exposeSupervisorOnNode(ctx context.Context, kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	service := &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Name: "pinniped-supervisor-nodeport", Namespace: supervisorNamespace},
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeNodePort,
-			Selector: map[string]string{"deployment.pinniped.dev": "supervisor"},
-			Ports:    []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)}},
-		},
-	}
-	if err := applyObjects(ctx, kubeconfig, service, defaultTLSSecret(cert, key)); err != nil {
+	service := supervisorService(supervisor, corev1.ServiceTypeNodePort)
+	tls := tlsSecret(supervisor.Name("default-tls-certificate"), supervisor.Namespace, cert, key)
+	if err := applyObjects(ctx, kubeconfig, service, tls); err != nil {
 		return err
 	}
-	port, err := steps.Kubectl(ctx, kubeconfig, "", "get", "service", "-n", supervisorNamespace,
-		"pinniped-supervisor-nodeport", "-o", "jsonpath={.spec.ports[0].nodePort}")
+	port, err := steps.Kubectl(ctx, kubeconfig, "", "get", "service", "-n", supervisor.Namespace,
+		service.Name, "-o", "jsonpath={.spec.ports[0].nodePort}")
 	if err != nil {
 		return err
 	}
@@ -130,17 +136,19 @@ func exposeSupervisorOnNode(ctx context.Context, kubeconfig string) error {
 	return nil
 }
 
-// exposeSupervisorInCluster names the Supervisor by its ClusterIP Service, its default
-// certificate naming that, and tunnels that name's port 443 through the run's proxy to the
-// Supervisor's pods, each connection to one ready when it is made. The tunnel lasts as long as
-// the run.
+// exposeSupervisorInCluster names the Supervisor by a ClusterIP Service of the suite's, a
+// certificate Secret of the suite's naming that, and tunnels that name's port 443 through the
+// run's proxy to the Supervisor's pods, each connection to one ready when it is made. The tunnel
+// lasts as long as the run.
 func exposeSupervisorInCluster(ctx context.Context, c *steps.Cluster) error {
-	host := tunnel.ServiceHost(supervisorService, supervisorNamespace)
+	supervisor := *c.Installation.Supervisor
+	host := tunnel.ServiceHost(supervisorExposure, supervisor.Namespace)
 	cert, key, err := federationCA.IssueServingCert(host, []string{host}, nil, 24*time.Hour)
 	if err != nil {
 		return err
 	}
-	if err := applyObjects(ctx, c.Kubeconfig, defaultTLSSecret(cert, key)); err != nil {
+	service := supervisorService(supervisor, corev1.ServiceTypeClusterIP)
+	if err := applyObjects(ctx, c.Kubeconfig, service, tlsSecret(supervisorExposure, supervisor.Namespace, cert, key)); err != nil {
 		return err
 	}
 	config, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
@@ -155,19 +163,52 @@ func exposeSupervisorInCluster(ctx context.Context, c *steps.Cluster) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tunnel.ExposeService(ctx, proxy, config, client, supervisorNamespace, supervisorService, 443); err != nil {
-		return err
+	// The Service's endpoints appear once its controller has seen the pods.
+	var exposeErr error
+	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, exposeErr = tunnel.ExposeService(ctx, proxy, config, client, supervisor.Namespace, supervisorExposure, 443)
+		return exposeErr == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("tunnelling to Service %s/%s for a minute: %w", supervisor.Namespace, supervisorExposure, exposeErr)
 	}
-	federationHost, federationProxy = host, proxy.URL()
+	federationHost, federationProxy, federationTLSSecret = host, proxy.URL(), supervisorExposure
 	return nil
 }
 
-// defaultTLSSecret is the Supervisor's default certificate Secret; the chain holds the CA, which
-// the browser trusts by its key's pin.
-func defaultTLSSecret(cert, key []byte) *corev1.Secret {
+// supervisorService is the suite's Service of the Supervisor's endpoints (its https port).
+func supervisorService(supervisor installation.Server, typ corev1.ServiceType) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: supervisorExposure, Namespace: supervisor.Namespace},
+		Spec: corev1.ServiceSpec{
+			Type:     typ,
+			Selector: supervisor.Pods,
+			Ports:    []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(supervisor.HTTPSPort)}},
+		},
+	}
+}
+
+// deleteSupervisorExposure deletes the Service and the certificate Secret the suite added to the
+// Supervisor's namespace, at the end of a run against an installation it does not delete.
+func deleteSupervisorExposure() env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		supervisor := steps.ClusterFrom(ctx).Installation.Supervisor
+		if supervisor == nil {
+			return ctx, nil
+		}
+		_, err := steps.Kubectl(ctx, cfg.KubeconfigFile(), "", "delete", "--ignore-not-found", "-n", supervisor.Namespace,
+			"service/"+supervisorExposure, "secret/"+supervisorExposure)
+		return ctx, err
+	}
+}
+
+// tlsSecret is a certificate Secret of the Supervisor's; the chain holds the CA, which the
+// browser trusts by its key's pin.
+func tlsSecret(name, namespace string, cert, key []byte) *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: "pinniped-supervisor-default-tls-certificate", Namespace: supervisorNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: append(cert, federationCA.Bundle()...), corev1.TLSPrivateKeyKey: key},
 	}
@@ -233,18 +274,23 @@ func federate(ctx context.Context, t *testing.T, cfg *envconf.Config, host, name
 	fl := &federatedLogin{issuer: issuerURL(host, name), audience: name + "-cluster", authName: name,
 		caBundle: federationCA.Bundle(), kubectlTo: cfg, proxyURL: federationProxy}
 	kubeconfig := cfg.KubeconfigFile()
+	namespace := underTest(ctx).Supervisor.Namespace
+	tls := ""
+	if federationTLSSecret != "" {
+		tls = "  tls: {secretName: " + federationTLSSecret + "}\n"
+	}
 	fd := fmt.Sprintf(`apiVersion: config.supervisor.pinniped.dev/v1alpha1
 kind: FederationDomain
 metadata: {name: %s, namespace: %s}
 spec:
   issuer: %s
-  identityProviders:
-%s`, name, supervisorNamespace, fl.issuer, idps)
+%s  identityProviders:
+%s`, name, namespace, fl.issuer, tls, idps)
 	if _, err := steps.Kubectl(ctx, kubeconfig, fd, "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = steps.Kubectl(context.WithoutCancel(ctx), kubeconfig, "", "delete", "--ignore-not-found", "-n", supervisorNamespace, "federationdomain/"+name)
+		_, _ = steps.Kubectl(context.WithoutCancel(ctx), kubeconfig, "", "delete", "--ignore-not-found", "-n", namespace, "federationdomain/"+name)
 	})
 	waitForPhase(ctx, t, cfg, "federationdomain/"+name)
 	if err := fl.waitServed(ctx); err != nil {
@@ -357,18 +403,18 @@ func (fl *federatedLogin) user(ctx context.Context, t *testing.T, idpName, flow 
 // conditions otherwise.
 func waitForPhase(ctx context.Context, t *testing.T, cfg *envconf.Config, resource string) {
 	t.Helper()
-	if _, err := steps.WaitFor(2*time.Minute, "jsonpath={.status.phase}=Ready", "-n", supervisorNamespace, resource)(ctx, cfg); err != nil {
-		conds, _ := steps.Kubectl(ctx, cfg.KubeconfigFile(), "", "get", "-n", supervisorNamespace, resource, "-o",
+	if _, err := steps.WaitFor(2*time.Minute, "jsonpath={.status.phase}=Ready", "-n", underTest(ctx).Supervisor.Namespace, resource)(ctx, cfg); err != nil {
+		conds, _ := steps.Kubectl(ctx, cfg.KubeconfigFile(), "", "get", "-n", underTest(ctx).Supervisor.Namespace, resource, "-o",
 			`jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
 		t.Fatalf("%s is not Ready: %v\n%s", resource, err, conds)
 	}
 }
 
 // secret is a Secret in the Supervisor's namespace.
-func secret(name string, typ corev1.SecretType, data map[string]string) *corev1.Secret {
+func secret(ctx context.Context, name string, typ corev1.SecretType, data map[string]string) *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: supervisorNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: underTest(ctx).Supervisor.Namespace},
 		Type:       typ,
 		StringData: data,
 	}

@@ -65,7 +65,7 @@ func TestImpersonationProxy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+			ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, underTest(ctx).CredentialIssuer, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestImpersonationProxy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := kubeClient(t, cfg).CoreV1().Secrets("pinniped-concierge").Get(ctx, "pinniped-concierge-impersonation-proxy-signer-ca-certificate", metav1.GetOptions{})
+			s, err := kubeClient(t, cfg).CoreV1().Secrets(underTest(ctx).Concierge.Namespace).Get(ctx, underTest(ctx).Concierge.Name("impersonation-proxy-signer-ca-certificate"), metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("reading the impersonation proxy's signer CA: %v", err)
 			}
@@ -245,7 +245,7 @@ func proxyGet(ctx context.Context, t *testing.T, proxy configv1alpha1.Impersonat
 func proxyExchange(ctx context.Context, t *testing.T, proxy configv1alpha1.ImpersonationProxyInfo, token string) *loginv1alpha1.TokenCredentialRequest {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{
-		"apiVersion": "login.concierge.pinniped.dev/v1alpha1",
+		"apiVersion": underTest(ctx).Group("login.concierge.pinniped.dev") + "/v1alpha1",
 		"kind":       "TokenCredentialRequest",
 		"spec": map[string]any{
 			"token":         token,
@@ -255,7 +255,7 @@ func proxyExchange(ctx context.Context, t *testing.T, proxy configv1alpha1.Imper
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, proxy.Endpoint+"/apis/login.concierge.pinniped.dev/v1alpha1/tokencredentialrequests", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, proxy.Endpoint+"/apis/"+underTest(ctx).Group("login.concierge.pinniped.dev")+"/v1alpha1/tokencredentialrequests", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestImpersonationProxyDisabledWhereControlPlaneVisible(t *testing.T) {
 			}
 			var last configv1alpha1.CredentialIssuerStatus
 			err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-				ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+				ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, underTest(ctx).CredentialIssuer, metav1.GetOptions{})
 				if err != nil {
 					return false, nil
 				}
@@ -337,7 +337,7 @@ func TestImpersonationProxyDisabledWhereControlPlaneVisible(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no Disabled ImpersonationProxy strategy: %+v", last)
 			}
-			if _, err := kubeClient(t, cfg).CoreV1().Services("pinniped-concierge").Get(ctx, proxyLoadBalancerService, metav1.GetOptions{}); err == nil {
+			if _, err := kubeClient(t, cfg).CoreV1().Services(underTest(ctx).Concierge.Namespace).Get(ctx, underTest(ctx).Concierge.Name("impersonation-proxy-load-balancer"), metav1.GetOptions{}); err == nil {
 				t.Error("the proxy's load balancer Service exists although the proxy is disabled")
 			}
 			return ctx

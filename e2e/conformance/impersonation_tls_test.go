@@ -32,6 +32,7 @@ const externalTLSSecretName = "e2e-impersonation-proxy-tls"
 // that CA gets a credential and uses it through the proxy, a renewed certificate is served
 // without a restart, and removing spec.tls brings back the generated CA clients had before.
 func TestImpersonationProxyExternalTLS(t *testing.T) {
+	skipIfInstalled(t, "changes the CredentialIssuer's impersonation proxy settings")
 	var generated configv1alpha1.ImpersonationProxyInfo
 	var ca *certauthority.CA
 	var restore func(context.Context) error
@@ -44,7 +45,7 @@ func TestImpersonationProxyExternalTLS(t *testing.T) {
 			if ca, err = certauthority.New("e2e external impersonation proxy CA", time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			ci, err := conciergeClient(t, cfg).ConfigV1alpha1().CredentialIssuers().Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+			ci, err := conciergeClient(t, cfg).ConfigV1alpha1().CredentialIssuers().Get(ctx, underTest(ctx).CredentialIssuer, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +58,7 @@ func TestImpersonationProxyExternalTLS(t *testing.T) {
 				if err := restore(ctx); err != nil {
 					t.Errorf("restoring the CredentialIssuer's impersonation proxy spec: %v", err)
 				}
-				_ = kubeClient(t, cfg).CoreV1().Secrets("pinniped-concierge").Delete(ctx, externalTLSSecretName, metav1.DeleteOptions{})
+				_ = kubeClient(t, cfg).CoreV1().Secrets(underTest(ctx).Concierge.Namespace).Delete(ctx, externalTLSSecretName, metav1.DeleteOptions{})
 			})
 			return ctx
 		}).
@@ -144,11 +145,11 @@ func putExternalTLSSecret(ctx context.Context, t *testing.T, cfg *envconf.Config
 		t.Fatal(err)
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: externalTLSSecretName, Namespace: "pinniped-concierge"},
+		ObjectMeta: metav1.ObjectMeta{Name: externalTLSSecretName, Namespace: underTest(ctx).Concierge.Namespace},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": ca.Bundle()},
 	}
-	secrets := kubeClient(t, cfg).CoreV1().Secrets("pinniped-concierge")
+	secrets := kubeClient(t, cfg).CoreV1().Secrets(underTest(ctx).Concierge.Namespace)
 	if existing, err := secrets.Get(ctx, secret.Name, metav1.GetOptions{}); err == nil {
 		existing.Data = secret.Data
 		_, err = secrets.Update(ctx, existing, metav1.UpdateOptions{})
@@ -210,7 +211,7 @@ func waitForProxyStrategy(ctx context.Context, t *testing.T, cfg *envconf.Config
 	client := conciergeClient(t, cfg)
 	var last configv1alpha1.CredentialIssuerStrategy
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+		ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, underTest(ctx).CredentialIssuer, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}

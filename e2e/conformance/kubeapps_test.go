@@ -66,7 +66,7 @@ func TestKubeappsManagedClusterGuide(t *testing.T) {
 				t.Fatal(err)
 			}
 			endpoint, caData = jqString(t, kubeappsEndpointQuery, out), jqString(t, kubeappsCAQuery, out)
-			svc, err := kubeClient(t, cfg).CoreV1().Services("pinniped-concierge").Get(ctx, proxyLoadBalancerService, metav1.GetOptions{})
+			svc, err := kubeClient(t, cfg).CoreV1().Services(underTest(ctx).Concierge.Namespace).Get(ctx, underTest(ctx).Concierge.Name("impersonation-proxy-load-balancer"), metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestKubeappsManagedClusterGuide(t *testing.T) {
 			if u, err := url.Parse(endpoint); err != nil || u.Scheme != "https" || u.Hostname() != address {
 				t.Errorf("the guide's endpoint query gives %q, want https at the load balancer's %q", endpoint, address)
 			}
-			secret, err := kubeClient(t, cfg).CoreV1().Secrets("pinniped-concierge").Get(ctx, "pinniped-concierge-impersonation-proxy-ca-certificate", metav1.GetOptions{})
+			secret, err := kubeClient(t, cfg).CoreV1().Secrets(underTest(ctx).Concierge.Namespace).Get(ctx, underTest(ctx).Concierge.Name("impersonation-proxy-ca-certificate"), metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,12 +105,12 @@ func TestKubeappsManagedClusterGuide(t *testing.T) {
 			token := dexPasswordGrant(ctx, t, idp, dex.DefaultUser)
 			var tcr loginv1alpha1.TokenCredentialRequest
 			status := postJSON(ctx, t, &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}},
-				endpoint+"/apis/login.concierge.pinniped.dev/v1alpha1/tokencredentialrequests", map[string]any{
-					"apiVersion": "login.concierge.pinniped.dev/v1alpha1",
+				endpoint+"/apis/"+underTest(ctx).Group("login.concierge.pinniped.dev")+"/v1alpha1/tokencredentialrequests", map[string]any{
+					"apiVersion": underTest(ctx).Group("login.concierge.pinniped.dev") + "/v1alpha1",
 					"kind":       "TokenCredentialRequest",
 					"spec": map[string]any{
 						"token":         token,
-						"authenticator": map[string]any{"apiGroup": "authentication.concierge.pinniped.dev", "kind": "JWTAuthenticator", "name": "kubeapps-dex"},
+						"authenticator": map[string]any{"apiGroup": underTest(ctx).Group("authentication.concierge.pinniped.dev"), "kind": "JWTAuthenticator", "name": "kubeapps-dex"},
 					},
 				}, &tcr)
 			if status != http.StatusCreated || tcr.Status.Credential == nil {

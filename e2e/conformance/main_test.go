@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"sealion.dev/core/certauthority"
+	"sealion.dev/e2e/installation"
 	"sealion.dev/e2e/steps"
 	"sealion.dev/providers"
 	"sealion.dev/providers/all"
@@ -75,12 +77,21 @@ func TestMain(m *testing.M) {
 	} else {
 		setup = append(setup, steps.LoadImages(archives...))
 	}
+	// The local-user-authenticator is the webhook path's identity system, a fixture like Dex.
 	setup = append(setup, steps.InstallLocalUserAuthenticator()...)
 	var components []string
 	if benchmarking() {
 		components = append(components, "bench-resources")
 	}
 	switch {
+	case installation.Installed():
+		// The Concierge and Supervisor a user installed are tested as they are: nothing of theirs
+		// is installed, changed or removed, only the objects the tests create and delete.
+		if providerName != existing.Name {
+			fmt.Fprintf(os.Stderr, "%s=true tests what a user installed on a cluster of theirs: it needs SEALION_E2E_PROVIDER=existing, not %s\n", installation.InstalledEnv, providerName)
+			os.Exit(1)
+		}
+		setup = append(setup, steps.DiscoverInstallation())
 	case p.Info().KubeControllerManagerPod:
 		// The kube cert agent fetches the cluster's own signing key.
 		setup = append(setup, steps.InstallConcierge(steps.ReleaseDir(), components...)...)
@@ -98,8 +109,26 @@ func TestMain(m *testing.M) {
 	}
 	testenv.Setup(setup...)
 	logs := os.Getenv("SEALION_E2E_LOGS")
-	testenv.Finish(steps.SaveCredentialIssuers(logs), steps.CollectLogs(logs), steps.DeleteCluster())
+	finish := []env.Func{steps.SaveInstallation(logs), steps.SaveCredentialIssuers(logs), steps.CollectLogs(logs)}
+	if installation.Installed() {
+		finish = append(finish, deleteSupervisorExposure(), steps.UninstallLocalUserAuthenticator())
+	}
+	testenv.Finish(append(finish, steps.DeleteCluster())...)
 	os.Exit(testenv.Run(m))
+}
+
+// underTest is the installation under test: ours, or in installed mode a user's.
+func underTest(ctx context.Context) installation.Installation {
+	return steps.ClusterFrom(ctx).Installation
+}
+
+// skipIfInstalled skips, in installed mode, a test that changes more than the objects it creates
+// and deletes (it says what in changes): a user's installation and cluster are theirs.
+func skipIfInstalled(t *testing.T, changes string) {
+	t.Helper()
+	if installation.Installed() {
+		t.Skipf("not run against an installation the suite did not make: it %s", changes)
+	}
 }
 
 // signerManifest creates the Concierge's namespace and the Secret its signer-secret overlay mounts.

@@ -65,6 +65,7 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 	if !benchmarking() {
 		t.Skip("the impersonation proxy benchmark runs only with SEALION_E2E_BENCH=true")
 	}
+	skipIfInstalled(t, "installs the Concierge with benchmark resources")
 	var direct, viaProxy, viaPod kubernetes.Interface
 	var directConfig, proxyConfig, podConfig *rest.Config
 	var connect func(context.Context)

@@ -66,7 +66,7 @@ func TestSupervisorLDAPLogin(t *testing.T) {
 			t.Cleanup(func() { _ = directory.Close() })
 			idp := &idpv1alpha1.LDAPIdentityProvider{
 				TypeMeta:   idpTypeMeta("LDAPIdentityProvider"),
-				ObjectMeta: metav1.ObjectMeta{Name: "ldap", Namespace: supervisorNamespace},
+				ObjectMeta: metav1.ObjectMeta{Name: "ldap", Namespace: underTest(ctx).Supervisor.Namespace},
 				Spec: idpv1alpha1.LDAPIdentityProviderSpec{
 					Host: directory.LDAPSAddress,
 					TLS:  &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(directory.CABundle)},
@@ -77,7 +77,7 @@ func TestSupervisorLDAPLogin(t *testing.T) {
 						Attributes: idpv1alpha1.LDAPIdentityProviderGroupSearchAttributes{GroupName: "cn"}},
 				},
 			}
-			createIDP(ctx, t, cfg, "ldapidentityprovider/ldap", idp, secret("ldap-bind", corev1.SecretTypeBasicAuth,
+			createIDP(ctx, t, cfg, "ldapidentityprovider/ldap", idp, secret(ctx, "ldap-bind", corev1.SecretTypeBasicAuth,
 				map[string]string{corev1.BasicAuthUsernameKey: directory.BindDN, corev1.BasicAuthPasswordKey: directory.BindPassword}))
 			// The FederationDomain's own examples check the policy when it is applied.
 			fl = federate(ctx, t, cfg, host, "ldap", federationIDP("ldap", "LDAPIdentityProvider", "ldap", `      expressions:
@@ -167,14 +167,14 @@ func TestSupervisorActiveDirectoryLogin(t *testing.T) {
 			// Everything else is Active Directory's defaults.
 			idp := &idpv1alpha1.ActiveDirectoryIdentityProvider{
 				TypeMeta:   idpTypeMeta("ActiveDirectoryIdentityProvider"),
-				ObjectMeta: metav1.ObjectMeta{Name: "ad", Namespace: supervisorNamespace},
+				ObjectMeta: metav1.ObjectMeta{Name: "ad", Namespace: underTest(ctx).Supervisor.Namespace},
 				Spec: idpv1alpha1.ActiveDirectoryIdentityProviderSpec{
 					Host: dc.LDAPSAddress,
 					TLS:  &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(dc.CABundle)},
 					Bind: idpv1alpha1.ActiveDirectoryIdentityProviderBind{SecretName: "ad-bind"},
 				},
 			}
-			createIDP(ctx, t, cfg, "activedirectoryidentityprovider/ad", idp, secret("ad-bind", corev1.SecretTypeBasicAuth,
+			createIDP(ctx, t, cfg, "activedirectoryidentityprovider/ad", idp, secret(ctx, "ad-bind", corev1.SecretTypeBasicAuth,
 				map[string]string{corev1.BasicAuthUsernameKey: dc.BindDN, corev1.BasicAuthPasswordKey: dc.BindPassword}))
 			fl = federate(ctx, t, cfg, host, "ad", federationIDP("ad", "ActiveDirectoryIdentityProvider", "ad", ""))
 			bindGroup(ctx, t, cfg, "e2e-supervisor-ad-seals", "seals@"+activedirectory.Domain)
@@ -218,7 +218,7 @@ func TestSupervisorGitHubLogin(t *testing.T) {
 			t.Cleanup(func() { _ = gh.Close() })
 			idp := &idpv1alpha1.GitHubIdentityProvider{
 				TypeMeta:   idpTypeMeta("GitHubIdentityProvider"),
-				ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: supervisorNamespace},
+				ObjectMeta: metav1.ObjectMeta{Name: "github", Namespace: underTest(ctx).Supervisor.Namespace},
 				Spec: idpv1alpha1.GitHubIdentityProviderSpec{
 					GitHubAPI: idpv1alpha1.GitHubAPIConfig{Host: ptr.To(gh.Host),
 						TLS: &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(gh.CABundle)}},
@@ -230,7 +230,7 @@ func TestSupervisorGitHubLogin(t *testing.T) {
 					Client: idpv1alpha1.GitHubClientSpec{SecretName: "github-client"},
 				},
 			}
-			createIDP(ctx, t, cfg, "githubidentityprovider/github", idp, secret("github-client", "secrets.pinniped.dev/github-client",
+			createIDP(ctx, t, cfg, "githubidentityprovider/github", idp, secret(ctx, "github-client", "secrets.pinniped.dev/github-client",
 				map[string]string{"clientID": github.DefaultClientID, "clientSecret": github.DefaultClientSecret}))
 			fl = federate(ctx, t, cfg, host, "github", federationIDP("github", "GitHubIdentityProvider", "github", ""))
 			bindGroup(ctx, t, cfg, "e2e-supervisor-github-seals", "seals/harbor-seals")
@@ -311,7 +311,7 @@ func federateLDAP(ctx context.Context, t *testing.T, cfg *envconf.Config, name, 
 	host := supervisorHost(ctx, t, cfg)
 	idp := &idpv1alpha1.LDAPIdentityProvider{
 		TypeMeta:   idpTypeMeta("LDAPIdentityProvider"),
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: supervisorNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: underTest(ctx).Supervisor.Namespace},
 		Spec: idpv1alpha1.LDAPIdentityProviderSpec{
 			Host: address,
 			TLS:  &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(directory.CABundle)},
@@ -322,7 +322,7 @@ func federateLDAP(ctx context.Context, t *testing.T, cfg *envconf.Config, name, 
 				Attributes: idpv1alpha1.LDAPIdentityProviderGroupSearchAttributes{GroupName: "cn"}},
 		},
 	}
-	createIDP(ctx, t, cfg, "ldapidentityprovider/"+name, idp, secret(name+"-bind", corev1.SecretTypeBasicAuth,
+	createIDP(ctx, t, cfg, "ldapidentityprovider/"+name, idp, secret(ctx, name+"-bind", corev1.SecretTypeBasicAuth,
 		map[string]string{corev1.BasicAuthUsernameKey: directory.BindDN, corev1.BasicAuthPasswordKey: directory.BindPassword}))
 	fl := federate(ctx, t, cfg, host, name, federationIDP(name, "LDAPIdentityProvider", name, ""))
 	bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
@@ -346,7 +346,7 @@ func federateDex(ctx context.Context, t *testing.T, cfg *envconf.Config, name st
 	t.Cleanup(func() { _ = idp.Close() })
 	upstream := &idpv1alpha1.OIDCIdentityProvider{
 		TypeMeta:   idpTypeMeta("OIDCIdentityProvider"),
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: supervisorNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: underTest(ctx).Supervisor.Namespace},
 		Spec: idpv1alpha1.OIDCIdentityProviderSpec{
 			Issuer:              idp.IssuerURL,
 			TLS:                 &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(idp.CABundle)},
@@ -355,7 +355,7 @@ func federateDex(ctx context.Context, t *testing.T, cfg *envconf.Config, name st
 			Client:              idpv1alpha1.OIDCClientCredentials{SecretName: name + "-client"},
 		},
 	}
-	createIDP(ctx, t, cfg, "oidcidentityprovider/"+name, upstream, secret(name+"-client", "secrets.pinniped.dev/oidc-client",
+	createIDP(ctx, t, cfg, "oidcidentityprovider/"+name, upstream, secret(ctx, name+"-client", "secrets.pinniped.dev/oidc-client",
 		map[string]string{"clientID": "supervisor", "clientSecret": "supervisor-secret"}))
 	fl := federate(ctx, t, cfg, host, name, federationIDP(name, "OIDCIdentityProvider", name, ""))
 	bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
@@ -365,7 +365,7 @@ func federateDex(ctx context.Context, t *testing.T, cfg *envconf.Config, name st
 // expectWhoami runs `pinniped whoami` as u and checks that its YAML holds every line of want.
 func expectWhoami(ctx context.Context, t *testing.T, u cliUser, want ...string) string {
 	t.Helper()
-	out, err := u.pinniped(ctx, "whoami", "-o", "yaml")
+	out, err := u.whoami(ctx)
 	if err != nil {
 		t.Fatalf("whoami: %v\n%s", err, out)
 	}

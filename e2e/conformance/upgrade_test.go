@@ -24,6 +24,7 @@ import (
 // uninstall must leave nothing of ours. At the end the cluster runs this commit's release again,
 // as the suite installed it.
 func TestUpgradeFromPreviousRelease(t *testing.T) {
+	skipIfInstalled(t, "replaces the installation with releases of ours")
 	const name = "upgrade"
 	var (
 		fl       *federatedLogin

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"sealion.dev/e2e/installation"
 	"sealion.dev/fixtures/tunnel"
 	"sealion.dev/providers"
 )
@@ -36,6 +37,9 @@ type Cluster struct {
 	Kubeconfig string
 	// CreateDuration is how long the provider took to bring the cluster up.
 	CreateDuration time.Duration
+	// Installation is the Concierge and Supervisor under test: ours until DiscoverInstallation
+	// finds a user's.
+	Installation installation.Installation
 
 	mu     sync.Mutex
 	tunnel *tunnel.Proxy
@@ -82,7 +86,7 @@ func CreateCluster(p providers.Provider, name string, opts providers.CreateOptio
 		if err := p.Create(ctx, name, opts); err != nil {
 			return ctx, err
 		}
-		c := &Cluster{Name: name, Provider: p, Info: p.Info(), CreateDuration: time.Since(start)}
+		c := &Cluster{Name: name, Provider: p, Info: p.Info(), CreateDuration: time.Since(start), Installation: installation.Ours()}
 		path, err := p.KubeconfigPath(ctx, name)
 		if err != nil {
 			return ctx, fmt.Errorf("kubeconfig of cluster %s: %w", name, err)

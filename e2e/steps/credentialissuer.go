@@ -48,7 +48,7 @@ func WaitForStrategy(ctx context.Context, cfg *envconf.Config, typ configv1alpha
 	}
 	var last configv1alpha1.CredentialIssuerStatus
 	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, "pinniped-concierge-config", metav1.GetOptions{})
+		ci, err := client.ConfigV1alpha1().CredentialIssuers().Get(ctx, ClusterFrom(ctx).Installation.CredentialIssuer, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}

@@ -49,6 +49,7 @@ const (
 	conciergeCRDsYAML      = "install-pinniped-concierge-crds.yaml"
 	conciergeResourcesYAML = "install-pinniped-concierge-resources.yaml"
 	supervisorYAML         = "install-pinniped-supervisor.yaml"
+	localUserAuthYAML      = "install-local-user-authenticator.yaml"
 )
 
 // InstallConcierge installs the Concierge from the two YAMLs of the release in releaseDir
@@ -242,7 +243,17 @@ func relTo(dir, target string) string {
 // and waits for it.
 func InstallLocalUserAuthenticator() []env.Func {
 	return []env.Func{
-		applyRelease(ReleaseDir(), "install-local-user-authenticator.yaml"),
+		applyRelease(ReleaseDir(), localUserAuthYAML),
 		WaitFor(3*time.Minute, "condition=Available", "-n", "local-user-authenticator", "deployment/local-user-authenticator"),
+	}
+}
+
+// UninstallLocalUserAuthenticator deletes what InstallLocalUserAuthenticator installed, for a
+// cluster the suite does not delete.
+func UninstallLocalUserAuthenticator() env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		_, err := Kubectl(ctx, cfg.KubeconfigFile(), "", "delete", "--ignore-not-found", "--wait", "--timeout=3m",
+			"-f", filepath.Join(ReleaseDir(), localUserAuthYAML))
+		return ctx, err
 	}
 }

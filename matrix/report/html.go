@@ -26,7 +26,9 @@ func HTML(w io.Writer, r matrix.Results) error {
 		PassedOver []string
 		Legend     []matrix.Status
 		CSS        template.CSS
-	}{r, t, runLine(r), summary(r), flakyCells(r), baselineLine(r), passedOver(t), legend, template.CSS(css())})
+		// Installations are what an installed run found, shown first.
+		Installations []foundInstallation
+	}{r, t, runLine(r), summary(r), flakyCells(r), baselineLine(r), passedOver(t), legend, template.CSS(css()), installations(r)})
 }
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
@@ -75,7 +77,8 @@ details{margin:.4em 0}
 </style></head><body>
 <h1>Conformance matrix</h1>
 <p>{{.Run}}.<br>Cells: {{.Summary}}.</p>
-{{if .Flaky}}<p><span class="v v-flaky">flaky</span> failed, then passed when run again: {{range $i, $c := .Flaky}}{{if $i}}, {{end}}{{$c}}{{end}}.</p>{{end}}
+{{range .Installations}}<p>Installation tested on {{.Group}}: {{index .Lines 0}}.</p><ul>{{range $i, $l := .Lines}}{{if $i}}<li>{{$l}}</li>{{end}}{{end}}</ul>
+{{end}}{{if .Flaky}}<p><span class="v v-flaky">flaky</span> failed, then passed when run again: {{range $i, $c := .Flaky}}{{if $i}}, {{end}}{{$c}}{{end}}.</p>{{end}}
 {{if .Baseline}}<p>{{.Baseline}}.</p>{{end}}
 <table><tr><th>distribution</th>{{range .Table.Versions}}<th>{{.Minor}}{{if .Release}}<br><small>{{.Release}}</small>{{end}}</th>{{end}}</tr>
 {{range .Table.Rows}}<tr><th>{{.Label}}</th>{{range .Cells}}{{if .}}<td class="cell"><a href="#{{anchor .Name}}">

@@ -16,6 +16,12 @@ func Markdown(w io.Writer, r matrix.Results) error {
 	var n notes
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Conformance matrix\n\n%s.\n\nCells: %s.\n", runLine(r), summary(r))
+	for _, inst := range installations(r) {
+		fmt.Fprintf(&b, "\nInstallation tested on %s: %s.\n\n", inst.Group, escapeCell(inst.Lines[0]))
+		for _, line := range inst.Lines[1:] {
+			b.WriteString("- " + escapeCell(line) + "\n")
+		}
+	}
 	if flaky := flakyCells(r); len(flaky) > 0 {
 		fmt.Fprintf(&b, "\nFlaky (failed, then passed when run again; see the notes): %s.\n", strings.Join(flaky, ", "))
 	}

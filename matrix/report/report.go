@@ -263,6 +263,25 @@ func groupTime(g matrix.GroupResult) string {
 }
 
 // runLine describes the run: when, which checkout, how long, on what.
+// foundInstallation is what a group found installed (matrix --installed), as summary lines: who
+// installed it and its suffix, then one line per server and the CredentialIssuer.
+type foundInstallation struct {
+	Group string
+	Lines []string
+}
+
+// installations are the installations the groups of an installed run found, for the top of a
+// report; none for a run that installed ours.
+func installations(r matrix.Results) []foundInstallation {
+	var found []foundInstallation
+	for _, g := range r.Groups {
+		if g.Installation != nil {
+			found = append(found, foundInstallation{Group: g.Name(), Lines: g.Installation.Summary()})
+		}
+	}
+	return found
+}
+
 func runLine(r matrix.Results) string {
 	parts := []string{"started " + r.Started.UTC().Format("2006-01-02 15:04 UTC")}
 	if r.Commit != "" {

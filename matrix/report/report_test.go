@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"sealion.dev/e2e/installation"
 	"sealion.dev/matrix"
 	"sealion.dev/matrix/kubeversions"
 )
@@ -261,5 +262,39 @@ func TestPassedOverPatches(t *testing.T) {
 	}
 	if !strings.Contains(html.String(), "<p>Kubernetes "+want+".</p>") {
 		t.Errorf("HTML lacks %q:\n%s", want, html.String())
+	}
+}
+
+// What an installed run found comes first, in both reports.
+func TestInstallationFoundShownFirst(t *testing.T) {
+	t.Parallel()
+	r := sample()
+	for i := range r.Groups {
+		if r.Groups[i].Distribution == "existing" {
+			r.Groups[i].Installation = &installation.Installation{Discovered: true, APIGroupSuffix: "auth.acme.example",
+				CredentialIssuer: "pinniped-concierge-config", Strategies: []string{"KubeClusterSigningCertificate: Success (FetchedKey)"},
+				Concierge: installation.Server{Namespace: "acme-concierge", Deployment: "pinniped-concierge", Image: "registry.acme.example/pinniped-server:v0.47.0", Version: "v0.47.0"}}
+		}
+	}
+	var md, page bytes.Buffer
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	want := "Installation tested on existing/cluster: found installed, API group suffix auth.acme.example.\n\n" +
+		"- Concierge: deployment acme-concierge/pinniped-concierge, image registry.acme.example/pinniped-server:v0.47.0, version v0.47.0\n" +
+		"- CredentialIssuer pinniped-concierge-config: KubeClusterSigningCertificate: Success (FetchedKey)\n" +
+		"- Supervisor: none installed\n"
+	if i, table := strings.Index(md.String(), want), strings.Index(md.String(), "| distribution |"); i < 0 || i > table {
+		t.Errorf("Markdown lacks, before its table, %q:\n%s", want, md.String())
+	}
+	if i, table := strings.Index(page.String(), "<li>Concierge: deployment acme-concierge/pinniped-concierge"), strings.Index(page.String(), "<table>"); i < 0 || i > table {
+		t.Errorf("HTML lacks the installation before its table:\n%s", page.String())
+	}
+	var ours bytes.Buffer
+	if err := Markdown(&ours, sample()); err != nil || strings.Contains(ours.String(), "Installation tested") {
+		t.Error("a run that installed ours names an installation found")
 	}
 }

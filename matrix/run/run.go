@@ -24,6 +24,7 @@ import (
 	"text/template"
 	"time"
 
+	"sealion.dev/e2e/installation"
 	"sealion.dev/matrix"
 	"sealion.dev/matrix/testjson"
 )
@@ -44,6 +45,8 @@ type Runner struct {
 	TestTimeout time.Duration
 	// AllowHostChanges passes the opt-in of providers that change this machine to the suites.
 	AllowHostChanges bool
+	// Installed runs the suites against what a user installed (e2e/installation.InstalledEnv).
+	Installed bool
 	// Progress receives live progress; nil discards it. Color colours its verdicts (for a
 	// terminal that has not asked for NO_COLOR).
 	Progress io.Writer
@@ -175,6 +178,11 @@ func (r *Runner) execute(ctx context.Context, g matrix.Group, p *progress) matri
 		p.printf("%s: %v", g.Name(), err)
 	}
 	gr := matrix.Attribute(r.Catalog, g, rep, chosen)
+	if r.Installed {
+		if gr.Installation, err = installationFound(filepath.Join(dir, "e2e-logs")); err != nil {
+			p.printf("%s: %v", g.Name(), err)
+		}
+	}
 	if err := writeTestLogs(&gr, rep, dir, rel, firstLog); err != nil {
 		p.printf("%s: writing test logs: %v", g.Name(), err)
 	}
@@ -432,20 +440,47 @@ func (r *Runner) env(g matrix.Group, dir string) []string {
 	if r.AllowHostChanges {
 		env = append(env, "SEALION_ALLOW_HOST_CHANGES=true")
 	}
+	if r.Installed {
+		env = append(env, installation.InstalledEnv+"=true")
+	}
 	return env
 }
 
 // chosenStrategies reads the CredentialIssuer the suite saved; nil when there is none.
 func chosenStrategies(logs string) ([]string, error) {
-	found, _ := filepath.Glob(filepath.Join(logs, "*", matrix.CredentialIssuersFile))
-	if len(found) == 0 {
+	file := savedBySuite(logs, matrix.CredentialIssuersFile)
+	if file == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(found[0])
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
 	return matrix.ChosenStrategies(data)
+}
+
+// installationFound reads the installation the suite found and saved; nil when it saved none
+// (its setup failed before).
+func installationFound(logs string) (*installation.Installation, error) {
+	file := savedBySuite(logs, installation.File)
+	if file == "" {
+		return nil, nil
+	}
+	inst, err := installation.Read(file)
+	if err != nil {
+		return nil, err
+	}
+	return &inst, nil
+}
+
+// savedBySuite is the path of the file name the suite saved in its cluster's log folder (the one
+// folder of logs), empty when there is none.
+func savedBySuite(logs, name string) string {
+	found, _ := filepath.Glob(filepath.Join(logs, "*", name))
+	if len(found) == 0 {
+		return ""
+	}
+	return found[0]
 }
 
 // writeTestLogs writes the output of each test of rep to tests/<name>.log in dir and links it

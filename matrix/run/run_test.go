@@ -286,6 +286,39 @@ fi
 	}
 }
 
+// TestExecuteInstalled runs an installed run's group: the suite is told so, and the installation
+// it saved is the group's.
+func TestExecuteInstalled(t *testing.T) {
+	// Not parallel, as TestExecute.
+	cat, err := matrix.ParseCatalog([]byte(testCatalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, out := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(repo, "gke.json"), []byte(events("pass")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "fake-go"), []byte(`#!/bin/sh
+echo "$SEALION_E2E_INSTALLED" > installed.txt
+cat "$SEALION_E2E_PROVIDER.json"
+mkdir -p "$SEALION_E2E_LOGS/sealion-e2e-gke"
+echo '{"discovered": true, "apiGroupSuffix": "auth.acme.example", "concierge": {"namespace": "acme", "deployment": "pinniped-concierge"}}' \
+	> "$SEALION_E2E_LOGS/sealion-e2e-gke/installation.json"
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Catalog: cat, Repo: repo, Out: out, Cache: "/cache", GoCommand: filepath.Join(repo, "fake-go"), Installed: true}
+	res := r.Run(context.Background(), plan(t, cat, "gke/1.33/webhook", versions("1.33")), nil)
+	if told, _ := os.ReadFile(filepath.Join(repo, "installed.txt")); string(told) != "true\n" {
+		t.Errorf("the suite was told SEALION_E2E_INSTALLED=%q", told)
+	}
+	g := res.Groups[0]
+	if g.Status != matrix.Pass || g.Installation == nil || g.Installation.APIGroupSuffix != "auth.acme.example" ||
+		g.Installation.Concierge.Namespace != "acme" {
+		t.Errorf("group %+v, installation %+v", g.Outcome, g.Installation)
+	}
+}
+
 func TestBuildFailureIsAnError(t *testing.T) {
 	// Not parallel: it writes a program and runs it, and a fork by a parallel test can hold the
 	// file open for writing meanwhile ("text file busy", golang/go#22315).

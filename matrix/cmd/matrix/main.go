@@ -9,6 +9,7 @@
 //	go run ./matrix/cmd/matrix merge --out _output/matrix/merged _output/matrix/shard-*
 //
 //	go run ./matrix/cmd/matrix --baseline old/results.json
+//	KUBECONFIG=~/.kube/config SEALION_EXISTING_PROFILE=eks go run ./matrix/cmd/matrix --installed
 //
 // It exits 1 when a cell failed (a flaky cell, which passed when re-run, does not), 2 on bad
 // usage or an unreadable baseline.
@@ -66,6 +67,7 @@ type options struct {
 	allowHostChanges bool
 	testTimeout      time.Duration
 	baseline         string
+	installed        bool
 }
 
 func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
@@ -99,6 +101,8 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&o.allowHostChanges, "allow-host-changes", false, "let providers that run clusters on this machine change it "+
 		"(CI=true or SEALION_ALLOW_HOST_CHANGES=true do too)")
 	fs.DurationVar(&o.testTimeout, "test-timeout", 60*time.Minute, "go test -timeout of one group; a group that hits it leaves its cluster behind")
+	fs.BoolVar(&o.installed, "installed", false, "test the Concierge and Supervisor installed on the cluster of KUBECONFIG (the existing "+
+		"distribution; SEALION_EXISTING_PROFILE says its kind): found, not installed, and left as they are; the report starts with what was found")
 	fs.StringVar(&o.baseline, "baseline", "", "an earlier run's "+report.JSONFile+": mark each cell a regression, fixed or a new pass against it")
 	if err := fs.Parse(args); err != nil {
 		return 2, nil
@@ -163,7 +167,7 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	host := hostcheck.Detect(ctx)
 	plan, err := cat.Plan(matrix.PlanOptions{
 		Versions: versions, Filter: filter, Providers: all.Names,
-		Host: host, SkipHostChecks: o.skipHostChecks, Getenv: os.Getenv,
+		Host: host, SkipHostChecks: o.skipHostChecks, Getenv: os.Getenv, Installed: o.installed,
 	})
 	if err != nil {
 		return 2, err
@@ -206,7 +210,7 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	r := &run.Runner{
 		Catalog: cat, Repo: repo, Out: out, Cache: cache, Budget: o.budget, TestTimeout: o.testTimeout,
-		AllowHostChanges: o.allowHostChanges, Progress: stderr, Color: colorTerminal(stderr, os.Getenv),
+		AllowHostChanges: o.allowHostChanges, Installed: o.installed, Progress: stderr, Color: colorTerminal(stderr, os.Getenv),
 	}
 	stop := make(chan struct{})
 	interrupted := make(chan os.Signal, 1)
