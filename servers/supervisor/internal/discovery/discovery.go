@@ -21,11 +21,12 @@ import (
 // Paths of the endpoints, relative to the issuer, including those other packages serve that the
 // discovery document advertises.
 const (
-	PathOIDCDiscovery     = "/.well-known/openid-configuration"
-	PathJWKS              = "/jwks.json"
-	PathIdentityProviders = "/v1alpha1/pinniped_identity_providers"
-	PathAuthorize         = "/oauth2/authorize"
-	PathToken             = "/oauth2/token"
+	PathOIDCDiscovery       = "/.well-known/openid-configuration"
+	PathJWKS                = "/jwks.json"
+	PathIdentityProviders   = "/v1alpha1/pinniped_identity_providers"
+	PathAuthorize           = "/oauth2/authorize"
+	PathToken               = "/oauth2/token"
+	PathDeviceAuthorization = "/oauth2/device_authorization"
 )
 
 // Document is the OIDC discovery document of an issuer.
@@ -42,6 +43,11 @@ type Document struct {
 	ScopesSupported                   []string `json:"scopes_supported"`
 	ClaimsSupported                   []string `json:"claims_supported"`
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
+	// DeviceAuthorizationEndpoint and GrantTypesSupported are additions to Pinniped's document:
+	// the device authorization grant's endpoint (RFC 8628 section 4) and the grants the token
+	// endpoint answers, that one included (RFC 8414 section 2).
+	DeviceAuthorizationEndpoint string   `json:"device_authorization_endpoint"`
+	GrantTypesSupported         []string `json:"grant_types_supported"`
 	// Supervisor tells clients this issuer is a Pinniped Supervisor, and where IDP discovery is.
 	Supervisor SupervisorDiscovery `json:"discovery.supervisor.pinniped.dev/v1alpha1"`
 }
@@ -84,7 +90,10 @@ func NewDocument(iss *issuer.Issuer) Document {
 		ScopesSupported:                   []string{"openid", "offline_access", "pinniped:request-audience", "username", "groups"},
 		ClaimsSupported:                   []string{"username", "groups", "additionalClaims"},
 		CodeChallengeMethodsSupported:     []string{"S256"},
-		Supervisor:                        SupervisorDiscovery{IdentityProvidersEndpoint: iss.Endpoint(PathIdentityProviders)},
+		DeviceAuthorizationEndpoint:       iss.Endpoint(PathDeviceAuthorization),
+		GrantTypesSupported: []string{"authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:token-exchange",
+			"urn:ietf:params:oauth:grant-type:device_code"},
+		Supervisor: SupervisorDiscovery{IdentityProvidersEndpoint: iss.Endpoint(PathIdentityProviders)},
 	}
 }
 

@@ -61,6 +61,10 @@ func TestDiscoveryDocument(t *testing.T) {
 		"scopes_supported":                      []any{"openid", "offline_access", "pinniped:request-audience", "username", "groups"},
 		"claims_supported":                      []any{"username", "groups", "additionalClaims"},
 		"code_challenge_methods_supported":      []any{"S256"},
+		// Additions to Pinniped's document, which its clients ignore.
+		"device_authorization_endpoint": "https://example.com/issuer/oauth2/device_authorization",
+		"grant_types_supported": []any{"authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:token-exchange",
+			"urn:ietf:params:oauth:grant-type:device_code"},
 		"discovery.supervisor.pinniped.dev/v1alpha1": map[string]any{
 			"pinniped_identity_providers_endpoint": "https://example.com/issuer/v1alpha1/pinniped_identity_providers",
 		},
@@ -69,13 +73,16 @@ func TestDiscoveryDocument(t *testing.T) {
 		t.Errorf("discovery document (-want +got):\n%s", diff)
 	}
 
-	// Byte for byte as upstream encodes it: field order, escaping and the final newline.
+	// Byte for byte as upstream encodes it (field order, escaping and the final newline), with our
+	// additions before Pinniped's own block.
 	wantBody := `{"issuer":"https://example.com/issuer/","authorization_endpoint":"https://example.com/issuer/oauth2/authorize",` +
 		`"token_endpoint":"https://example.com/issuer/oauth2/token","jwks_uri":"https://example.com/issuer/jwks.json",` +
 		`"response_types_supported":["code"],"response_modes_supported":["query","form_post"],"subject_types_supported":["public"],` +
 		`"id_token_signing_alg_values_supported":["ES256"],"token_endpoint_auth_methods_supported":["client_secret_basic"],` +
 		`"scopes_supported":["openid","offline_access","pinniped:request-audience","username","groups"],` +
 		`"claims_supported":["username","groups","additionalClaims"],"code_challenge_methods_supported":["S256"],` +
+		`"device_authorization_endpoint":"https://example.com/issuer/oauth2/device_authorization",` +
+		`"grant_types_supported":["authorization_code","refresh_token","urn:ietf:params:oauth:grant-type:token-exchange","urn:ietf:params:oauth:grant-type:device_code"],` +
 		`"discovery.supervisor.pinniped.dev/v1alpha1":{"pinniped_identity_providers_endpoint":"https://example.com/issuer/v1alpha1/pinniped_identity_providers"}}` + "\n"
 	if rec := do(t, m, http.MethodGet, "https://example.com/issuer/.well-known/openid-configuration"); rec.Body.String() != wantBody {
 		t.Errorf("discovery document bytes:\n%s\nwant:\n%s", rec.Body, wantBody)

@@ -166,7 +166,13 @@ func TestOIDCClientLoginRefreshAndTokenExchange(t *testing.T) {
 // client authentication when id is empty.
 func (h *harness) postToken(form url.Values, id, secret string) (int, map[string]any) {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.issuerURL+provider.TokenPath, strings.NewReader(form.Encode()))
+	return h.postTo(provider.TokenPath, form, id, secret)
+}
+
+// postTo POSTs form to the endpoint at path as postToken does.
+func (h *harness) postTo(path string, form url.Values, id, secret string) (int, map[string]any) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.issuerURL+path, strings.NewReader(form.Encode()))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Package oauth serves the OAuth 2.0 / OpenID Connect endpoints of every FederationDomain on top
 // of fosite, one package per endpoint: authorize (where logins start, and the CLI's password
-// flow), callback (the return from an upstream OIDC provider or GitHub), token (codes, refreshes
-// and token exchange) and loginpages (the LDAP/AD login form and the identity provider chooser).
+// flow), callback (the return from an upstream OIDC provider or GitHub), token (codes, refreshes,
+// token exchange and device code polls), devicegrant (the device authorization grant's endpoint,
+// verification page and callback) and loginpages (the LDAP/AD login form and the identity provider chooser).
 // What they share, the fosite provider of an issuer and its clients, is in provider; the OAuth
 // state lives in Kubernetes Secrets (sessions), so that any replica can continue a login.
 // Discovery and the JWKS are served by the discovery package.
@@ -15,6 +16,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/authorize"
 	"sealion.dev/servers/supervisor/internal/oauth/callback"
+	"sealion.dev/servers/supervisor/internal/oauth/devicegrant"
 	"sealion.dev/servers/supervisor/internal/oauth/loginpages"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
 	"sealion.dev/servers/supervisor/internal/oauth/securityheaders"
@@ -34,7 +36,8 @@ var _ issuer.Endpoints = (*Endpoints)(nil)
 func New(storage *sessions.Storage, connectors provider.Connectors) *Endpoints {
 	return &Endpoints{shared: provider.Shared{
 		Storage: storage, Connectors: connectors, Logins: provider.NewLoginLimiter(time.Now),
-		Secrets: provider.NewSecretChecker(time.Now), ClientFailures: provider.NewClientFailures(time.Now), Now: time.Now,
+		DeviceCodes: provider.NewDeviceCodeLimiter(time.Now),
+		Secrets:     provider.NewSecretChecker(time.Now), ClientFailures: provider.NewClientFailures(time.Now), Now: time.Now,
 	}}
 }
 
@@ -76,4 +79,7 @@ func (e *Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
 	r.Handle(provider.TokenPath, provider.StrictForm(token.New(p)))
 	r.Handle(provider.LoginPath, securityheaders.WrapPost(provider.LimitBody(loginpages.Login(p)), loginpages.LoginPolicy, provider.FormPostPolicy))
 	r.Handle(provider.ChooseIdentityProviderPath, securityheaders.Wrap(loginpages.Chooser(p), loginpages.ChooserPolicy))
+	r.Handle(provider.DeviceAuthorizationPath, provider.StrictForm(devicegrant.Authorization(p)))
+	r.Handle(provider.DevicePath, securityheaders.Wrap(provider.LimitBody(devicegrant.Verification(p)), devicegrant.Policy))
+	r.Handle(provider.DeviceCallbackPath, securityheaders.Wrap(devicegrant.Callback(p), devicegrant.Policy))
 }

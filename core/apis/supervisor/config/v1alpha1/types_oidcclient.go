@@ -13,7 +13,7 @@ type RedirectURI string
 
 // GrantType is an OAuth 2.0 grant type.
 //
-// +kubebuilder:validation:Enum="authorization_code";"refresh_token";"urn:ietf:params:oauth:grant-type:token-exchange"
+// +kubebuilder:validation:Enum="authorization_code";"refresh_token";"urn:ietf:params:oauth:grant-type:token-exchange";"urn:ietf:params:oauth:grant-type:device_code"
 type GrantType string
 
 const (
@@ -25,6 +25,10 @@ const (
 	// GrantTypeTokenExchange is the RFC 8693 token exchange grant; needed exactly when the client
 	// is allowed the pinniped:request-audience scope.
 	GrantTypeTokenExchange GrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
+	// GrantTypeDeviceCode is the RFC 8628 device authorization grant, for logins on a device
+	// without a browser: the user approves on another device's browser. An addition to
+	// Pinniped's API.
+	GrantTypeDeviceCode GrantType = "urn:ietf:params:oauth:grant-type:device_code"
 )
 
 // Scope is an OAuth 2.0 scope an OIDCClient may request.

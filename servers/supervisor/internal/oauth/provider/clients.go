@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,9 @@ type OIDCClients struct {
 type clients struct {
 	cli         fosite.Client
 	oidcClients *OIDCClients
+	// deviceCallback is the issuer's DeviceCallbackPath, a redirect URI of every client allowed
+	// the device grant: the verification page starts the login for the client.
+	deviceCallback string
 }
 
 var _ fosite.ClientManager = (*clients)(nil)
@@ -46,7 +50,7 @@ func (c *clients) GetClient(_ context.Context, id string) (fosite.Client, error)
 	case id == PinnipedCLIClientID:
 		return c.cli, nil
 	case strings.HasPrefix(id, configv1alpha1.OIDCClientNamePrefix) && c.oidcClients != nil:
-		return c.oidcClients.client(id)
+		return c.oidcClients.client(id, c.deviceCallback)
 	}
 	return nil, fosite.ErrNotFound.WithHintf("unknown client %q", id)
 }
@@ -67,7 +71,7 @@ const tokenEndpointAuthMethod = "client_secret_basic"
 
 // client returns the OIDCClient named id as a fosite client, or an error saying why it cannot
 // be used.
-func (o *OIDCClients) client(id string) (fosite.Client, error) {
+func (o *OIDCClients) client(id, deviceCallback string) (fosite.Client, error) {
 	c, err := o.Clients.Get(id)
 	if apierrors.IsNotFound(err) {
 		return nil, fosite.ErrNotFound.WithHintf("unknown client %q", id)
@@ -91,7 +95,7 @@ func (o *OIDCClients) client(id string) (fosite.Client, error) {
 		}
 		return nil, fosite.ErrNotFound.WithHintf("client %q is not ready: %s", id, strings.Join(problems, "; "))
 	}
-	return newConfidentialClient(c, res.Hashes), nil
+	return newConfidentialClient(c, res.Hashes, deviceCallback), nil
 }
 
 // confidentialClient is an OIDCClient as fosite sees it. Its ID token lifetime may differ from
@@ -107,19 +111,24 @@ var (
 	_ fosite.ClientWithCustomTokenLifespans = (*confidentialClient)(nil)
 )
 
-// newConfidentialClient requires at least one hash; the newest is tried first.
-func newConfidentialClient(c *configv1alpha1.OIDCClient, hashes []string) *confidentialClient {
+// newConfidentialClient requires at least one hash; the newest is tried first. A client allowed
+// the device grant may also redirect to deviceCallback.
+func newConfidentialClient(c *configv1alpha1.OIDCClient, hashes []string, deviceCallback string) *confidentialClient {
 	bytes := make([][]byte, len(hashes))
 	for i, h := range hashes {
 		bytes[i] = []byte(h)
 	}
 	spec := c.Spec
+	redirects := stringsOf(spec.AllowedRedirectURIs)
+	if slices.Contains(spec.AllowedGrantTypes, configv1alpha1.GrantTypeDeviceCode) {
+		redirects = append(redirects, deviceCallback)
+	}
 	client := &confidentialClient{oidcClient: oidcClient{&fosite.DefaultOpenIDConnectClient{
 		DefaultClient: &fosite.DefaultClient{
 			ID:             c.Name,
 			Secret:         bytes[0],
 			RotatedSecrets: bytes[1:],
-			RedirectURIs:   stringsOf(spec.AllowedRedirectURIs),
+			RedirectURIs:   redirects,
 			GrantTypes:     stringsOf(spec.AllowedGrantTypes),
 			ResponseTypes:  []string{"code"},
 			Scopes:         stringsOf(spec.AllowedScopes),

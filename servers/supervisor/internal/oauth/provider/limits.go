@@ -53,59 +53,79 @@ func StrictForm(h http.Handler) http.Handler {
 const (
 	loginBurst    = 10
 	loginInterval = 6 * time.Second
-	// maxLoginLimiters bounds the limiter's memory (about 200 bytes a user). When it is
-	// reached, the users idle for long enough that their bucket refilled are forgotten.
+	// maxLoginLimiters bounds a limiter's memory (about 200 bytes a key). When it is reached,
+	// the keys idle for long enough that their bucket refilled are forgotten.
 	maxLoginLimiters = 10000
 )
 
-// LoginLimiter limits password attempts per user of an identity provider, across the
-// FederationDomains that use it. Every attempt costs a token, successful ones too: refunding
-// them would let parallel guesses pass before the failures count.
-type LoginLimiter struct {
-	now func() time.Time
+// Entries of user codes at a device verification page, per source address: a burst of 10, then
+// one every 6 seconds. A person mistyping a code a few times never notices; someone guessing
+// codes from one address gets 600 guesses an hour against a space of 20^8 (2.6e10) codes.
+const (
+	deviceCodeBurst    = 10
+	deviceCodeInterval = 6 * time.Second
+)
 
-	mu    sync.Mutex
-	users map[string]*rate.Limiter
+// AttemptLimiter limits attempts per key (a user, a source) with a token bucket each: password
+// attempts per user of an identity provider, across the FederationDomains that use it, and user
+// code entries per source. Every attempt costs a token, successful ones too: refunding them
+// would let parallel guesses pass before the failures count.
+type AttemptLimiter struct {
+	now   func() time.Time
+	every time.Duration
+	burst int
+
+	mu   sync.Mutex
+	keys map[string]*rate.Limiter
 }
 
-// NewLoginLimiter returns a limiter that reads the time from now.
-func NewLoginLimiter(now func() time.Time) *LoginLimiter {
-	return &LoginLimiter{now: now, users: map[string]*rate.Limiter{}}
+// NewLoginLimiter returns the limiter of password attempts, which reads the time from now.
+func NewLoginLimiter(now func() time.Time) *AttemptLimiter {
+	return &AttemptLimiter{now: now, every: loginInterval, burst: loginBurst, keys: map[string]*rate.Limiter{}}
 }
 
-// allow reports whether a password attempt for username at the identity provider idp may go
-// to the upstream, and counts it. Usernames are compared the way LDAP and most identity
-// providers compare them: case-insensitively and without surrounding spaces.
-func (l *LoginLimiter) allow(idp, username string) bool {
-	key := idp + "\x00" + strings.ToLower(strings.TrimSpace(username))
+// NewDeviceCodeLimiter returns the limiter of user code entries, which reads the time from now.
+func NewDeviceCodeLimiter(now func() time.Time) *AttemptLimiter {
+	return &AttemptLimiter{now: now, every: deviceCodeInterval, burst: deviceCodeBurst, keys: map[string]*rate.Limiter{}}
+}
+
+// loginKey is the key of username's password attempts at the identity provider idp. Usernames
+// are compared the way LDAP and most identity providers compare them: case-insensitively and
+// without surrounding spaces.
+func loginKey(idp, username string) string {
+	return idp + "\x00" + strings.ToLower(strings.TrimSpace(username))
+}
+
+// allow reports whether an attempt of key may go on, and counts it.
+func (l *AttemptLimiter) allow(key string) bool {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lim, ok := l.users[key]
+	lim, ok := l.keys[key]
 	if !ok {
-		if len(l.users) >= maxLoginLimiters {
+		if len(l.keys) >= maxLoginLimiters {
 			l.evict(now)
 		}
-		lim = rate.NewLimiter(rate.Every(loginInterval), loginBurst)
-		l.users[key] = lim
+		lim = rate.NewLimiter(rate.Every(l.every), l.burst)
+		l.keys[key] = lim
 	}
 	return lim.AllowN(now, 1)
 }
 
-// evict forgets the users whose bucket has refilled: a full bucket is the same as a new one, so
-// nothing is lost. When every user is mid-burst (someone is spraying usernames), one arbitrary
-// user is forgotten instead, so that the attacker cannot lock new users out.
-func (l *LoginLimiter) evict(now time.Time) {
-	for key, lim := range l.users {
-		if lim.TokensAt(now) >= loginBurst {
-			delete(l.users, key)
+// evict forgets the keys whose bucket has refilled: a full bucket is the same as a new one, so
+// nothing is lost. When every key is mid-burst (someone is spraying usernames), one arbitrary
+// key is forgotten instead, so that the attacker cannot lock new users out.
+func (l *AttemptLimiter) evict(now time.Time) {
+	for key, lim := range l.keys {
+		if lim.TokensAt(now) >= float64(l.burst) {
+			delete(l.keys, key)
 		}
 	}
-	if len(l.users) < maxLoginLimiters {
+	if len(l.keys) < maxLoginLimiters {
 		return
 	}
-	for key := range l.users {
-		delete(l.users, key)
+	for key := range l.keys {
+		delete(l.keys, key)
 		return
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"sealion.dev/servers/internal/audit"
+	"sealion.dev/servers/internal/clientaddr"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
@@ -204,9 +205,15 @@ func GrantedClaim(req fosite.Requester, scope string) bool {
 }
 
 // AllowAttempt counts a password attempt of username at the identity provider of res and
-// reports whether it may go upstream (see LoginLimiter).
+// reports whether it may go upstream (see AttemptLimiter).
 func (p *Provider) AllowAttempt(res *Resolved, username string) bool {
-	return p.Logins.allow(string(res.IDP.Type)+"/"+p.Issuer.Namespace+"/"+res.IDP.Name, username)
+	return p.Logins.allow(loginKey(string(res.IDP.Type)+"/"+p.Issuer.Namespace+"/"+res.IDP.Name, username))
+}
+
+// AllowUserCodeEntry counts an entry of a user code at the verification page from the request's
+// source and reports whether it may be looked up (see AttemptLimiter).
+func (p *Provider) AllowUserCodeEntry(r *http.Request) bool {
+	return p.DeviceCodes.allow(clientaddr.Source(r))
 }
 
 // PasswordLogin checks a username and password with the identity provider's connector.

@@ -61,14 +61,15 @@ const (
 const PinnipedCLIClientID = "pinniped-cli"
 
 // pinnipedCLI may redirect to http://127.0.0.1/callback on any port (fosite matches loopback
-// redirect URIs without the port, as RFC 8252 asks).
-func pinnipedCLI() fosite.Client {
+// redirect URIs without the port, as RFC 8252 asks), and to the issuer's deviceCallback, as
+// every client allowed the device grant.
+func pinnipedCLI(deviceCallback string) fosite.Client {
 	return oidcClient{&fosite.DefaultOpenIDConnectClient{
 		DefaultClient: &fosite.DefaultClient{
 			ID:            PinnipedCLIClientID,
 			Public:        true,
-			RedirectURIs:  []string{"http://127.0.0.1/callback", "http://[::1]/callback"},
-			GrantTypes:    []string{GrantAuthorizationCode, GrantRefreshToken, GrantTokenExchange},
+			RedirectURIs:  []string{"http://127.0.0.1/callback", "http://[::1]/callback", deviceCallback},
+			GrantTypes:    []string{GrantAuthorizationCode, GrantRefreshToken, GrantTokenExchange, GrantDeviceCode},
 			ResponseTypes: []string{"code"},
 			Scopes:        []string{ScopeOpenID, ScopeOfflineAccess, "profile", "email", ScopeRequestAudience, ScopeUsername, ScopeGroups},
 		},
@@ -95,7 +96,9 @@ type Shared struct {
 	// Clients, when set, makes the Ready OIDCClients clients of every issuer, next to pinniped-cli.
 	Clients *OIDCClients
 	// Logins limits password attempts per user of an identity provider, whatever the issuer.
-	Logins *LoginLimiter
+	Logins *AttemptLimiter
+	// DeviceCodes limits the entries of user codes at the verification pages per source.
+	DeviceCodes *AttemptLimiter
 	// Secrets compares client secrets with their hashes for every issuer (SecretChecker), and
 	// ClientFailures counts the failed client authentications at the token endpoints.
 	Secrets        *SecretChecker
@@ -121,6 +124,8 @@ type Provider struct {
 	signer *jwt.DefaultSigner
 	hmac   prefixedHMAC
 	config *fosite.Config
+	// fosite is OAuth's own type, for the client authentication of the device endpoints.
+	fosite *fosite.Fosite
 	store  *sessions.Store
 	state  *stateCodec
 }
@@ -140,8 +145,10 @@ func New(iss *issuer.Issuer, shared *Shared) *Provider {
 	p.config = newConfig(iss)
 	p.config.ClientSecretsHasher = shared.Secrets
 	p.hmac = newPrefixedHMAC(p.config)
-	p.store = shared.Storage.ForClients(&clients{cli: pinnipedCLI(), oidcClients: shared.Clients})
-	p.OAuth = p.compose(p.config, p.store)
+	deviceCallback := iss.Endpoint(DeviceCallbackPath)
+	p.store = shared.Storage.ForClients(&clients{cli: pinnipedCLI(deviceCallback), oidcClients: shared.Clients, deviceCallback: deviceCallback})
+	p.fosite = p.compose(p.config, p.store)
+	p.OAuth = p.fosite
 	// The authorize endpoint runs every check of the final authorize response before sending
 	// the user upstream, with storage that keeps nothing: the login has not happened yet.
 	p.Validate = p.compose(newConfig(iss), nullStore{p.store})
@@ -195,7 +202,7 @@ func newConfig(iss *issuer.Issuer) *fosite.Config {
 }
 
 // compose builds a fosite provider for the authorization code flow with PKCE and refreshes.
-func (p *Provider) compose(cfg *fosite.Config, storage any) fosite.OAuth2Provider {
+func (p *Provider) compose(cfg *fosite.Config, storage any) *fosite.Fosite {
 	return compose.Compose(cfg, storage,
 		&compose.CommonStrategy{
 			CoreStrategy:               p.hmac,
@@ -207,7 +214,7 @@ func (p *Provider) compose(cfg *fosite.Config, storage any) fosite.OAuth2Provide
 		compose.OpenIDConnectExplicitFactory,
 		compose.OpenIDConnectRefreshFactory,
 		compose.OAuth2PKCEFactory,
-	)
+	).(*fosite.Fosite)
 }
 
 // nullStore drops what the authorize endpoint's validation would store.

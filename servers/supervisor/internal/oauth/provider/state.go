@@ -58,37 +58,13 @@ func (c *stateCodec) aead() (cipher.AEAD, error) {
 }
 
 func (c *stateCodec) encode(s UpstreamState) (string, error) {
-	aead, err := c.aead()
-	if err != nil {
-		return "", err
-	}
-	plain, err := json.Marshal(s)
-	if err != nil {
-		return "", err
-	}
-	nonce := make([]byte, aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, []byte(stateVersion))), nil
+	return c.seal(stateVersion, s)
 }
 
 func (c *stateCodec) decode(encoded string, now time.Time) (*UpstreamState, error) {
-	aead, err := c.aead()
-	if err != nil {
-		return nil, err
-	}
-	sealed, err := base64.RawURLEncoding.DecodeString(encoded)
-	if err != nil || len(sealed) < aead.NonceSize() {
-		return nil, errors.New("malformed state parameter")
-	}
-	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(stateVersion))
-	if err != nil {
-		return nil, errors.New("state parameter was not issued by this issuer")
-	}
 	var s UpstreamState
-	if err := json.Unmarshal(plain, &s); err != nil {
-		return nil, fmt.Errorf("decoding state parameter: %w", err)
+	if err := c.open(stateVersion, encoded, &s); err != nil {
+		return nil, err
 	}
 	if s.Version != stateVersion {
 		return nil, fmt.Errorf("state parameter has version %q, want %q", s.Version, stateVersion)
@@ -97,6 +73,44 @@ func (c *stateCodec) decode(encoded string, now time.Time) (*UpstreamState, erro
 		return nil, errors.New("state parameter has expired: start the login again")
 	}
 	return &s, nil
+}
+
+// seal encrypts v's JSON, authenticated with aad, which says what the sealed value is for: a
+// value sealed for one use does not open for another.
+func (c *stateCodec) seal(aad string, v any) (string, error) {
+	aead, err := c.aead()
+	if err != nil {
+		return "", err
+	}
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, []byte(aad))), nil
+}
+
+// open decrypts what seal sealed with aad into v.
+func (c *stateCodec) open(aad, encoded string, v any) error {
+	aead, err := c.aead()
+	if err != nil {
+		return err
+	}
+	sealed, err := base64.RawURLEncoding.DecodeString(encoded)
+	if err != nil || len(sealed) < aead.NonceSize() {
+		return errors.New("malformed state parameter")
+	}
+	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(aad))
+	if err != nil {
+		return errors.New("state parameter was not issued by this issuer")
+	}
+	if err := json.Unmarshal(plain, v); err != nil {
+		return fmt.Errorf("decoding state parameter: %w", err)
+	}
+	return nil
 }
 
 // randomString returns n random bytes, base64url-encoded.

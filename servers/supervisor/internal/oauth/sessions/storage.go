@@ -24,6 +24,8 @@
 //   - Every record is labelled with its login's request ID (Pinniped labels access and refresh
 //     tokens only), so that one login's records are found together.
 //
+// Device authorizations (RFC 8628) are one more kind, ours alone (device.go).
+//
 // Revocation lives here, with the storage, because both of its callers do: fosite's revocation
 // of a replayed code and the garbage collector, which share the retry bookkeeping kept in the
 // Secrets' annotations.
@@ -94,7 +96,7 @@ const (
 // NotSessionsSelector selects every object but the sessions' records (Secrets of the kinds above,
 // by their type label), the other Secrets of the namespace included: OIDC clients' secrets, keys,
 // certificates.
-var NotSessionsSelector = TypeLabel + " notin (" + strings.Join([]string{typeAuthcode, typeAccessToken, typeRefreshToken, typePKCE, typeOIDC}, ",") + ")"
+var NotSessionsSelector = TypeLabel + " notin (" + strings.Join([]string{typeAuthcode, typeAccessToken, typeRefreshToken, typePKCE, typeOIDC, typeDevice}, ",") + ")"
 
 var storageLifetimes = map[string]time.Duration{
 	typeAuthcode:     MaxRecordLifetime,
@@ -102,6 +104,8 @@ var storageLifetimes = map[string]time.Duration{
 	typeRefreshToken: SessionLifetime + AccessTokenLifetime,
 	typePKCE:         AuthorizeCodeLifetime + time.Minute,
 	typeOIDC:         AuthorizeCodeLifetime + time.Minute,
+	// A device authorization's is counted from its expiry, not from its creation.
+	typeDevice: AuthorizeCodeLifetime,
 }
 
 // MaxRecordLifetime is the longest a record is kept: an authorization code's, which outlives its
@@ -115,7 +119,13 @@ func SecretType(t string) corev1.SecretType { return corev1.SecretType("storage.
 // Pinniped names it: the signature's bytes (fosite's signatures are base64; any other string is
 // taken as it is) in lower-case unpadded base32, a valid name whatever the signature holds.
 func SecretName(t, signature string) string {
-	return "pinniped-storage-" + t + "-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(signatureBytes(signature)))
+	return "pinniped-storage-" + t + "-" + nameOf(signature)
+}
+
+// nameOf is a signature's bytes in lower-case unpadded base32: only letters and digits, valid in
+// a name and as a label value.
+func nameOf(signature string) string {
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(signatureBytes(signature)))
 }
 
 // signatureBytes decodes a base64 signature in the first of the encodings that accepts it, in

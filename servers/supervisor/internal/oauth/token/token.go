@@ -1,7 +1,7 @@
 // Package token serves the token endpoint: it redeems authorization codes, refreshes tokens
-// after re-checking the user at the upstream identity provider, and exchanges an access token
-// for a cluster-scoped ID token (RFC 8693 token exchange, the grant of the pinniped CLI's
-// kubectl logins).
+// after re-checking the user at the upstream identity provider, exchanges an access token for a
+// cluster-scoped ID token (RFC 8693 token exchange, the grant of the pinniped CLI's kubectl
+// logins), and answers device code polls (RFC 8628), redeeming the approved login's code.
 package token
 
 import (
@@ -47,7 +47,7 @@ func New(p *provider.Provider) http.Handler {
 func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p.AuditParams(ctx, r.Form, auditedParams)
-	client, basic := clientID(r)
+	client, basic := provider.ClientID(r)
 	if basic {
 		p.Audit.Event(ctx, "HTTP Request Basic Auth", audit.Fields{}, "clientID", client)
 	}
@@ -58,11 +58,14 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 	if p.ClientFailures.Blocked(client, source) {
 		fositeCtx = provider.WithoutNewComparisons(ctx)
 	}
+	if r.PostForm.Get("grant_type") == provider.GrantDeviceCode && !p.pollDevice(w, r) {
+		return
+	}
 	ar, err := p.OAuth.NewAccessRequest(fositeCtx, r, sessions.NewSession())
 	if err != nil {
 		switch {
 		case errors.Is(err, provider.ErrComparisonRefused):
-			err = errClientBlocked
+			err = provider.ErrClientBlocked
 		case errors.Is(err, fosite.ErrInvalidClient) && p.KnownClient(ctx, client):
 			// Only failures that cost a secret comparison count: an unknown client costs
 			// nothing, and counting it would let made-up client IDs crowd out the real ones.
@@ -115,22 +118,6 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 // deleted the login's PKCE or OpenID Connect record.
 func lostCodeRace(err error) bool {
 	return errors.Is(err, sessions.ErrAlreadyUsed) || errors.Is(err, fosite.ErrInvalidatedAuthorizeCode) || errors.Is(err, fosite.ErrNotFound)
-}
-
-// errClientBlocked answers a client that failed to authenticate too often from its source, with
-// a secret not verified before: invalid_client, as any failed client authentication.
-var errClientBlocked = fosite.ErrInvalidClient.WithHint("Too many failed client authentications; try again later.")
-
-// clientID is the client a token request names, in its HTTP basic credentials (form-encoded, RFC
-// 6749 2.3.1), and then basic is true, or in its form.
-func clientID(r *http.Request) (id string, basic bool) {
-	if id, _, ok := r.BasicAuth(); ok {
-		if unescaped, err := url.QueryUnescape(id); err == nil {
-			return unescaped, true
-		}
-		return id, true
-	}
-	return r.PostFormValue("client_id"), false
 }
 
 // refusedRefresh is the error of a refresh that the upstream check refused.
