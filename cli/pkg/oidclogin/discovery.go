@@ -27,11 +27,13 @@ const supervisorDiscoveryKey = "discovery.supervisor.pinniped.dev/v1alpha1"
 
 // Discovery is what an issuer's OpenID Connect discovery document says.
 type Discovery struct {
-	Issuer                 string
-	AuthorizationEndpoint  string
-	TokenEndpoint          string
-	ScopesSupported        []string
-	ResponseModesSupported []string
+	Issuer                string
+	AuthorizationEndpoint string
+	TokenEndpoint         string
+	// DeviceAuthorizationEndpoint is RFC 8628's endpoint, empty when the issuer offers none.
+	DeviceAuthorizationEndpoint string
+	ScopesSupported             []string
+	ResponseModesSupported      []string
 	// IdentityProvidersEndpoint lists a Pinniped Supervisor's upstream identity providers; it is
 	// empty for other issuers.
 	IdentityProvidersEndpoint string
@@ -68,13 +70,14 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (*Discove
 		return nil, fmt.Errorf("decoding the discovery document of %s: %w", issuer, err)
 	}
 	d := &Discovery{
-		Issuer:                    issuer,
-		AuthorizationEndpoint:     provider.Endpoint().AuthURL,
-		TokenEndpoint:             provider.Endpoint().TokenURL,
-		ScopesSupported:           doc.ScopesSupported,
-		ResponseModesSupported:    doc.ResponseModesSupported,
-		IdentityProvidersEndpoint: doc.Supervisor.IdentityProvidersEndpoint,
-		provider:                  provider,
+		Issuer:                      issuer,
+		AuthorizationEndpoint:       provider.Endpoint().AuthURL,
+		TokenEndpoint:               provider.Endpoint().TokenURL,
+		DeviceAuthorizationEndpoint: provider.Endpoint().DeviceAuthURL,
+		ScopesSupported:             doc.ScopesSupported,
+		ResponseModesSupported:      doc.ResponseModesSupported,
+		IdentityProvidersEndpoint:   doc.Supervisor.IdentityProvidersEndpoint,
+		provider:                    provider,
 	}
 	// The endpoints receive codes, passwords and tokens.
 	if err := requireHTTPS(d.AuthorizationEndpoint, "the issuer's authorization endpoint"); err != nil {
@@ -82,6 +85,11 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (*Discove
 	}
 	if err := requireHTTPS(d.TokenEndpoint, "the issuer's token endpoint"); err != nil {
 		return nil, err
+	}
+	if d.DeviceAuthorizationEndpoint != "" {
+		if err := requireHTTPS(d.DeviceAuthorizationEndpoint, "the issuer's device authorization endpoint"); err != nil {
+			return nil, err
+		}
 	}
 	if d.IsSupervisor() && !strings.HasPrefix(d.IdentityProvidersEndpoint, strings.TrimSuffix(issuer, "/")+"/") {
 		return nil, fmt.Errorf("the %s endpoint %q of %s is not served by the issuer", supervisorDiscoveryKey, d.IdentityProvidersEndpoint, issuer)

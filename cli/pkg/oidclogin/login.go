@@ -14,6 +14,10 @@
 //     may paste the code (or the whole redirect URL) instead, for hosts whose browser cannot reach
 //     the listener. The authorization URL is opened with $BROWSER or the system's opener, and
 //     printed on a line of its own.
+//   - device (LoginFlow, Supervisor and any issuer with RFC 8628's device authorization endpoint):
+//     the user approves the login in a browser on any device, with the code the program shows,
+//     while the program polls. Chosen by default when this machine can neither open a browser
+//     nor prompt for a pasted code.
 //   - cli_password (Pinniped Supervisor only): the username and password go as the headers
 //     Pinniped-Username and Pinniped-Password on the authorization request, whose redirect carries
 //     the code; nothing listens and no browser is involved.
@@ -44,6 +48,16 @@ import (
 const (
 	FlowBrowserAuthcode = "browser_authcode"
 	FlowCLIPassword     = "cli_password"
+)
+
+// How the program logs in at the issuer when the upstream flow is a browser's (Config.LoginFlow).
+const (
+	// LoginFlowBrowser: a browser on this machine comes back to the localhost listener, or the
+	// user pastes the code.
+	LoginFlowBrowser = "browser"
+	// LoginFlowDevice: the device authorization grant (RFC 8628); the user approves in a browser
+	// on any device. The issuer must offer it (the Supervisor does).
+	LoginFlowDevice = "device"
 )
 
 const (
@@ -80,6 +94,10 @@ type Config struct {
 	// Flow is FlowBrowserAuthcode or FlowCLIPassword. Empty means the chosen upstream identity
 	// provider's preferred flow, or FlowBrowserAuthcode.
 	Flow string
+	// LoginFlow is LoginFlowBrowser or LoginFlowDevice. Empty means the browser, unless this
+	// machine can neither open a browser (see browserAvailable) nor prompt (no Prompter) and the
+	// issuer offers the device flow.
+	LoginFlow string
 	// RequestAudience, when set, asks for an ID token for this audience by RFC 8693 token exchange.
 	RequestAudience string
 
@@ -165,6 +183,14 @@ func newLogin(cfg Config) (*login, error) {
 	case "", FlowBrowserAuthcode, FlowCLIPassword:
 	default:
 		return nil, fmt.Errorf("unknown login flow %q: must be %s or %s", cfg.Flow, FlowBrowserAuthcode, FlowCLIPassword)
+	}
+	switch cfg.LoginFlow {
+	case "", LoginFlowBrowser, LoginFlowDevice:
+	default:
+		return nil, fmt.Errorf("unknown login flow %q: must be %s or %s", cfg.LoginFlow, LoginFlowBrowser, LoginFlowDevice)
+	}
+	if cfg.LoginFlow == LoginFlowDevice && cfg.Flow == FlowCLIPassword {
+		return nil, fmt.Errorf("the %s login flow logs in through a browser: it cannot use the upstream flow %s", LoginFlowDevice, FlowCLIPassword)
 	}
 	l := &login{cfg: cfg, out: cfg.Out, now: cfg.Now, openURL: cfg.OpenURL}
 	l.scopes = slices.Clone(cfg.Scopes)
@@ -331,6 +357,7 @@ func (l *login) refresh(ctx context.Context, cached *Token) (*Token, error) {
 func (l *login) fullLogin(ctx context.Context) (*Token, error) {
 	flow := l.cfg.Flow
 	a := newAuthRequest()
+	var idpParams []oauth2.AuthCodeOption
 	if name := l.cfg.UpstreamIdentityProviderName; name != "" {
 		if !l.disc.IsSupervisor() {
 			return nil, fmt.Errorf("an upstream identity provider (%q) can only be chosen at a Pinniped Supervisor, and %s is not one", name, l.cfg.Issuer)
@@ -351,9 +378,21 @@ func (l *login) fullLogin(ctx context.Context) (*Token, error) {
 		case len(idp.Flows) > 0 && !slices.Contains(idp.Flows, flow):
 			return nil, fmt.Errorf("identity provider %q supports the login flows %s, not %s", name, strings.Join(idp.Flows, ", "), flow)
 		}
-		a.params = append(a.params,
-			oauth2.SetAuthURLParam("pinniped_idp_name", idp.Name),
-			oauth2.SetAuthURLParam("pinniped_idp_type", idp.Type))
+		idpParams = []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("pinniped_idp_name", idp.Name), oauth2.SetAuthURLParam("pinniped_idp_type", idp.Type)}
+		a.params = append(a.params, idpParams...)
+		if l.cfg.LoginFlow == LoginFlowDevice && !slices.Contains(idp.Flows, FlowBrowserAuthcode) {
+			return nil, fmt.Errorf("identity provider %q has no browser login (%s), which the %s login flow needs", name, FlowBrowserAuthcode, LoginFlowDevice)
+		}
+		if l.cfg.LoginFlow == LoginFlowDevice {
+			flow = FlowBrowserAuthcode
+		}
+	}
+	if (flow == "" || flow == FlowBrowserAuthcode) && l.useDevice() {
+		if l.disc.DeviceAuthorizationEndpoint == "" {
+			return nil, fmt.Errorf("%s offers no device authorization endpoint for the %s login flow", l.cfg.Issuer, LoginFlowDevice)
+		}
+		l.logf("logging in with the %s flow", LoginFlowDevice)
+		return l.deviceLogin(ctx, idpParams)
 	}
 	switch flow {
 	case FlowCLIPassword:
@@ -364,6 +403,19 @@ func (l *login) fullLogin(ctx context.Context) (*Token, error) {
 		return l.browserLogin(ctx, a)
 	}
 	return nil, fmt.Errorf("the Supervisor offers the login flow %q, which this client does not know", flow)
+}
+
+// useDevice reports whether a browser login goes through the device flow: when asked, or by
+// default when this machine can neither open a browser nor prompt for a pasted code and the
+// issuer offers it.
+func (l *login) useDevice() bool {
+	switch l.cfg.LoginFlow {
+	case LoginFlowDevice:
+		return true
+	case LoginFlowBrowser:
+		return false
+	}
+	return l.cfg.Prompter == nil && (l.cfg.SkipBrowser || !browserAvailable(os.Getenv)) && l.disc.DeviceAuthorizationEndpoint != ""
 }
 
 // authRequest is the secret state of one authorization request.

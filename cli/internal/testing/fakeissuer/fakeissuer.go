@@ -1,8 +1,9 @@
 // Package fakeissuer is an OpenID Connect issuer double for the CLI's tests, which can pose as a
 // Pinniped Supervisor: discovery (with response_mode=form_post and the Supervisor's identity
 // provider discovery when asked), JWKS, an authorization endpoint that logs one user in at once
-// (or checks the cli_password flow's headers), and a token endpoint for the authorization code
-// (with PKCE), refresh token and RFC 8693 token exchange grants. It also plays the browser.
+// (or checks the cli_password flow's headers), a device authorization endpoint when asked, and a
+// token endpoint for the authorization code (with PKCE), refresh token, RFC 8693 token exchange
+// and RFC 8628 device code grants. It also plays the browser.
 package fakeissuer
 
 import (
@@ -52,7 +53,18 @@ type Options struct {
 	IDTokenLifetime time.Duration
 	// Warnings are sent as Warning headers on token responses.
 	Warnings []string
+	// Device serves the device authorization grant. DevicePolls are the errors its polls get,
+	// in order (authorization_pending, access_denied, ...); the polls after them get tokens.
+	Device      bool
+	DevicePolls []string
 }
+
+// The device authorization's answer.
+const (
+	DeviceCode      = "fake-device-code"
+	UserCode        = "BCDF-GHJK"
+	VerificationURI = "/device"
+)
 
 // IdentityProvider is an entry of identity provider discovery.
 type IdentityProvider struct {
@@ -76,13 +88,14 @@ type Issuer struct {
 	accessTokens   map[string]time.Time
 	refreshTokens  map[string]bool
 	authorizations []url.Values
+	devicePolls    []string
 	counts         Counts
 	upstreamDown   bool
 }
 
 // Counts says how often each grant was served.
 type Counts struct {
-	Authorizations, CodeExchanges, Refreshes, TokenExchanges int
+	Authorizations, CodeExchanges, Refreshes, TokenExchanges, DevicePolls int
 }
 
 type grant struct {
@@ -115,6 +128,10 @@ func New(t testing.TB, opts Options) *Issuer {
 	mux.HandleFunc("GET /v1alpha1/pinniped_identity_providers", i.identityProviders)
 	mux.HandleFunc("GET /oauth2/authorize", i.authorize)
 	mux.HandleFunc("POST /oauth2/token", i.token)
+	if opts.Device {
+		mux.HandleFunc("POST /oauth2/device_authorization", i.deviceAuthorization)
+		i.devicePolls = slices.Clone(opts.DevicePolls)
+	}
 	i.server = httptest.NewTLSServer(mux)
 	t.Cleanup(i.server.Close)
 	i.URL = i.server.URL
@@ -165,6 +182,9 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 		"id_token_signing_alg_values_supported": []string{"ES256"},
 		"code_challenge_methods_supported":      []string{"S256"},
 		"scopes_supported":                      []string{"openid", "offline_access", "email", "profile", "groups"},
+	}
+	if i.opts.Device {
+		doc["device_authorization_endpoint"] = i.URL + "/oauth2/device_authorization"
 	}
 	if i.opts.FormPost {
 		doc["response_modes_supported"] = []string{"query", "form_post"}
@@ -244,6 +264,8 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 		i.refresh(w, r.PostForm)
 	case "urn:ietf:params:oauth:grant-type:token-exchange":
 		i.exchange(w, r.PostForm)
+	case "urn:ietf:params:oauth:grant-type:device_code":
+		i.pollDevice(w, r.PostForm)
 	default:
 		oauthError(w, "unsupported_grant_type", "")
 	}
@@ -265,6 +287,41 @@ func (i *Issuer) redeemCode(w http.ResponseWriter, form url.Values) {
 		oauthError(w, "invalid_grant", "PKCE verifier does not match the challenge")
 	default:
 		i.issue(w, g.clientID, g.nonce, slices.Contains(g.scopes, "offline_access"))
+	}
+}
+
+// deviceAuthorization answers with the fixed codes, polled every second, and keeps the request
+// among the authorizations.
+func (i *Issuer) deviceAuthorization(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, "invalid_request", err.Error())
+		return
+	}
+	i.mu.Lock()
+	i.authorizations = append(i.authorizations, r.PostForm)
+	i.counts.Authorizations++
+	i.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"device_code": DeviceCode, "user_code": UserCode,
+		"verification_uri": i.URL + VerificationURI, "verification_uri_complete": i.URL + VerificationURI + "?user_code=" + UserCode,
+		"expires_in": 600, "interval": 1})
+}
+
+// pollDevice answers a poll with the next of Options.DevicePolls, then with tokens.
+func (i *Issuer) pollDevice(w http.ResponseWriter, form url.Values) {
+	i.mu.Lock()
+	i.counts.DevicePolls++
+	var answer string
+	if len(i.devicePolls) > 0 {
+		answer, i.devicePolls = i.devicePolls[0], i.devicePolls[1:]
+	}
+	i.mu.Unlock()
+	switch {
+	case form.Get("device_code") != DeviceCode:
+		oauthError(w, "invalid_grant", "unknown device code")
+	case answer != "":
+		oauthError(w, answer, "")
+	default:
+		i.issue(w, form.Get("client_id"), "", true)
 	}
 }
 

@@ -323,3 +323,34 @@ func TestDeviceFlowConfidentialClient(t *testing.T) {
 		t.Errorf("claims %v", claims)
 	}
 }
+
+// TestDeviceFlowIdentityProviders: with several identity providers the approval leads to the
+// chooser, unless the client named one at the device authorization endpoint.
+func TestDeviceFlowIdentityProviders(t *testing.T) {
+	ups := &fakeUpstreams{}
+	ups.add(issuer.TypeLDAP, "corp-ldap", newFakeDirectory())
+	h := newHarnessWith(t, ups, ldapIDP(issuer.TypeLDAP), issuer.IdentityProvider{
+		DisplayName: idpName, Type: issuer.TypeOIDC, Flows: []issuer.Flow{issuer.FlowBrowserAuthcode},
+		Kind: "OIDCIdentityProvider", Name: "upstream-idp", UID: "idp-uid",
+	})
+	csrf := h.verificationPage(h.issuerURL + provider.DevicePath)
+
+	da, err := h.deviceCLI().DeviceAuth(h.clientContext())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, page := h.enterCode(csrf, da.UserCode, "approve"); resp.Request.URL.Path != "/fd"+provider.ChooseIdentityProviderPath || len(chooserLink.FindAllString(page, -1)) != 2 {
+		t.Errorf("approval without an identity provider led to %s %s; want the chooser", resp.Status, resp.Request.URL)
+	}
+
+	da, err = h.deviceCLI().DeviceAuth(h.clientContext(), oauth2.SetAuthURLParam("pinniped_idp_name", idpName), oauth2.SetAuthURLParam("pinniped_idp_type", "oidc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, page := h.enterCode(csrf, da.UserCode, "approve"); resp.Request.URL.Path != "/fd"+provider.DeviceCallbackPath || !strings.Contains(page, "Your device is logged in") {
+		t.Errorf("approval naming %s led to %s %s", idpName, resp.Status, resp.Request.URL)
+	}
+	if status, body := h.poll(da.DeviceCode); status != http.StatusOK {
+		t.Errorf("poll: %d %v", status, body)
+	}
+}

@@ -72,6 +72,7 @@ type flags struct {
 	upstreamIDPName     string
 	upstreamIDPType     string
 	upstreamIDPFlow     string
+	oidcFlow            string
 
 	credentialCache    string
 	credentialCacheSet bool
@@ -134,6 +135,7 @@ func newCommand(d deps.Deps, interval time.Duration) *cobra.Command {
 	fs.StringVar(&f.upstreamIDPName, "upstream-identity-provider-name", "", "The name of the upstream identity provider used during login with a Supervisor (default: the Supervisor's only one)")
 	fs.StringVar(&f.upstreamIDPType, "upstream-identity-provider-type", "", "The type of the upstream identity provider used during login with a Supervisor (e.g. 'oidc', 'ldap', 'activedirectory', 'github')")
 	fs.StringVar(&f.upstreamIDPFlow, "upstream-identity-provider-flow", "", "The type of client flow to use with the upstream identity provider during login with a Supervisor (e.g. 'browser_authcode', 'cli_password')")
+	fs.StringVar(&f.oidcFlow, "oidc-flow", "", "How the kubeconfig's logins reach the issuer when the upstream identity provider's login is in a browser: 'browser' or 'device' (the device authorization grant: approve in a browser on any device, with a code) (default: the login command's default)")
 
 	fs.StringVar(&f.credentialCache, "credential-cache", "", "Path to cluster-specific credentials cache (passed through to the login command only when set)")
 	fs.StringVar(&f.cliPath, "pinniped-cli-path", "", "Full path or executable name for the Pinniped CLI binary to be embedded in the resulting kubeconfig output (default: this executable)")
@@ -164,6 +166,12 @@ func run(ctx context.Context, d deps.Deps, f flags) error {
 	}
 	if f.authType != "" && f.authType != "jwt" && f.authType != "webhook" {
 		return fmt.Errorf("invalid --concierge-authenticator-type %q: must be jwt or webhook", f.authType)
+	}
+	switch {
+	case f.oidcFlow != "" && f.oidcFlow != oidclogin.LoginFlowBrowser && f.oidcFlow != oidclogin.LoginFlowDevice:
+		return fmt.Errorf("invalid --oidc-flow %q: must be %s or %s", f.oidcFlow, oidclogin.LoginFlowBrowser, oidclogin.LoginFlowDevice)
+	case f.oidcFlow == oidclogin.LoginFlowDevice && f.upstreamIDPFlow == oidclogin.FlowCLIPassword:
+		return fmt.Errorf("--oidc-flow=%s logs in through a browser: it cannot use --upstream-identity-provider-flow=%s", oidclogin.LoginFlowDevice, oidclogin.FlowCLIPassword)
 	}
 	if strings.Contains(f.oidcRequestAudience, ".pinniped.dev") {
 		return fmt.Errorf("--oidc-request-audience %q must not contain \".pinniped.dev\": that substring is reserved for the Supervisor's own audiences", f.oidcRequestAudience)
@@ -402,6 +410,9 @@ func (f flags) oidcArgs(ctx context.Context, c *concierge) ([]string, error) {
 	if !f.oidcScopesSet {
 		scopes = defaultScopesFor(disc)
 	}
+	if f.oidcFlow == oidclogin.LoginFlowDevice && disc.DeviceAuthorizationEndpoint == "" {
+		return nil, fmt.Errorf("--oidc-flow=%s: %s offers no device authorization endpoint", oidclogin.LoginFlowDevice, issuer)
+	}
 	idpName, idpType := f.upstreamIDPName, f.upstreamIDPType
 	if disc.IsSupervisor() {
 		if audience == "" {
@@ -440,6 +451,7 @@ func (f flags) oidcArgs(ctx context.Context, c *concierge) ([]string, error) {
 		{"--upstream-identity-provider-name", idpName},
 		{"--upstream-identity-provider-type", idpType},
 		{"--upstream-identity-provider-flow", f.upstreamIDPFlow},
+		{"--flow", f.oidcFlow},
 	} {
 		if p[1] != "" {
 			args = append(args, p[0]+"="+p[1])

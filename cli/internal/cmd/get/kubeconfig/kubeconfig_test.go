@@ -105,6 +105,9 @@ func TestRun(t *testing.T) {
 	plain := fakeissuer.New(t, fakeissuer.Options{})
 	sup := fakeissuer.New(t, fakeissuer.Options{Supervisor: true, IdentityProviders: []fakeissuer.IdentityProvider{
 		{Name: "my-ldap", Type: "ldap", Flows: []string{"cli_password", "browser_authcode"}}}})
+	supDevice := fakeissuer.New(t, fakeissuer.Options{Supervisor: true, Device: true, IdentityProviders: []fakeissuer.IdentityProvider{
+		{Name: "my-oidc", Type: "oidc", Flows: []string{"browser_authcode"}},
+	}})
 	sup2 := fakeissuer.New(t, fakeissuer.Options{Supervisor: true, IdentityProviders: []fakeissuer.IdentityProvider{
 		{Name: "my-ldap", Type: "ldap", Flows: []string{"cli_password", "browser_authcode"}},
 		{Name: "my-github", Type: "github", Flows: []string{"browser_authcode"}}}})
@@ -256,6 +259,33 @@ func TestRun(t *testing.T) {
 				"--scopes=offline_access,openid,pinniped:request-audience,username,groups", "--ca-bundle-data=" + b64(sup2.CABundle),
 				"--session-cache=/tmp/s.yaml", "--request-audience=cluster-1", "--upstream-identity-provider-name=my-ldap",
 				"--upstream-identity-provider-type=ldap", "--upstream-identity-provider-flow=cli_password"}),
+		},
+		{
+			name:       "device flow",
+			objects:    []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(supDevice)},
+			args:       []string{"--oidc-flow=device"},
+			wantServer: clusterServer, wantCA: clusterCA,
+			wantArgs: login("oidc", concierge("jwt", "jwt", clusterServer, clusterCA), []string{"--issuer=" + supDevice.URL, "--client-id=pinniped-cli",
+				"--scopes=offline_access,openid,pinniped:request-audience,username,groups", "--ca-bundle-data=" + b64(supDevice.CABundle),
+				"--request-audience=cluster-1", "--upstream-identity-provider-name=my-oidc", "--upstream-identity-provider-type=oidc", "--flow=device"}),
+		},
+		{
+			name:    "device flow at an issuer without it",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(sup)},
+			args:    []string{"--oidc-flow=device"},
+			wantErr: "--oidc-flow=device: " + sup.URL + " offers no device authorization endpoint",
+		},
+		{
+			name:    "device flow with the cli_password flow",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(supDevice)},
+			args:    []string{"--oidc-flow=device", "--upstream-identity-provider-flow=cli_password"},
+			wantErr: "--oidc-flow=device logs in through a browser: it cannot use --upstream-identity-provider-flow=cli_password",
+		},
+		{
+			name:    "unknown flow",
+			objects: []runtime.Object{credentialIssuerWith("ci", tcrStrategy), jwtFor(supDevice)},
+			args:    []string{"--oidc-flow=pigeon"},
+			wantErr: `invalid --oidc-flow "pigeon": must be browser or device`,
 		},
 		{
 			name:    "Supervisor with several identity providers",

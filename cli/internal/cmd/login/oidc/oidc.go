@@ -54,6 +54,7 @@ type flags struct {
 	upstreamIDPName   string
 	upstreamIDPType   string
 	upstreamIDPFlow   string
+	loginFlow         string
 	concierge         credentialplugin.ConciergeFlags
 	credentialCache   string
 }
@@ -89,6 +90,7 @@ func NewCommand(d deps.Deps) *cobra.Command {
 	fs.StringVar(&f.upstreamIDPName, "upstream-identity-provider-name", "", "The name of the upstream identity provider used during login with a Supervisor")
 	fs.StringVar(&f.upstreamIDPType, "upstream-identity-provider-type", "oidc", "The type of the upstream identity provider used during login with a Supervisor (e.g. 'oidc', 'ldap', 'activedirectory', 'github')")
 	fs.StringVar(&f.upstreamIDPFlow, "upstream-identity-provider-flow", "", "The type of client flow to use with the upstream identity provider during login with a Supervisor (e.g. 'browser_authcode', 'cli_password')")
+	fs.StringVar(&f.loginFlow, "flow", "", "How to log in at the issuer when the upstream identity provider's login is in a browser: 'browser' (a browser on this machine, or a pasted code) or 'device' (approve in a browser on any device, with a code; RFC 8628) (default: browser, or device when this machine can neither open a browser nor prompt on a terminal)")
 	f.concierge.AddFlags(cmd)
 	fs.StringVar(&f.credentialCache, "credential-cache", credentialplugin.DefaultCredentialCache, "Path to cluster-specific credentials cache (\"\" disables the cache)")
 	_ = fs.MarkHidden("skip-listen")
@@ -115,6 +117,11 @@ func run(ctx context.Context, d deps.Deps, f *flags) error {
 	case "", oidclogin.FlowBrowserAuthcode, oidclogin.FlowCLIPassword:
 	default:
 		return fmt.Errorf("invalid --upstream-identity-provider-flow (or $%s) %q: must be %s or %s", flowEnv, flow, oidclogin.FlowBrowserAuthcode, oidclogin.FlowCLIPassword)
+	}
+	switch f.loginFlow {
+	case "", oidclogin.LoginFlowBrowser, oidclogin.LoginFlowDevice:
+	default:
+		return fmt.Errorf("invalid --flow %q: must be %s or %s", f.loginFlow, oidclogin.LoginFlowBrowser, oidclogin.LoginFlowDevice)
 	}
 	caBundle, err := f.readCABundle()
 	if err != nil {
@@ -144,6 +151,7 @@ func run(ctx context.Context, d deps.Deps, f *flags) error {
 		UpstreamIdentityProviderName: f.upstreamIDPName,
 		UpstreamIdentityProviderType: f.upstreamIDPType,
 		Flow:                         flow,
+		LoginFlow:                    f.loginFlow,
 		RequestAudience:              f.requestAudience,
 		ListenPort:                   f.listenPort,
 		SkipListen:                   f.skipListen,

@@ -340,6 +340,7 @@ func TestErrors(t *testing.T) {
 		{name: "missing CA file", args: e.args("--ca-bundle=/nonexistent/ca.pem"), wantErr: "reading --ca-bundle"},
 		{name: "bad flow", args: e.args(), vars: map[string]string{"PINNIPED_UPSTREAM_IDENTITY_PROVIDER_FLOW": "device"},
 			wantErr: `invalid --upstream-identity-provider-flow (or $PINNIPED_UPSTREAM_IDENTITY_PROVIDER_FLOW) "device"`},
+		{name: "bad login flow", args: e.args("--flow=pigeon"), wantErr: `invalid --flow "pigeon": must be browser or device`},
 		{name: "Concierge without authenticator", args: e.args("--enable-concierge", "--concierge-authenticator-type=jwt", "--concierge-endpoint=https://c"),
 			wantErr: "--concierge-authenticator-name is required"},
 		{name: "password flow without credentials", args: e.args("--upstream-identity-provider-flow=cli_password", "--credential-cache="),

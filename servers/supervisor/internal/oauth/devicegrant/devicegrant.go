@@ -34,7 +34,7 @@ import (
 const maxEntries = 5
 
 // auditedParams are the device authorization parameters whose values the audit log shows.
-var auditedParams = sets.New("client_id", "scope")
+var auditedParams = sets.New("client_id", "scope", "pinniped_idp_name", "pinniped_idp_type")
 
 // endpoints serves the device endpoints of an issuer.
 type endpoints struct{ *provider.Provider }
@@ -61,7 +61,8 @@ type authorizationResponse struct {
 }
 
 // authorize serves the device authorization endpoint: an authenticated client allowed the grant
-// asks for scopes it may ask for, and gets its codes.
+// asks for scopes it may ask for, and perhaps for an identity provider as at the authorize
+// endpoint (pinniped_idp_name, pinniped_idp_type), and gets its codes.
 func (p endpoints) authorize(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if !provider.AllowMethods(w, r, http.MethodPost) {
@@ -94,7 +95,9 @@ func (p endpoints) authorize(w http.ResponseWriter, r *http.Request) {
 		p.OAuth.WriteAccessError(ctx, w, nil, fosite.ErrServerError.WithWrap(err))
 		return
 	}
-	a := sessions.DeviceAuthorization{Authorization: device.NewAuthorization(p.Now()), ClientID: client.GetID(), Scopes: scopes}
+	// The identity provider is checked when the login starts, as for any authorize request.
+	a := sessions.DeviceAuthorization{Authorization: device.NewAuthorization(p.Now()), ClientID: client.GetID(), Scopes: scopes,
+		IDPName: r.PostForm.Get("pinniped_idp_name"), IDPType: r.PostForm.Get("pinniped_idp_type")}
 	key := p.Issuer.TokenSigningKey
 	if err := p.Storage.CreateDevice(ctx, device.Signature(key, device.KindDeviceCode, deviceCode), device.Signature(key, device.KindUserCode, userCode), a); err != nil {
 		p.OAuth.WriteAccessError(ctx, w, nil, fosite.ErrServerError.WithWrap(err))
@@ -254,6 +257,11 @@ func (p endpoints) approve(w http.ResponseWriter, r *http.Request, d *sessions.D
 		"state":                 {state},
 		"code_challenge":        {base64.RawURLEncoding.EncodeToString(challenge[:])},
 		"code_challenge_method": {"S256"},
+	}
+	for key, value := range map[string]string{"pinniped_idp_name": d.IDPName, "pinniped_idp_type": d.IDPType} {
+		if value != "" {
+			q.Set(key, value)
+		}
 	}
 	to := url.URL{Path: p.Issuer.Path(provider.AuthorizePath), RawQuery: q.Encode()}
 	http.Redirect(w, r, to.String(), http.StatusSeeOther)

@@ -32,6 +32,10 @@ type DeviceAuthorization struct {
 	device.Authorization
 	ClientID string   `json:"clientID"`
 	Scopes   []string `json:"scopes"`
+	// IDPName and IDPType are the identity provider the client named (pinniped_idp_name and
+	// pinniped_idp_type), for the login the verification page starts; empty for any.
+	IDPName string `json:"idpName,omitempty"`
+	IDPType string `json:"idpType,omitempty"`
 	// Attempts counts the times the user code was entered at the verification page.
 	Attempts int `json:"attempts"`
 	// Code and Verifier are the authorization code of the approved login and its PKCE verifier,
