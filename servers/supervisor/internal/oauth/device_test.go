@@ -173,9 +173,11 @@ func TestDeviceFlowRefusals(t *testing.T) {
 	}
 	csrf := h.verificationPage(h.issuerURL + provider.DevicePath)
 
-	// Each case enters codes from the same source: each starts with the source's full burst.
+	// Each case starts requests and enters codes from the same source: each starts with the
+	// source's full bursts.
 	run := func(name string, f func(t *testing.T)) {
 		h.endpoints.shared.DeviceCodes = provider.NewDeviceCodeLimiter(time.Now)
+		h.endpoints.shared.DeviceStarts = provider.NewDeviceStartLimiter(time.Now)
 		t.Run(name, f)
 	}
 
@@ -276,6 +278,21 @@ func TestDeviceFlowRefusals(t *testing.T) {
 		}
 		if status, body := h.postToken(url.Values{"grant_type": {provider.GrantDeviceCode}, "device_code": {da.DeviceCode}}, clientID, "wrong"); status != http.StatusUnauthorized || body["error"] != "invalid_client" {
 			t.Errorf("a poll with a wrong secret: %d %v, want invalid_client", status, body)
+		}
+	})
+
+	run("too many device authorizations from one source", func(t *testing.T) {
+		refused := 0
+		for range 40 {
+			if status, body := h.postTo(provider.DeviceAuthorizationPath, url.Values{"client_id": {provider.PinnipedCLIClientID}}, "", ""); status == http.StatusTooManyRequests {
+				if body["error"] != "slow_down" {
+					t.Errorf("refusal %v", body)
+				}
+				refused++
+			}
+		}
+		if refused == 0 {
+			t.Error("40 device authorizations from one source at once were all stored")
 		}
 	})
 

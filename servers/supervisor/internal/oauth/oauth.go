@@ -36,8 +36,8 @@ var _ issuer.Endpoints = (*Endpoints)(nil)
 func New(storage *sessions.Storage, connectors provider.Connectors) *Endpoints {
 	return &Endpoints{shared: provider.Shared{
 		Storage: storage, Connectors: connectors, Logins: provider.NewLoginLimiter(time.Now),
-		DeviceCodes: provider.NewDeviceCodeLimiter(time.Now),
-		Secrets:     provider.NewSecretChecker(time.Now), ClientFailures: provider.NewClientFailures(time.Now), Now: time.Now,
+		DeviceCodes: provider.NewDeviceCodeLimiter(time.Now), DeviceStarts: provider.NewDeviceStartLimiter(time.Now),
+		Secrets: provider.NewSecretChecker(time.Now), ClientFailures: provider.NewClientFailures(time.Now), Now: time.Now,
 	}}
 }
 

@@ -78,6 +78,13 @@ func (p endpoints) authorize(w http.ResponseWriter, r *http.Request) {
 		p.OAuth.WriteAccessError(ctx, w, nil, fosite.ErrUnauthorizedClient.WithHint("The client is not allowed the device authorization grant."))
 		return
 	}
+	if !p.AllowDeviceStart(r) {
+		w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "slow_down", "error_description": "Too many device authorizations from this address; try again in a minute."})
+		return
+	}
 	scopes := fosite.RemoveEmpty(strings.Split(r.PostForm.Get("scope"), " "))
 	for _, s := range scopes {
 		if !p.ScopeAllowed(ctx, client, s) {

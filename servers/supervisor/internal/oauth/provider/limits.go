@@ -66,6 +66,15 @@ const (
 	deviceCodeInterval = 6 * time.Second
 )
 
+// Device authorizations started per source address: a burst of 30, then one every 2 seconds. Each
+// one stores a record until it expires (about 1 KiB for 20 minutes); a person starts one per
+// login, and a farm of CI runners behind one address 30 a minute, while a flood from one address
+// stores at most 600 records at a time instead of filling etcd.
+const (
+	deviceStartBurst    = 30
+	deviceStartInterval = 2 * time.Second
+)
+
 // AttemptLimiter limits attempts per key (a user, a source) with a token bucket each: password
 // attempts per user of an identity provider, across the FederationDomains that use it, and user
 // code entries per source. Every attempt costs a token, successful ones too: refunding them
@@ -87,6 +96,12 @@ func NewLoginLimiter(now func() time.Time) *AttemptLimiter {
 // NewDeviceCodeLimiter returns the limiter of user code entries, which reads the time from now.
 func NewDeviceCodeLimiter(now func() time.Time) *AttemptLimiter {
 	return &AttemptLimiter{now: now, every: deviceCodeInterval, burst: deviceCodeBurst, keys: map[string]*rate.Limiter{}}
+}
+
+// NewDeviceStartLimiter returns the limiter of device authorizations started, which reads the
+// time from now.
+func NewDeviceStartLimiter(now func() time.Time) *AttemptLimiter {
+	return &AttemptLimiter{now: now, every: deviceStartInterval, burst: deviceStartBurst, keys: map[string]*rate.Limiter{}}
 }
 
 // loginKey is the key of username's password attempts at the identity provider idp. Usernames

@@ -216,6 +216,12 @@ func (p *Provider) AllowUserCodeEntry(r *http.Request) bool {
 	return p.DeviceCodes.allow(clientaddr.Source(r))
 }
 
+// AllowDeviceStart counts a device authorization started from the request's source and reports
+// whether it may be stored (see AttemptLimiter).
+func (p *Provider) AllowDeviceStart(r *http.Request) bool {
+	return p.DeviceStarts.allow(clientaddr.Source(r))
+}
+
 // PasswordLogin checks a username and password with the identity provider's connector.
 func (p *Provider) PasswordLogin(ctx context.Context, res *Resolved, username, password string) (*connectors.Identity, error) {
 	conn, ok := res.Conn.(connectors.PasswordConnector)

@@ -97,8 +97,9 @@ type Shared struct {
 	Clients *OIDCClients
 	// Logins limits password attempts per user of an identity provider, whatever the issuer.
 	Logins *AttemptLimiter
-	// DeviceCodes limits the entries of user codes at the verification pages per source.
-	DeviceCodes *AttemptLimiter
+	// DeviceCodes limits the entries of user codes at the verification pages per source, and
+	// DeviceStarts the device authorizations started.
+	DeviceCodes, DeviceStarts *AttemptLimiter
 	// Secrets compares client secrets with their hashes for every issuer (SecretChecker), and
 	// ClientFailures counts the failed client authentications at the token endpoints.
 	Secrets        *SecretChecker
