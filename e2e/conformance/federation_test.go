@@ -386,15 +386,21 @@ spec:
 // says what it does (PINNIPED_DEBUG), for the tests to see refreshes and new logins.
 func (fl *federatedLogin) user(ctx context.Context, t *testing.T, idpName, flow string, env ...string) cliUser {
 	t.Helper()
+	return fl.userWith(ctx, t, []string{"--upstream-identity-provider-name", idpName, "--upstream-identity-provider-flow", flow}, env...)
+}
+
+// userWith is user with the given get kubeconfig flags choosing the identity provider and the
+// flows.
+func (fl *federatedLogin) userWith(ctx context.Context, t *testing.T, flags []string, env ...string) cliUser {
+	t.Helper()
 	waitForStrategy(ctx, t, fl.kubectlTo, "")
 	proxyEnv, err := steps.ProxyClientEnv(ctx, fl.proxyURL, fl.kubectlTo.KubeconfigFile())
 	if err != nil {
 		t.Fatal(err)
 	}
 	sessions := filepath.Join(t.TempDir(), "sessions.yaml")
-	u := cliUserWithEnv(ctx, t, fl.kubectlTo, proxyEnv, "--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", fl.authName,
-		"--oidc-skip-browser", "--oidc-session-cache", sessions,
-		"--upstream-identity-provider-name", idpName, "--upstream-identity-provider-flow", flow)
+	u := cliUserWithEnv(ctx, t, fl.kubectlTo, proxyEnv, append([]string{"--concierge-authenticator-type", "jwt", "--concierge-authenticator-name", fl.authName,
+		"--oidc-skip-browser", "--oidc-session-cache", sessions}, flags...)...)
 	u.sessionCache, u.extraEnv = sessions, slices.Concat(proxyEnv, env, []string{"PINNIPED_DEBUG=true"})
 	return u
 }

@@ -309,6 +309,18 @@ func TestSupervisorDexLogin(t *testing.T) {
 func federateLDAP(ctx context.Context, t *testing.T, cfg *envconf.Config, name, address string, directory *ldap.LDAP) (*federatedLogin, cliUser) {
 	t.Helper()
 	host := supervisorHost(ctx, t, cfg)
+	createLDAPIDP(ctx, t, cfg, name, address, directory)
+	fl := federate(ctx, t, cfg, host, name, federationIDP(name, "LDAPIdentityProvider", name, ""))
+	bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
+	pinny := fl.user(ctx, t, name, "cli_password", "PINNIPED_USERNAME=pinny", "PINNIPED_PASSWORD="+ldap.DefaultUsers[0].Password)
+	eventually(ctx, t, func() error { _, err := pinny.kubectl(ctx, "get", "pods", "-n", "kube-system"); return err })
+	return fl, pinny
+}
+
+// createLDAPIDP creates the LDAPIdentityProvider name (and its bind Secret name-bind) for the
+// directory, reached at address, and waits until it is Ready.
+func createLDAPIDP(ctx context.Context, t *testing.T, cfg *envconf.Config, name, address string, directory *ldap.LDAP) {
+	t.Helper()
 	idp := &idpv1alpha1.LDAPIdentityProvider{
 		TypeMeta:   idpTypeMeta("LDAPIdentityProvider"),
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: underTest(ctx).Supervisor.Namespace},
@@ -324,11 +336,6 @@ func federateLDAP(ctx context.Context, t *testing.T, cfg *envconf.Config, name, 
 	}
 	createIDP(ctx, t, cfg, "ldapidentityprovider/"+name, idp, secret(ctx, name+"-bind", corev1.SecretTypeBasicAuth,
 		map[string]string{corev1.BasicAuthUsernameKey: directory.BindDN, corev1.BasicAuthPasswordKey: directory.BindPassword}))
-	fl := federate(ctx, t, cfg, host, name, federationIDP(name, "LDAPIdentityProvider", name, ""))
-	bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
-	pinny := fl.user(ctx, t, name, "cli_password", "PINNIPED_USERNAME=pinny", "PINNIPED_PASSWORD="+ldap.DefaultUsers[0].Password)
-	eventually(ctx, t, func() error { _, err := pinny.kubectl(ctx, "get", "pods", "-n", "kube-system"); return err })
-	return fl, pinny
 }
 
 // federateDex starts Dex with dex.DefaultUser where the Supervisor reaches it (on this machine, or
@@ -338,8 +345,19 @@ func federateLDAP(ctx context.Context, t *testing.T, cfg *envconf.Config, name, 
 func federateDex(ctx context.Context, t *testing.T, cfg *envconf.Config, name string) (*federatedLogin, *dex.Dex) {
 	t.Helper()
 	host := supervisorHost(ctx, t, cfg)
+	idp := startDexIDP(ctx, t, cfg, host, name, name)
+	fl := federate(ctx, t, cfg, host, name, federationIDP(name, "OIDCIdentityProvider", name, ""))
+	bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
+	return fl, idp
+}
+
+// startDexIDP starts Dex with dex.DefaultUser where the Supervisor reaches it, its client
+// redirecting to the FederationDomain fdName at host, and creates the OIDCIdentityProvider name
+// (and its client Secret name-client) for it, Ready.
+func startDexIDP(ctx context.Context, t *testing.T, cfg *envconf.Config, host, fdName, name string) *dex.Dex {
+	t.Helper()
 	idp, err := steps.StartDexForCluster(ctx, []dex.User{dex.DefaultUser}, dex.Client{ID: "supervisor", Secret: "supervisor-secret",
-		RedirectURIs: []string{issuerURL(host, name) + supervisorCallbackPath}})
+		RedirectURIs: []string{issuerURL(host, fdName) + supervisorCallbackPath}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,9 +375,7 @@ func federateDex(ctx context.Context, t *testing.T, cfg *envconf.Config, name st
 	}
 	createIDP(ctx, t, cfg, "oidcidentityprovider/"+name, upstream, secret(ctx, name+"-client", "secrets.pinniped.dev/oidc-client",
 		map[string]string{"clientID": "supervisor", "clientSecret": "supervisor-secret"}))
-	fl := federate(ctx, t, cfg, host, name, federationIDP(name, "OIDCIdentityProvider", name, ""))
-	bindGroup(ctx, t, cfg, "e2e-supervisor-"+name+"-seals", "seals")
-	return fl, idp
+	return idp
 }
 
 // expectWhoami runs `pinniped whoami` as u and checks that its YAML holds every line of want.

@@ -137,7 +137,9 @@ spec:
 // RunWithBrowserLogin runs cmd, a kubectl (or pinniped) whose kubeconfig logs in with
 // `pinniped login oidc --skip-browser`: it waits for the authorization URL the plugin prints on
 // stderr, logs in through the login page in b as login says (the browser then redirects to the
-// plugin's localhost listener), and returns the command's stdout and stderr once it ends.
+// plugin's localhost listener), and returns the command's stdout and stderr once it ends. With
+// `--flow=device` the plugin prints the link to the Supervisor's verification page instead: the
+// browser approves there first, and the plugin's poll gets the tokens.
 // login's AuthorizeURL and RedirectPrefix come from the plugin.
 func RunWithBrowserLogin(ctx context.Context, cmd *exec.Cmd, b *browser.Browser, login browser.Login) (string, error) {
 	var stdout bytes.Buffer
@@ -172,6 +174,13 @@ func RunWithBrowserLogin(ctx context.Context, cmd *exec.Cmd, b *browser.Browser,
 		return stop(err)
 	}
 	login.AuthorizeURL, login.RedirectPrefix = authURL, redirect.Query().Get("redirect_uri")
+	if device := redirect.Query().Has("user_code"); device {
+		// The device flow's link to the verification page: approve there, then log in; the
+		// login ends at the page's own callback, and the plugin, polling, gets the tokens.
+		redirect.RawQuery = ""
+		login.RedirectPrefix = redirect.String() + "/callback"
+		login.Clicks = append(slices.Clone(browser.SupervisorDeviceApproval), login.Clicks...)
+	}
 	if login.Restarted == nil {
 		login.Restarted = func(page string) {
 			fmt.Fprintf(os.Stderr, "e2e: Chromium dropped %s on a network change (pods coming and going on this machine): the login as %q starts again\n", page, login.Username)
@@ -203,15 +212,51 @@ func RunWithBrowserLogin(ctx context.Context, cmd *exec.Cmd, b *browser.Browser,
 	return stdout.String() + stderrText.String(), err
 }
 
-// loginURL reads stderr up to the first line holding an authorization URL and returns it, with a
-// reader of everything else.
+// RunWithLoginLink runs cmd as RunWithBrowserLogin does, but hands the login URL (or the device
+// flow's verification link) the plugin prints to act instead of a browser login, and returns the
+// command's stdout and stderr once it ends, whatever its exit status (cmd.ProcessState has it):
+// for logins that must fail, such as a device request denied on the verification page. The error
+// is act's, which ends the command, or says that no link came.
+func RunWithLoginLink(ctx context.Context, cmd *exec.Cmd, act func(ctx context.Context, link string) error) (string, error) {
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	killGroup := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = killGroup
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	link, rest := loginURL(stderr)
+	var stderrText bytes.Buffer
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&stderrText, rest); close(copied) }()
+	if link == "" {
+		err = fmt.Errorf("%s printed no login URL", cmd.Args[0])
+	} else {
+		err = act(ctx, link)
+	}
+	if err != nil {
+		_ = killGroup()
+	}
+	<-copied // all of stderr, before Wait closes the pipe
+	_ = cmd.Wait()
+	return stdout.String() + stderrText.String(), err
+}
+
+// loginURL reads stderr up to the first line holding an authorization URL, or the device flow's
+// link to the verification page with the code filled in, and returns it, with a reader of all of
+// stderr, that line included.
 func loginURL(stderr io.Reader) (string, io.Reader) {
 	r := bufio.NewReader(stderr)
 	var seen strings.Builder
 	for {
 		line, err := r.ReadString('\n')
-		if s := strings.TrimSpace(line); strings.HasPrefix(s, "https://") && strings.Contains(s, "code_challenge=") {
-			return s, io.MultiReader(strings.NewReader(seen.String()), r)
+		if s := strings.TrimSpace(line); strings.HasPrefix(s, "https://") && (strings.Contains(s, "code_challenge=") || strings.Contains(s, "?user_code=")) {
+			return s, io.MultiReader(strings.NewReader(seen.String()+line), r)
 		}
 		seen.WriteString(line)
 		if err != nil {

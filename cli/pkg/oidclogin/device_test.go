@@ -1,6 +1,7 @@
 package oidclogin_test
 
 import (
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -63,21 +64,38 @@ func TestDeviceLoginRefused(t *testing.T) {
 }
 
 // TestDeviceLoginByDefault: without a browser to open (no $BROWSER, no graphical session) nor a
-// terminal to paste a code on, the device flow is chosen; with either, the browser's.
+// terminal to paste a code on, the device flow is chosen; with a browser, or with SkipBrowser
+// (the user opens the printed URL), the browser's.
 func TestDeviceLoginByDefault(t *testing.T) {
+	if !browserless() {
+		t.Skip("macOS and Windows always have a browser to open")
+	}
 	t.Setenv("BROWSER", "")
 	t.Setenv("DISPLAY", "")
 	t.Setenv("WAYLAND_DISPLAY", "")
 	iss := fakeissuer.New(t, fakeissuer.Options{Device: true})
 	cfg := config(iss, &syncbuffer.Buffer{}, func(string) error { t.Error("a browser was opened"); return nil })
-	if !browserless() {
-		cfg.SkipBrowser = true // macOS and Windows always have a browser to open
-	}
 	if _, err := login(t, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if c := iss.Counts(); c.DevicePolls != 1 {
+	if c := iss.Counts(); c.DevicePolls != 1 || c.CodeExchanges != 0 {
 		t.Errorf("counts %+v, want a device login", c)
+	}
+
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	cfg = config(iss, pw, func(string) error { t.Error("a browser was opened despite SkipBrowser"); return nil })
+	cfg.SkipBrowser = true
+	go func() {
+		if _, _, err := iss.Browse(readURL(pr)); err != nil {
+			t.Errorf("browsing: %v", err)
+		}
+	}()
+	if _, err := login(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if c := iss.Counts(); c.DevicePolls != 1 || c.CodeExchanges != 1 {
+		t.Errorf("counts %+v, want a browser login with SkipBrowser", c)
 	}
 
 	t.Setenv("BROWSER", "true")
@@ -86,7 +104,7 @@ func TestDeviceLoginByDefault(t *testing.T) {
 	if _, err := login(t, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if c := iss.Counts(); c.DevicePolls != 1 || c.CodeExchanges != 1 {
+	if c := iss.Counts(); c.DevicePolls != 1 || c.CodeExchanges != 2 {
 		t.Errorf("counts %+v, want a browser login with $BROWSER set", c)
 	}
 }

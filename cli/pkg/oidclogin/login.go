@@ -95,8 +95,8 @@ type Config struct {
 	// provider's preferred flow, or FlowBrowserAuthcode.
 	Flow string
 	// LoginFlow is LoginFlowBrowser or LoginFlowDevice. Empty means the browser, unless this
-	// machine can neither open a browser (see browserAvailable) nor prompt (no Prompter) and the
-	// issuer offers the device flow.
+	// machine can neither open a browser (see browserAvailable) nor prompt (no Prompter), and
+	// SkipBrowser is not set, and the issuer offers the device flow.
 	LoginFlow string
 	// RequestAudience, when set, asks for an ID token for this audience by RFC 8693 token exchange.
 	RequestAudience string
@@ -406,8 +406,8 @@ func (l *login) fullLogin(ctx context.Context) (*Token, error) {
 }
 
 // useDevice reports whether a browser login goes through the device flow: when asked, or by
-// default when this machine can neither open a browser nor prompt for a pasted code and the
-// issuer offers it.
+// default when this machine can neither open a browser nor prompt for a pasted code, the user did
+// not ask only to print the URL, and the issuer offers it.
 func (l *login) useDevice() bool {
 	switch l.cfg.LoginFlow {
 	case LoginFlowDevice:
@@ -415,7 +415,9 @@ func (l *login) useDevice() bool {
 	case LoginFlowBrowser:
 		return false
 	}
-	return l.cfg.Prompter == nil && (l.cfg.SkipBrowser || !browserAvailable(os.Getenv)) && l.disc.DeviceAuthorizationEndpoint != ""
+	// --skip-browser is left alone: its user opens the printed URL in a browser that reaches
+	// this machine's listener, as with every issuer before this flow existed.
+	return l.cfg.Prompter == nil && !l.cfg.SkipBrowser && !browserAvailable(os.Getenv) && l.disc.DeviceAuthorizationEndpoint != ""
 }
 
 // authRequest is the secret state of one authorization request.

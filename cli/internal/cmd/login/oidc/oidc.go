@@ -90,7 +90,7 @@ func NewCommand(d deps.Deps) *cobra.Command {
 	fs.StringVar(&f.upstreamIDPName, "upstream-identity-provider-name", "", "The name of the upstream identity provider used during login with a Supervisor")
 	fs.StringVar(&f.upstreamIDPType, "upstream-identity-provider-type", "oidc", "The type of the upstream identity provider used during login with a Supervisor (e.g. 'oidc', 'ldap', 'activedirectory', 'github')")
 	fs.StringVar(&f.upstreamIDPFlow, "upstream-identity-provider-flow", "", "The type of client flow to use with the upstream identity provider during login with a Supervisor (e.g. 'browser_authcode', 'cli_password')")
-	fs.StringVar(&f.loginFlow, "flow", "", "How to log in at the issuer when the upstream identity provider's login is in a browser: 'browser' (a browser on this machine, or a pasted code) or 'device' (approve in a browser on any device, with a code; RFC 8628) (default: browser, or device when this machine can neither open a browser nor prompt on a terminal)")
+	fs.StringVar(&f.loginFlow, "flow", "", "How to log in at the issuer when the upstream identity provider's login is in a browser: 'browser' (a browser on this machine, or a pasted code) or 'device' (approve in a browser on any device, with a code; RFC 8628) (default: browser, or device when this machine can neither open a browser nor prompt on a terminal and --skip-browser is not given)")
 	f.concierge.AddFlags(cmd)
 	fs.StringVar(&f.credentialCache, "credential-cache", credentialplugin.DefaultCredentialCache, "Path to cluster-specific credentials cache (\"\" disables the cache)")
 	_ = fs.MarkHidden("skip-listen")
