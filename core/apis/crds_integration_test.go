@@ -102,7 +102,7 @@ func TestCRDsOnAPIServer(t *testing.T) {
 			name: "OIDCClient grant type", resource: "oidcclients",
 			manifest: oidcClient + "metadata: {name: client.oauth.pinniped.dev-sky}\n" +
 				"spec: {allowedRedirectURIs: [\"https://a\"], allowedGrantTypes: [refresh_token, authorization_code, bird], allowedScopes: [openid]}\n",
-			want: `OIDCClient.config.supervisor.pinniped.dev "client.oauth.pinniped.dev-sky" is invalid: spec.allowedGrantTypes[2]: Unsupported value: "bird": supported values: "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:token-exchange"`,
+			want: `OIDCClient.config.supervisor.pinniped.dev "client.oauth.pinniped.dev-sky" is invalid: spec.allowedGrantTypes[2]: Unsupported value: "bird": supported values: "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:token-exchange", "urn:ietf:params:oauth:grant-type:device_code"`,
 		},
 		{
 			name: "GitHubIdentityProvider allowed organizations with AllGitHubUsers", resource: "githubidentityproviders",
@@ -158,7 +158,7 @@ func TestCRDsOnAPIServer(t *testing.T) {
 	// Printer columns, from the objects created above and one more of each printed kind.
 	for _, obj := range []struct{ resource, manifest string }{
 		{"oidcclients", oidcClient + "metadata: {name: client.oauth.pinniped.dev-app}\n" +
-			"spec: {allowedRedirectURIs: [\"https://a\"], allowedGrantTypes: [authorization_code, \"urn:ietf:params:oauth:grant-type:token-exchange\"], allowedScopes: [openid, username, groups, \"pinniped:request-audience\"]}\n"},
+			"spec: {allowedRedirectURIs: [\"https://a\"], allowedGrantTypes: [authorization_code, \"urn:ietf:params:oauth:grant-type:token-exchange\", \"urn:ietf:params:oauth:grant-type:device_code\"], allowedScopes: [openid, username, groups, \"pinniped:request-audience\"]}\n"},
 		{"githubidentityproviders", github + "metadata: {name: gh}\nspec: {client: {secretName: s}, allowAuthentication: {organizations: {policy: AllGitHubUsers}}}\n"},
 		{"activedirectoryidentityproviders", "apiVersion: idp.supervisor.pinniped.dev/v1alpha1\nkind: ActiveDirectoryIdentityProvider\nmetadata: {name: ad}\nspec: {host: ad.example.com}\n"},
 		{"federationdomains", "apiVersion: config.supervisor.pinniped.dev/v1alpha1\nkind: FederationDomain\nmetadata: {name: fd}\nspec: {issuer: \"https://issuer.example.com/fd\"}\n"},
