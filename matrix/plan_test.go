@@ -38,12 +38,12 @@ func TestPlanExpandsEverything(t *testing.T) {
 	}
 	// Six versioned distributions x six minors, and existing once, each with six identity paths,
 	// the faults and upgrade paths on kubeadm and gke only, the kubeapps path on gke, eks and
-	// aks, and the device path on kubeadm.
+	// aks, and the device and sessions paths on kubeadm.
 	if len(groups) != 6*6+1 {
 		t.Fatalf("%d groups", len(groups))
 	}
 	cells := CellNames(groups)
-	if len(cells) != 37*6+2*6+3*6+2*6+6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
+	if len(cells) != 37*6+2*6+3*6+2*6+6+6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
 		t.Errorf("%d cells, first %s, last %s", len(cells), cells[0], cells[len(cells)-1])
 	}
 	for _, c := range cells {
@@ -53,8 +53,8 @@ func TestPlanExpandsEverything(t *testing.T) {
 		if strings.HasSuffix(c, "/upgrade") && !strings.HasPrefix(c, "kubeadm/") && !strings.HasPrefix(c, "gke/") {
 			t.Errorf("cell %s: the upgrade path is limited to kubeadm and gke", c)
 		}
-		if strings.HasSuffix(c, "/device") && !strings.HasPrefix(c, "kubeadm/") {
-			t.Errorf("cell %s: the device path is limited to kubeadm", c)
+		if (strings.HasSuffix(c, "/device") || strings.HasSuffix(c, "/sessions")) && !strings.HasPrefix(c, "kubeadm/") {
+			t.Errorf("cell %s: the device and sessions paths are limited to kubeadm", c)
 		}
 		if strings.HasSuffix(c, "/kubeapps") && !strings.HasPrefix(c, "gke/") && !strings.HasPrefix(c, "eks/") && !strings.HasPrefix(c, "aks/") {
 			t.Errorf("cell %s: the kubeapps path is limited to the managed clouds", c)

@@ -36,8 +36,8 @@ func TestShardSelect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// kubeadm costs 8 suite tests + 14 of its paths = 22 (upgrade and device too), gke 22
-	// (kubeapps and upgrade), kind 0 (no provider).
+	// kubeadm costs 8 suite tests + 15 of its paths = 23 (upgrade, device and sessions too), gke
+	// 22 (kubeapps and upgrade), kind 0 (no provider).
 	groups, err := c.Plan(planOpts("kubeadm/1.3{1,2},gke/1.31,kind/1.31", t))
 	if err != nil {
 		t.Fatal(err)
@@ -46,12 +46,11 @@ func TestShardSelect(t *testing.T) {
 		count int
 		want  [][]string
 	}{
-		// Two minors, two shards: 1.31 (44) to shard 1, 1.32 (22) to shard 2.
+		// Two minors, two shards: 1.31 (45) to shard 1, 1.32 (23) to shard 2.
 		{2, [][]string{{"kubeadm/1.31", "kind/1.31", "gke/1.31"}, {"kubeadm/1.32"}}},
-		// More shards than minors: by group, costliest first, ties by name: gke (22) to 1,
-		// kubeadm/1.31 (22) to 2, kubeadm/1.32 (22) to 3, kind (0) to 1, the lowest of the least
-		// loaded.
-		{3, [][]string{{"kind/1.31", "gke/1.31"}, {"kubeadm/1.31"}, {"kubeadm/1.32"}}},
+		// More shards than minors: by group, costliest first, ties by name: kubeadm/1.31 (23) to
+		// 1, kubeadm/1.32 (23) to 2, gke (22) to 3, kind (0) to 3, the least loaded.
+		{3, [][]string{{"kubeadm/1.31"}, {"kubeadm/1.32"}, {"kind/1.31", "gke/1.31"}}},
 	} {
 		for i, want := range tt.want {
 			if got := groupNames(Shard{i + 1, tt.count}.Select(c, groups)); !slices.Equal(got, want) {

@@ -121,6 +121,18 @@ func TestCRDsOnAPIServer(t *testing.T) {
 				`<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`,
 		},
 		{
+			name: "FederationDomain idle timeout over the session", resource: "federationdomains",
+			manifest: "apiVersion: config.supervisor.pinniped.dev/v1alpha1\nkind: FederationDomain\nmetadata: {name: fd-idle}\n" +
+				"spec: {issuer: \"https://issuer.example.com/idle\", sessionLifetimes: {maxSessionSeconds: 600, idleTimeoutSeconds: 601}}\n",
+			want: `FederationDomain.config.supervisor.pinniped.dev "fd-idle" is invalid: spec.sessionLifetimes: Invalid value: "object": idleTimeoutSeconds must not exceed maxSessionSeconds (32400 when unset)`,
+		},
+		{
+			name: "OIDCClient session over a week", resource: "oidcclients",
+			manifest: oidcClient + "metadata: {name: client.oauth.pinniped.dev-week}\n" +
+				"spec: {allowedRedirectURIs: [\"https://a\"], allowedGrantTypes: [authorization_code], allowedScopes: [openid], sessionLifetimes: {maxSessionSeconds: 604801}}\n",
+			want: `OIDCClient.config.supervisor.pinniped.dev "client.oauth.pinniped.dev-week" is invalid: spec.sessionLifetimes.maxSessionSeconds: Invalid value: 604801: spec.sessionLifetimes.maxSessionSeconds in body should be less than or equal to 604800`,
+		},
+		{
 			name: "LDAPIdentityProvider empty user search attribute", resource: "ldapidentityproviders",
 			manifest: ldapIDP + "metadata: {name: ldap-1}\nspec: {host: ldap.example.com, userSearch: {attributes: {uid: \"\"}}}\n",
 			want:     `LDAPIdentityProvider.idp.supervisor.pinniped.dev "ldap-1" is invalid: spec.userSearch.attributes.uid: Invalid value: "": spec.userSearch.attributes.uid in body should be at least 1 chars long`,
@@ -140,6 +152,8 @@ func TestCRDsOnAPIServer(t *testing.T) {
 			"spec: {issuer: \"https://issuer.example.com\", client: {secretName: \"\"}, authorizationConfig: {additionalScopes: [openid]}, " +
 			"tls: {certificateAuthorityData: Zm9v, certificateAuthorityDataSource: {kind: Secret, name: ca, key: ca.crt}}}\n"},
 		{"LDAP without bind", "ldapidentityproviders", ldapIDP + "metadata: {name: no-bind}\nspec: {host: ldap.example.com}\n"},
+		{"session lifetimes", "federationdomains", "apiVersion: config.supervisor.pinniped.dev/v1alpha1\nkind: FederationDomain\nmetadata: {name: fd-sessions}\n" +
+			"spec: {issuer: \"https://issuer.example.com/sessions\", sessionLifetimes: {maxSessionSeconds: 604800, idleTimeoutSeconds: 60}}\n"},
 	}
 	for _, tt := range accepted {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,6 +161,10 @@ func TestCRDsOnAPIServer(t *testing.T) {
 				t.Errorf("refused: %v", err)
 			}
 		})
+	}
+	// Our additions are kept as written, not pruned.
+	if out, err := kubectl("get", "-n", ns, "federationdomains", "fd-sessions", "-o", "jsonpath={.spec.sessionLifetimes}"); err != nil || out != `{"idleTimeoutSeconds":60,"maxSessionSeconds":604800}` {
+		t.Errorf("sessionLifetimes %s (%v), want both values kept", out, err)
 	}
 	// Nothing is defaulted into an OIDCIdentityProvider's authorizationConfig, which GitOps tools
 	// would see as a difference from the applied manifest.

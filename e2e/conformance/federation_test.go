@@ -271,6 +271,13 @@ func issuerURL(host, name string) string { return "https://" + host + "/" + name
 // deleted when the test ends.
 func federate(ctx context.Context, t *testing.T, cfg *envconf.Config, host, name string, idps string) *federatedLogin {
 	t.Helper()
+	return federateWith(ctx, t, cfg, host, name, idps, "")
+}
+
+// federateWith is federate with more of the FederationDomain's spec: YAML lines indented as its
+// fields.
+func federateWith(ctx context.Context, t *testing.T, cfg *envconf.Config, host, name, idps, spec string) *federatedLogin {
+	t.Helper()
 	fl := &federatedLogin{issuer: issuerURL(host, name), audience: name + "-cluster", authName: name,
 		caBundle: federationCA.Bundle(), kubectlTo: cfg, proxyURL: federationProxy}
 	kubeconfig := cfg.KubeconfigFile()
@@ -284,8 +291,8 @@ kind: FederationDomain
 metadata: {name: %s, namespace: %s}
 spec:
   issuer: %s
-%s  identityProviders:
-%s`, name, namespace, fl.issuer, tls, idps)
+%s%s  identityProviders:
+%s`, name, namespace, fl.issuer, tls, spec, idps)
 	if _, err := steps.Kubectl(ctx, kubeconfig, fd, "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}

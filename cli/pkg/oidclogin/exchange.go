@@ -58,6 +58,9 @@ func (l *login) exchangeForAudience(ctx context.Context, session *Token) (*Token
 			Description string `json:"error_description"`
 		}
 		if json.Unmarshal(body, &oauthErr) == nil && oauthErr.Error != "" {
+			if ended := sessionEnded(oauthErr.Error, oauthErr.Description); ended != nil {
+				return nil, ended
+			}
 			return nil, fmt.Errorf("%s failed: the issuer answered %s: %s", what, oauthErr.Error, oauthErr.Description)
 		}
 		return nil, fmt.Errorf("%s failed: the issuer's token endpoint answered %s", what, resp.Status)

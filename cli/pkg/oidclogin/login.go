@@ -42,6 +42,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The login flows of a Pinniped Supervisor's identity providers.
@@ -71,6 +72,9 @@ const (
 	minIDTokenValidity = 10 * time.Minute
 	// minAccessTokenValidity leaves time to exchange a cached access token.
 	minAccessTokenValidity = 10 * time.Second
+	// SessionEndWarning is how long before its session's end the CLI warns its user that the
+	// next login is near.
+	SessionEndWarning = 15 * time.Minute
 
 	callbackPath = "/callback"
 )
@@ -193,11 +197,7 @@ func newLogin(cfg Config) (*login, error) {
 		return nil, fmt.Errorf("the %s login flow logs in through a browser: it cannot use the upstream flow %s", LoginFlowDevice, FlowCLIPassword)
 	}
 	l := &login{cfg: cfg, out: cfg.Out, now: cfg.Now, openURL: cfg.OpenURL}
-	l.scopes = slices.Clone(cfg.Scopes)
-	if len(l.scopes) == 0 {
-		l.scopes = []string{oidc.ScopeOfflineAccess, oidc.ScopeOpenID, "email", "profile"}
-	}
-	slices.Sort(l.scopes)
+	l.scopes = scopesOf(cfg)
 	if l.out == nil {
 		l.out = os.Stderr
 	}
@@ -229,10 +229,23 @@ func (l *login) run(ctx context.Context) (*Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.needsExchange(tok) {
-		return l.exchangeForAudience(ctx, tok)
+	l.warnIfEnding(tok)
+	if !l.needsExchange(tok) {
+		return tok, nil
 	}
-	return tok, nil
+	exchanged, err := l.exchangeForAudience(ctx, tok)
+	var ended *SessionEndedError
+	if !errors.As(err, &ended) {
+		return exchanged, err
+	}
+	// The cached access token outlived its session (an idle timeout, a shortened policy): the
+	// session is over, as when its refresh is refused.
+	l.sayEnded(ended)
+	if tok, err = l.fullLogin(ctx); err != nil {
+		return nil, err
+	}
+	l.store(l.sessionKey(), tok)
+	return l.exchangeForAudience(ctx, tok)
 }
 
 // sessionToken returns the session's tokens: cached, refreshed or from a new login.
@@ -259,6 +272,10 @@ func (l *login) sessionToken(ctx context.Context) (*Token, error) {
 			l.logf("refreshing the session failed, and so would a new login: %v", err)
 			return nil, err
 		}
+		var ended *SessionEndedError
+		if errors.As(err, &ended) {
+			l.sayEnded(ended)
+		}
 		l.logf("refreshing the session failed, so logging in again: %v", err)
 	}
 	tok, err := l.fullLogin(ctx)
@@ -269,16 +286,30 @@ func (l *login) sessionToken(ctx context.Context) (*Token, error) {
 	return tok, nil
 }
 
-// sessionKey names the session. Its redirect URI is the one configured, not the listener's actual
-// port, so that sessions survive the random port.
-func (l *login) sessionKey() SessionKey {
+// sessionKey names the session.
+func (l *login) sessionKey() SessionKey { return SessionKeyOf(l.cfg) }
+
+// SessionKeyOf names the session of a login with cfg in the session cache, from its issuer,
+// client ID, scopes, listen port and upstream identity provider name. Its redirect URI is the one
+// configured, not the listener's actual port, so that sessions survive the random port.
+func SessionKeyOf(cfg Config) SessionKey {
 	return SessionKey{
-		Issuer:               l.cfg.Issuer,
-		ClientID:             l.cfg.ClientID,
-		Scopes:               l.scopes,
-		RedirectURI:          (&url.URL{Scheme: "http", Host: net.JoinHostPort("localhost", strconv.Itoa(int(l.cfg.ListenPort))), Path: callbackPath}).String(),
-		UpstreamProviderName: l.cfg.UpstreamIdentityProviderName,
+		Issuer:               cfg.Issuer,
+		ClientID:             cfg.ClientID,
+		Scopes:               scopesOf(cfg),
+		RedirectURI:          (&url.URL{Scheme: "http", Host: net.JoinHostPort("localhost", strconv.Itoa(int(cfg.ListenPort))), Path: callbackPath}).String(),
+		UpstreamProviderName: cfg.UpstreamIdentityProviderName,
 	}
+}
+
+// scopesOf are the scopes a login with cfg requests, sorted.
+func scopesOf(cfg Config) []string {
+	scopes := slices.Clone(cfg.Scopes)
+	if len(scopes) == 0 {
+		scopes = []string{oidc.ScopeOfflineAccess, oidc.ScopeOpenID, "email", "profile"}
+	}
+	slices.Sort(scopes)
+	return scopes
 }
 
 func (l *login) store(key SessionKey, tok *Token) {
@@ -328,6 +359,38 @@ func (l *login) oauth2Config(redirectURI string) *oauth2.Config {
 	}
 }
 
+// SessionEndedError is the error of a refresh that a Supervisor refused because the session's
+// policy ended it (its maximum length or idle timeout); Why is the Supervisor's reason.
+type SessionEndedError struct{ Why string }
+
+func (e *SessionEndedError) Error() string { return "the session ended: " + e.Why }
+
+// sessionEnded is the SessionEndedError of a refusal (an OAuth error code and description) by a
+// Supervisor's session policy, or nil for any other.
+func sessionEnded(code, description string) *SessionEndedError {
+	if _, why, ok := strings.Cut(description, "The session ended: "); ok && code == "invalid_grant" {
+		return &SessionEndedError{Why: strings.TrimSuffix(why, ".")}
+	}
+	return nil
+}
+
+// sayEnded tells the user why a new login starts.
+func (l *login) sayEnded(e *SessionEndedError) {
+	fmt.Fprintf(l.out, "Your session at %s has ended: %s. Logging in again.\n", l.cfg.Issuer, e.Why)
+}
+
+// warnIfEnding tells the user, shortly before the session's end, that a login is near.
+func (l *login) warnIfEnding(tok *Token) {
+	if tok.RefreshToken == nil || tok.RefreshToken.SessionExpiry.IsZero() {
+		return
+	}
+	end := tok.RefreshToken.SessionExpiry.Time
+	if left := end.Sub(l.now()); left > 0 && left <= SessionEndWarning {
+		fmt.Fprintf(l.out, "Your session at %s ends at %s (in %s); you will then log in again.\n",
+			l.cfg.Issuer, end.Local().Format("15:04 MST"), left.Round(time.Second))
+	}
+}
+
 // refresh renews the session with its refresh token. The identity must stay the same.
 func (l *login) refresh(ctx context.Context, cached *Token) (*Token, error) {
 	l.logf("refreshing the session with its refresh token")
@@ -335,6 +398,11 @@ func (l *login) refresh(ctx context.Context, cached *Token) (*Token, error) {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) && re.ErrorCode == "temporarily_unavailable" {
 		return nil, fmt.Errorf("%w (the refresh was answered: %s)", ErrUpstreamUnavailable, re.ErrorDescription)
+	}
+	if errors.As(err, &re) {
+		if ended := sessionEnded(re.ErrorCode, re.ErrorDescription); ended != nil {
+			return nil, ended
+		}
 	}
 	if err != nil {
 		return nil, describeTokenError("the refresh", err)
@@ -462,7 +530,7 @@ func (l *login) tokenFrom(ctx context.Context, raw *oauth2.Token, nonce string, 
 		tok.AccessToken = &AccessToken{Token: raw.AccessToken, Type: raw.TokenType, Expiry: metaTime(raw.Expiry)}
 	}
 	if raw.RefreshToken != "" {
-		tok.RefreshToken = &RefreshToken{Token: raw.RefreshToken}
+		tok.RefreshToken = &RefreshToken{Token: raw.RefreshToken, SessionExpiry: l.sessionExpiry(raw)}
 	}
 	rawID, _ := raw.Extra("id_token").(string)
 	if rawID == "" {
@@ -477,6 +545,22 @@ func (l *login) tokenFrom(ctx context.Context, raw *oauth2.Token, nonce string, 
 	}
 	tok.IDToken = id
 	return tok, nil
+}
+
+// sessionExpiry is when the token response says the session ends (session_expires_in, a number
+// of seconds), or zero when it does not say.
+func (l *login) sessionExpiry(raw *oauth2.Token) metav1.Time {
+	var seconds float64
+	switch v := raw.Extra("session_expires_in").(type) {
+	case float64:
+		seconds = v
+	case string:
+		seconds, _ = strconv.ParseFloat(v, 64)
+	}
+	if seconds <= 0 {
+		return metav1.Time{}
+	}
+	return metaTime(l.now().Add(time.Duration(seconds) * time.Second).Truncate(time.Second))
 }
 
 // verify checks an ID token's signature, issuer, audience and expiry, and its nonce when not empty.

@@ -726,3 +726,88 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A Supervisor's session_expires_in is kept with the refresh token; shortly before that time the
+// user is warned that a login is near, and once the Supervisor ends the session, told why a new
+// login starts.
+func TestSessionEnd(t *testing.T) {
+	iss := fakeissuer.New(t, fakeissuer.Options{SessionLength: 10 * time.Minute})
+	b := &browser{iss: iss}
+	var out syncbuffer.Buffer
+	cache := newMemCache()
+	cfg := config(iss, &out, b.open)
+	cfg.SessionCache = cache
+	tok, err := login(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := tok.RefreshToken.SessionExpiry.Time
+	if d := time.Until(end); d > 10*time.Minute || d < 9*time.Minute {
+		t.Fatalf("session expiry %v, want ten minutes from now", end)
+	}
+	if got := cache.only(t).RefreshToken.SessionExpiry; !got.Equal(&tok.RefreshToken.SessionExpiry) {
+		t.Errorf("the cache holds session expiry %v, want %v", got, tok.RefreshToken.SessionExpiry)
+	}
+	warning := "Your session at " + iss.URL + " ends at " + end.Local().Format("15:04 MST") + " (in "
+	if !strings.Contains(out.String(), warning) {
+		t.Errorf("no warning that the session ends within %v:\n%s", oidclogin.SessionEndWarning, out.String())
+	}
+
+	// Earlier than the warning's time, nothing is said.
+	var early syncbuffer.Buffer
+	cfg.Out = &early
+	cfg.Now = func() time.Time { return end.Add(-oidclogin.SessionEndWarning - time.Minute) }
+	if _, err := login(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(early.String(), "Your session") {
+		t.Errorf("a warning %v before the session's end:\n%s", oidclogin.SessionEndWarning+time.Minute, early.String())
+	}
+
+	// The Supervisor refuses the refresh after the end: the user learns why the login starts.
+	short := fakeissuer.New(t, fakeissuer.Options{SessionLength: time.Second})
+	var ended syncbuffer.Buffer
+	shortCache := newMemCache()
+	cfg = config(short, &ended, (&browser{iss: short}).open)
+	cfg.SessionCache = shortCache
+	if _, err := login(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	shortCache.only(t).IDToken.Expiry = metav1.NewTime(time.Now().Add(-time.Minute))
+	if _, err := login(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if c := short.Counts(); c.Refreshes != 1 || c.Authorizations != 2 {
+		t.Errorf("counts %+v; want a refused refresh and a new login", c)
+	}
+	if want := "Your session at " + short.URL + " has ended: the session reached its maximum length of 1s. Logging in again."; !strings.Contains(ended.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, ended.String())
+	}
+}
+
+// A cached access token whose session has ended is refused at the exchange: the user is told why,
+// and a new login follows, as after a refused refresh.
+func TestExchangeAfterSessionEnd(t *testing.T) {
+	iss := fakeissuer.New(t, fakeissuer.Options{SessionLength: time.Second})
+	var out syncbuffer.Buffer
+	b := &browser{iss: iss}
+	cfg := config(iss, &out, b.open)
+	cfg.SessionCache = newMemCache()
+	cfg.RequestAudience = "cluster-1"
+	if _, err := login(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	tok, err := login(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIdentity(t, tok, "cluster-1")
+	if c := iss.Counts(); c.Authorizations != 2 || c.Refreshes != 0 || c.TokenExchanges != 3 {
+		t.Errorf("counts %+v; want the cached access token's exchange refused, then a login and its exchange", c)
+	}
+	if want := "Your session at " + iss.URL + " has ended: the session reached its maximum length of 1s. Logging in again."; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}

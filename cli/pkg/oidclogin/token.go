@@ -25,6 +25,11 @@ type AccessToken struct {
 // RefreshToken is an OAuth 2.0 refresh token.
 type RefreshToken struct {
 	Token string `json:"token"`
+	// SessionExpiry is when the session reaches its maximum length, as the issuer said in its
+	// token response's session_expires_in (a Supervisor's addition to the protocol; zero when the
+	// issuer does not say): no refresh works after it. Pinniped's cache has no such field; its CLI
+	// ignores it.
+	SessionExpiry metav1.Time `json:"sessionExpiryTimestamp,omitzero"`
 }
 
 // IDToken is a verified OpenID Connect ID token with its claims.

@@ -19,6 +19,7 @@ import (
 
 	"sealion.dev/core/testing/loadrun"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 )
 
 var loadSessions = flag.Int("load-sessions", 0, "after the load steps, measure the Supervisor with up to this many live sessions (1,000, 10,000, 100,000), then their garbage collection (make bench: 100000)")
@@ -50,7 +51,7 @@ func sessionScale(t *testing.T, newExchange func() func(ctx context.Context, cli
 		t.Fatalf("finding a refresh token record to copy: %v (%d found)", err, len(records.Items))
 	}
 	template := records.Items[0]
-	gcAfter := time.Now().Add(sessions.SessionLifetime).UTC().Format(time.RFC3339)
+	gcAfter := time.Now().Add(sessionpolicy.Default.Max).UTC().Format(time.RFC3339)
 	created := 0
 	for _, n := range []int{1000, 10000, 100000} {
 		if n > *loadSessions {

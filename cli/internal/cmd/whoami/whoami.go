@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"sealion.dev/cli/internal/clientconfig"
+	"sealion.dev/cli/internal/cmd/login/oidc"
 	"sealion.dev/cli/internal/deps"
 	identityv1alpha1 "sealion.dev/core/apis/concierge/identity/v1alpha1"
 	"sealion.dev/core/groupsuffix"
@@ -82,7 +83,10 @@ func run(ctx context.Context, d deps.Deps, f flags) error {
 	}
 	switch f.output {
 	case "text":
-		return writeText(d.Out, loaded, resp)
+		if err := writeText(d.Out, loaded, resp); err != nil {
+			return err
+		}
+		return writeSession(d, loaded)
 	default:
 		return writeObject(d.Out, f.output, f.apiGroupSuffix, resp)
 	}
@@ -92,6 +96,24 @@ func writeText(w io.Writer, loaded *clientconfig.Loaded, resp *identityv1alpha1.
 	user := resp.Status.KubernetesUserInfo.User
 	_, err := fmt.Fprintf(w, "Current cluster info:\n\nName: %s\nURL: %s\n\nCurrent user info:\n\nUsername: %s\nGroups: %s\n",
 		loaded.Context.Cluster, loaded.Cluster.Server, user.Username, strings.Join(user.Groups, ", "))
+	return err
+}
+
+// writeSession adds, when the kubeconfig logs in with "pinniped login oidc" and its issuer said
+// when the session ends (a Supervisor's session policy), when that is. The WhoAmIRequest above
+// ran the login, so the session cache holds the session in use.
+func writeSession(d deps.Deps, loaded *clientconfig.Loaded) error {
+	user := loaded.Raw.AuthInfos[loaded.Context.AuthInfo]
+	if user == nil || user.Exec == nil || len(user.Exec.Args) < 2 || user.Exec.Args[0] != "login" || user.Exec.Args[1] != "oidc" {
+		return nil
+	}
+	issuer, tok, err := oidc.Session(d, user.Exec.Args[2:])
+	if err != nil || tok == nil || tok.RefreshToken == nil || tok.RefreshToken.SessionExpiry.IsZero() {
+		return nil //nolint:nilerr // the session's end is extra information: without it, the rest stands
+	}
+	end := tok.RefreshToken.SessionExpiry.Time
+	_, err = fmt.Fprintf(d.Out, "\nCurrent session info:\n\nIssuer: %s\nSession ends: %s (in %s)\n",
+		issuer, end.Local().Format(time.RFC3339), end.Sub(d.Now()).Round(time.Second))
 	return err
 }
 

@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -16,7 +18,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"sealion.dev/cli/internal/cmd/login/oidc"
 	"sealion.dev/cli/internal/deps"
+	"sealion.dev/cli/pkg/oidclogin"
+	"sealion.dev/cli/pkg/sessioncache"
 	identityv1alpha1 "sealion.dev/core/apis/concierge/identity/v1alpha1"
 	conciergefake "sealion.dev/core/generated/concierge/clientset/versioned/fake"
 )
@@ -110,5 +115,55 @@ func TestRun(t *testing.T) {
 				t.Errorf("output:\n%s\nwant:\n%s", out.String(), tt.want)
 			}
 		})
+	}
+}
+
+// With a kubeconfig that logs in with "pinniped login oidc", the text output adds when the cached
+// session ends, as the Supervisor said; without that, nothing is added.
+func TestSessionEnd(t *testing.T) {
+	now := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	cachePath := filepath.Join(dir, "sessions.yaml")
+	args := []string{"login", "oidc", "--issuer=https://sso.example.com/prod", "--enable-concierge", "--session-cache=" + cachePath,
+		"--upstream-identity-provider-name=corp-ldap", "--some-newer-flag=x"}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["prod-cluster"] = &clientcmdapi.Cluster{Server: "https://prod.example:6443"}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: "pinniped", Args: args, APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.IfAvailableExecInteractiveMode}}
+	cfg.Contexts["prod"] = &clientcmdapi.Context{Cluster: "prod-cluster", AuthInfo: "u"}
+	cfg.CurrentContext = "prod"
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	key := oidclogin.SessionKeyOf(oidclogin.Config{Issuer: "https://sso.example.com/prod", ClientID: "pinniped-cli", Scopes: oidc.DefaultScopes, UpstreamIdentityProviderName: "corp-ldap"})
+	whoami := func() string {
+		t.Helper()
+		fake := conciergefake.NewSimpleClientset()
+		fake.PrependReactor("create", "whoamirequests", func(kubetesting.Action) (bool, runtime.Object, error) {
+			return true, &identityv1alpha1.WhoAmIRequest{Status: identityv1alpha1.WhoAmIRequestStatus{
+				KubernetesUserInfo: identityv1alpha1.KubernetesUserInfo{User: identityv1alpha1.UserInfo{Username: "pinny", Groups: []string{"devs"}}},
+			}}, nil
+		})
+		var out bytes.Buffer
+		cmd := NewCommand(deps.Deps{
+			Out: &out, ErrOut: &out, Now: func() time.Time { return now }, Getenv: func(string) string { return "" },
+			NewConciergeClient: func(*rest.Config) (deps.ConciergeClient, error) { return fake, nil },
+		})
+		cmd.SetArgs([]string{"--kubeconfig", kubeconfig})
+		if err := cmd.ExecuteContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	const userInfo = "Current cluster info:\n\nName: prod-cluster\nURL: https://prod.example:6443\n\nCurrent user info:\n\nUsername: pinny\nGroups: devs\n"
+
+	if got := whoami(); got != userInfo {
+		t.Errorf("without a cached session:\n%s\nwant:\n%s", got, userInfo)
+	}
+	end := now.Add(3*time.Hour + 30*time.Minute)
+	sessioncache.New(cachePath).PutToken(key, &oidclogin.Token{RefreshToken: &oidclogin.RefreshToken{Token: "rt", SessionExpiry: metav1.NewTime(end)}})
+	want := userInfo + "\nCurrent session info:\n\nIssuer: https://sso.example.com/prod\nSession ends: " + end.Local().Format(time.RFC3339) + " (in 3h30m0s)\n"
+	if got := whoami(); got != want {
+		t.Errorf("with a cached session:\n%s\nwant:\n%s", got, want)
 	}
 }

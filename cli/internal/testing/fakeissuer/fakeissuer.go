@@ -57,6 +57,10 @@ type Options struct {
 	// in order (authorization_pending, access_denied, ...); the polls after them get tokens.
 	Device      bool
 	DevicePolls []string
+	// SessionLength, when set, bounds sessions as a Supervisor's session policy does: token
+	// responses with a refresh token say session_expires_in, and a refresh after the session's
+	// end is refused as the Supervisor refuses it.
+	SessionLength time.Duration
 }
 
 // The device authorization's answer.
@@ -83,10 +87,12 @@ type Issuer struct {
 	signer jose.Signer
 	jwks   jose.JSONWebKeySet
 
-	mu             sync.Mutex
-	codes          map[string]grant
-	accessTokens   map[string]time.Time
-	refreshTokens  map[string]bool
+	mu    sync.Mutex
+	codes map[string]grant
+	// accessTokens are the issued access tokens, with their expiry and when their session started.
+	accessTokens map[string]accessToken
+	// refreshTokens are the valid refresh tokens, with when their session started.
+	refreshTokens  map[string]time.Time
 	authorizations []url.Values
 	devicePolls    []string
 	counts         Counts
@@ -120,7 +126,7 @@ func New(t testing.TB, opts Options) *Issuer {
 	}
 	i := &Issuer{
 		opts: opts, signer: signer, jwks: jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk.Public()}},
-		codes: map[string]grant{}, accessTokens: map[string]time.Time{}, refreshTokens: map[string]bool{},
+		codes: map[string]grant{}, accessTokens: map[string]accessToken{}, refreshTokens: map[string]time.Time{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", i.discovery)
@@ -335,24 +341,29 @@ func (i *Issuer) refresh(w http.ResponseWriter, form url.Values) {
 			"error_description": "The identity provider 'my-ldap' is unreachable; try again later."})
 		return
 	}
-	ok := i.refreshTokens[rt]
+	login, ok := i.refreshTokens[rt]
 	delete(i.refreshTokens, rt) // rotated
 	i.mu.Unlock()
-	if !ok {
+	switch {
+	case !ok:
 		oauthError(w, "invalid_grant", "unknown refresh token")
-		return
+	case i.sessionOver(login):
+		i.sessionEnded(w)
+	default:
+		i.issueFor(w, form.Get("client_id"), "", true, login)
 	}
-	i.issue(w, form.Get("client_id"), "", true)
 }
 
 func (i *Issuer) exchange(w http.ResponseWriter, form url.Values) {
 	i.mu.Lock()
-	expiry, ok := i.accessTokens[form.Get("subject_token")]
+	access, ok := i.accessTokens[form.Get("subject_token")]
 	i.counts.TokenExchanges++
 	i.mu.Unlock()
 	switch {
-	case !ok || time.Now().After(expiry):
+	case !ok || time.Now().After(access.expiry):
 		oauthError(w, "invalid_grant", "unknown or expired subject token")
+	case i.sessionOver(access.login):
+		i.sessionEnded(w)
 	case form.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:access_token" ||
 		form.Get("requested_token_type") != "urn:ietf:params:oauth:token-type:jwt" || form.Get("audience") == "":
 		oauthError(w, "invalid_request", "bad token exchange parameters")
@@ -367,7 +378,27 @@ func (i *Issuer) exchange(w http.ResponseWriter, form url.Values) {
 	}
 }
 
+type accessToken struct{ expiry, login time.Time }
+
+// sessionOver reports whether the session that started at login reached Options.SessionLength.
+func (i *Issuer) sessionOver(login time.Time) bool {
+	return i.opts.SessionLength > 0 && !time.Now().Before(login.Add(i.opts.SessionLength))
+}
+
+// sessionEnded answers as a Supervisor refuses a refresh or an exchange of an ended session.
+func (i *Issuer) sessionEnded(w http.ResponseWriter) {
+	oauthError(w, "invalid_grant", "The provided authorization grant (e.g., authorization code, resource owner credentials) or refresh token is invalid, expired, revoked, "+
+		"does not match the redirection URI used in the authorization request, or was issued to another client. The session ended: the session reached its maximum length of "+
+		i.opts.SessionLength.String()+".")
+}
+
+// issue answers a login's token request.
 func (i *Issuer) issue(w http.ResponseWriter, clientID, nonce string, withRefresh bool) {
+	i.issueFor(w, clientID, nonce, withRefresh, time.Now())
+}
+
+// issueFor answers a token request of the session that started at login.
+func (i *Issuer) issueFor(w http.ResponseWriter, clientID, nonce string, withRefresh bool, login time.Time) {
 	idToken, err := i.idToken(clientID, nonce)
 	if err != nil {
 		oauthError(w, "server_error", err.Error())
@@ -376,11 +407,14 @@ func (i *Issuer) issue(w http.ResponseWriter, clientID, nonce string, withRefres
 	access := random()
 	resp := map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": 120, "id_token": idToken}
 	i.mu.Lock()
-	i.accessTokens[access] = time.Now().Add(2 * time.Minute)
+	i.accessTokens[access] = accessToken{expiry: time.Now().Add(2 * time.Minute), login: login}
 	if withRefresh {
 		rt := random()
-		i.refreshTokens[rt] = true
+		i.refreshTokens[rt] = login
 		resp["refresh_token"] = rt
+		if i.opts.SessionLength > 0 {
+			resp["session_expires_in"] = int(time.Until(login.Add(i.opts.SessionLength)).Seconds())
+		}
 	}
 	i.mu.Unlock()
 	writeJSON(w, http.StatusOK, resp)

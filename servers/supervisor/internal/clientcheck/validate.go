@@ -15,6 +15,7 @@ import (
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
+	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 )
 
 // The check of spec.allowedRedirectURIs is ours: Pinniped relies on the CRD's pattern alone. It
@@ -32,7 +33,8 @@ const (
 // Result is what Validate found.
 type Result struct {
 	// Conditions are AllowedGrantTypesValid, AllowedScopesValid and ClientSecretExists (and
-	// AllowedRedirectURIsValid when false), sorted by type, each with the client's generation and
+	// AllowedRedirectURIsValid when false, SessionLifetimesValid with spec.sessionLifetimes),
+	// sorted by type, each with the client's generation and
 	// no transition time (the caller merges them into the status, which sets it). Their texts are
 	// upstream Pinniped's.
 	Conditions []metav1.Condition
@@ -54,6 +56,9 @@ func Validate(client *configv1alpha1.OIDCClient, storage *corev1.Secret, minCost
 	if c, ok := checkRedirectURIs(client.Spec.AllowedRedirectURIs); !ok {
 		conditions = append(conditions, c)
 	}
+	if client.Spec.SessionLifetimes != nil {
+		conditions = append(conditions, checkSessionLifetimes(client.Spec.SessionLifetimes))
+	}
 	slices.SortStableFunc(conditions, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
 	r := Result{
 		Conditions:         conditions,
@@ -70,6 +75,17 @@ func Validate(client *configv1alpha1.OIDCClient, storage *corev1.Secret, minCost
 		r.Hashes = hashes
 	}
 	return r
+}
+
+// checkSessionLifetimes is SessionLifetimesValid, ours: the CRD refuses out-of-range values, and
+// this covers clients stored under an older CRD.
+func checkSessionLifetimes(spec *configv1alpha1.SessionLifetimes) metav1.Condition {
+	if _, err := sessionpolicy.FromSpec(spec); err != nil {
+		return metav1.Condition{Type: configv1alpha1.ConditionSessionLifetimesValid, Status: metav1.ConditionFalse,
+			Reason: configv1alpha1.ReasonInvalidSessionLifetimes, Message: err.Error()}
+	}
+	return metav1.Condition{Type: configv1alpha1.ConditionSessionLifetimesValid, Status: metav1.ConditionTrue,
+		Reason: configv1alpha1.ReasonSuccess, Message: `"spec.sessionLifetimes" is valid; each value shortens the FederationDomain's where it is shorter`}
 }
 
 // checkSecrets returns the ClientSecretExists condition, and the hashes when all are valid.

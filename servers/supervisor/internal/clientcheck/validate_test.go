@@ -8,6 +8,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
@@ -80,6 +81,11 @@ func scopes(message string) metav1.Condition {
 func TestValidate(t *testing.T) {
 	cheap := hash(t, bcrypt.MinCost)
 	oneSecret := secrets(metav1.ConditionTrue, "Success", "1 client secret(s) found")
+	withLifetimes := func(l *configv1alpha1.SessionLifetimes) *configv1alpha1.OIDCClient {
+		c := client(okRedirects, []configv1alpha1.GrantType{authcode, refresh}, []configv1alpha1.Scope{openid, offline})
+		c.Spec.SessionLifetimes = l
+		return c
+	}
 	tests := []struct {
 		name       string
 		client     *configv1alpha1.OIDCClient
@@ -205,6 +211,30 @@ func TestValidate(t *testing.T) {
 				wantCond("AllowedRedirectURIsValid", metav1.ConditionFalse, "InvalidRedirectURI", "allowedRedirectURIs: at least one is required"),
 				scopesOK, oneSecret,
 			},
+			wantPhase: "Error", wantTotal: 1,
+		},
+		{
+			name:    "session lifetimes within bounds",
+			client:  withLifetimes(&configv1alpha1.SessionLifetimes{MaxSessionSeconds: ptr.To[int32](3600), IdleTimeoutSeconds: ptr.To[int32](600)}),
+			storage: storage(t, cheap), minCost: bcrypt.MinCost,
+			want: []metav1.Condition{grantTypesOK, scopesOK, oneSecret,
+				wantCond("SessionLifetimesValid", metav1.ConditionTrue, "Success", `"spec.sessionLifetimes" is valid; each value shortens the FederationDomain's where it is shorter`)},
+			wantPhase: "Ready", wantTotal: 1, wantHashes: []string{cheap},
+		},
+		{
+			name:    "an idle timeout over the session's maximum (which the CRD admits)",
+			client:  withLifetimes(&configv1alpha1.SessionLifetimes{MaxSessionSeconds: ptr.To[int32](600), IdleTimeoutSeconds: ptr.To[int32](900)}),
+			storage: storage(t, cheap), minCost: bcrypt.MinCost,
+			want: []metav1.Condition{grantTypesOK, scopesOK, oneSecret,
+				wantCond("SessionLifetimesValid", metav1.ConditionFalse, "InvalidSessionLifetimes", "spec.sessionLifetimes.idleTimeoutSeconds (900) must not exceed the session's maximum length (600 seconds)")},
+			wantPhase: "Error", wantTotal: 1,
+		},
+		{
+			name:    "session lifetimes out of bounds (stored under an older CRD)",
+			client:  withLifetimes(&configv1alpha1.SessionLifetimes{IdleTimeoutSeconds: ptr.To[int32](30)}),
+			storage: storage(t, cheap), minCost: bcrypt.MinCost,
+			want: []metav1.Condition{grantTypesOK, scopesOK, oneSecret,
+				wantCond("SessionLifetimesValid", metav1.ConditionFalse, "InvalidSessionLifetimes", "spec.sessionLifetimes.idleTimeoutSeconds must be between 60 and 604800, not 30")},
 			wantPhase: "Error", wantTotal: 1,
 		},
 	}

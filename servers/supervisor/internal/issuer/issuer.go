@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"sealion.dev/servers/supervisor/internal/idtransform"
+	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
 )
 
@@ -37,6 +38,8 @@ type Issuer struct {
 	// IdentityProviders are the identity providers users of this issuer can log in with, sorted by
 	// display name; those whose transforms are invalid or fail their examples are left out.
 	IdentityProviders []IdentityProvider
+	// Sessions bounds the sessions of the issuer's users (spec.sessionLifetimes).
+	Sessions sessionpolicy.Policy
 }
 
 // IdentityProviderType is the type of an identity provider as IDP discovery and the authorize

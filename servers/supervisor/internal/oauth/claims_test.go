@@ -57,7 +57,8 @@ func checkTiming(t *testing.T, what string, c map[string]any, lifetime time.Dura
 }
 
 // The pinniped CLI's tokens carry exactly upstream's claims for each grant, and the token
-// responses exactly upstream's fields.
+// responses exactly upstream's fields plus our session_expires_in, which clients that do not know
+// it ignore (RFC 6749 5.1).
 func TestIDTokenClaimSetsPerGrant(t *testing.T) {
 	h := newHarness(t, nil)
 	wantSub := h.upstream.server.URL + "?idpName=" + idpName + "&sub=upstream-subject"
@@ -69,7 +70,7 @@ func TestIDTokenClaimSetsPerGrant(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("redeeming the code: %d %v", status, body)
 	}
-	checkKeys(t, "the authorization code grant's response", body, "access_token", "expires_in", "id_token", "refresh_token", "scope", "token_type")
+	checkKeys(t, "the authorization code grant's response", body, "access_token", "expires_in", "id_token", "refresh_token", "scope", "token_type", "session_expires_in")
 	// expires_in counts the access token's whole seconds left: 120 or, a second later, 119.
 	if e := body["expires_in"]; (e != 120.0 && e != 119.0) || body["token_type"] != "bearer" || body["scope"] != "openid offline_access pinniped:request-audience username groups" {
 		t.Errorf("authorization code grant response %v", body)
@@ -97,7 +98,7 @@ func TestIDTokenClaimSetsPerGrant(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("refresh: %d %v", status, body)
 	}
-	checkKeys(t, "the refresh grant's response", body, "access_token", "expires_in", "id_token", "refresh_token", "scope", "token_type")
+	checkKeys(t, "the refresh grant's response", body, "access_token", "expires_in", "id_token", "refresh_token", "scope", "token_type", "session_expires_in")
 	_, c = h.idToken(body["id_token"].(string), provider.PinnipedCLIClientID)
 	checkKeys(t, "the ID token of the refresh grant", c, append(refreshClaims, identity...)...)
 	checkTiming(t, "the ID token of the refresh grant", c, 2*time.Minute, loginTime)

@@ -68,6 +68,9 @@ type harness struct {
 	auditLog *auditLog
 	// csrfKey signs the browser's CSRF cookie.
 	csrfKey []byte
+	// mux serves iss, the one issuer (see serveAgain).
+	mux *issuer.Mux
+	iss *issuer.Issuer
 }
 
 func newHarness(t testing.TB, transforms *idtransform.Pipeline) *harness {
@@ -109,13 +112,12 @@ func newHarnessWith(t testing.TB, ups *fakeUpstreams, idps ...issuer.IdentityPro
 	t.Cleanup(h.server.Close)
 	h.issuerURL = h.server.URL + "/fd"
 	h.csrfKey = randomKey(t)
-	if err := mux.Set([]*issuer.Issuer{{
+	h.mux, h.iss = mux, &issuer.Issuer{
 		URL: h.issuerURL, Namespace: namespace, Name: "fd", UID: "fd-uid", JWKS: h.jwks,
 		TokenSigningKey: randomKey(t), StateSigningKey: randomKey(t), StateEncryptionKey: randomKey(t), CSRFKey: h.csrfKey,
 		IdentityProviders: idps,
-	}}); err != nil {
-		t.Fatal(err)
 	}
+	h.serveAgain(func(*issuer.Issuer) {})
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +132,16 @@ func newHarnessWith(t testing.TB, ups *fakeUpstreams, idps ...issuer.IdentityPro
 		},
 	}
 	return h
+}
+
+// serveAgain serves the issuer again after change changed it, as the FederationDomain controller
+// does when the FederationDomain changes; what is stored stays.
+func (h *harness) serveAgain(change func(*issuer.Issuer)) {
+	h.t.Helper()
+	change(h.iss)
+	if err := h.mux.Set([]*issuer.Issuer{h.iss}); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func randomKey(t testing.TB) []byte {

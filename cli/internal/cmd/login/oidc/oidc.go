@@ -69,12 +69,24 @@ func NewCommand(d deps.Deps) *cobra.Command {
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("session-cache") {
-				f.sessionCache = ""
-			}
+			f.defaults(cmd)
 			return run(cmd.Context(), d, &f)
 		},
 	}
+	f.add(cmd)
+	_ = cmd.MarkFlagRequired("issuer")
+	return cmd
+}
+
+// defaults fills in what depends on whether a flag was given.
+func (f *flags) defaults(cmd *cobra.Command) {
+	if !cmd.Flags().Changed("session-cache") {
+		f.sessionCache = ""
+	}
+}
+
+// add defines the command's flags on cmd, storing their values in f.
+func (f *flags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.issuer, "issuer", "", "OpenID Connect issuer URL")
 	fs.StringVar(&f.clientID, "client-id", DefaultClientID, "OpenID Connect client ID")
@@ -95,8 +107,27 @@ func NewCommand(d deps.Deps) *cobra.Command {
 	fs.StringVar(&f.credentialCache, "credential-cache", credentialplugin.DefaultCredentialCache, "Path to cluster-specific credentials cache (\"\" disables the cache)")
 	_ = fs.MarkHidden("skip-listen")
 	_ = fs.MarkHidden("debug-session-cache")
-	_ = cmd.MarkFlagRequired("issuer")
-	return cmd
+}
+
+// Session finds the cached session of "pinniped login oidc" run with args (a kubeconfig's exec
+// arguments after "login oidc"), for pinniped whoami to show when it ends: its issuer, and its
+// tokens or nil when the cache has none. Flags this version does not know are ignored.
+func Session(d deps.Deps, args []string) (string, *oidclogin.Token, error) {
+	var f flags
+	cmd := &cobra.Command{FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true}}
+	f.add(cmd)
+	if err := cmd.ParseFlags(args); err != nil {
+		return "", nil, err
+	}
+	f.defaults(cmd)
+	cache, err := f.openSessionCache(d)
+	if err != nil {
+		return "", nil, err
+	}
+	key := oidclogin.SessionKeyOf(oidclogin.Config{
+		Issuer: f.issuer, ClientID: f.clientID, Scopes: f.scopes, ListenPort: f.listenPort, UpstreamIdentityProviderName: f.upstreamIDPName,
+	})
+	return f.issuer, cache.GetToken(key), nil
 }
 
 func run(ctx context.Context, d deps.Deps, f *flags) error {

@@ -41,6 +41,9 @@ const (
 	// ConditionTransformsExamplesPassed reports whether every transform example gives the
 	// expected result.
 	ConditionTransformsExamplesPassed = "TransformsExamplesPassed"
+	// ConditionSessionLifetimesValid reports whether spec.sessionLifetimes of a FederationDomain
+	// or an OIDCClient is within its bounds.
+	ConditionSessionLifetimesValid = "SessionLifetimesValid"
 
 	// ConditionClientSecretExists reports whether an OIDCClient has at least one valid secret.
 	ConditionClientSecretExists = "ClientSecretExists"
@@ -90,6 +93,8 @@ const (
 	ReasonInvalidTransformsExpressions = "InvalidTransformsExpressions"
 	// ReasonTransformsExamplesFailed means a transform example gave an unexpected result.
 	ReasonTransformsExamplesFailed = "TransformsExamplesFailed"
+	// ReasonInvalidSessionLifetimes means a value of spec.sessionLifetimes is out of its bounds.
+	ReasonInvalidSessionLifetimes = "InvalidSessionLifetimes"
 
 	// ReasonMissingRequiredValue means an OIDCClient lacks a grant type or scope that another one
 	// requires.

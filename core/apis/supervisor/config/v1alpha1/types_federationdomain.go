@@ -23,6 +23,13 @@ type FederationDomainSpec struct {
 	//
 	// +optional
 	IdentityProviders []FederationDomainIdentityProvider `json:"identityProviders,omitempty"`
+
+	// SessionLifetimes bounds the sessions of this issuer's users: an absolute length and an
+	// idle timeout. Unset, sessions last nine hours from the login, as Pinniped's.
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.idleTimeoutSeconds) || self.idleTimeoutSeconds <= (has(self.maxSessionSeconds) ? self.maxSessionSeconds : 32400)",message="idleTimeoutSeconds must not exceed maxSessionSeconds (32400 when unset)"
+	SessionLifetimes *SessionLifetimes `json:"sessionLifetimes,omitempty"`
 }
 
 // FederationDomainTLSSpec selects the serving certificate of a FederationDomain.

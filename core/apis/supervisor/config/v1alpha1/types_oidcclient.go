@@ -74,6 +74,15 @@ type OIDCClientSpec struct {
 	//
 	// +optional
 	TokenLifetimes OIDCClientTokenLifetimes `json:"tokenLifetimes,omitempty"`
+
+	// SessionLifetimes shortens, for this client's sessions, the FederationDomain's: each value
+	// applies where it is shorter than the FederationDomain's, and a longer one has no effect. An
+	// idleTimeoutSeconds over maxSessionSeconds (32400 when unset) makes the client not Ready
+	// (condition SessionLifetimesValid): the CRD checks no rule across fields, so that the API
+	// server's messages about OIDCClients stay Pinniped's.
+	//
+	// +optional
+	SessionLifetimes *SessionLifetimes `json:"sessionLifetimes,omitempty"`
 }
 
 // OIDCClientTokenLifetimes overrides token lifetimes for one client.

@@ -186,6 +186,7 @@ func (c *Controller) sync(ctx context.Context) error {
 				JWKS: k.jwks, TokenSigningKey: k.tokenSigningKey, StateSigningKey: k.stateSigningKey, StateEncryptionKey: k.stateEncryptionKey,
 				CSRFKey:           csrfKey,
 				IdentityProviders: r.idps,
+				Sessions:          r.sessions,
 			})
 		}
 		var secrets configv1alpha1.FederationDomainSecrets
@@ -207,10 +208,11 @@ func (c *Controller) sync(ctx context.Context) error {
 
 // writeStatus updates the status when the conditions, phase or Secrets differ from those stored.
 // Conditions of types no longer reported are kept, and all are sorted by type, as upstream
-// Pinniped does.
+// Pinniped does; our own SessionLifetimesValid goes with spec.sessionLifetimes.
 func (c *Controller) writeStatus(ctx context.Context, r *result, secrets configv1alpha1.FederationDomainSecrets) error {
 	fd := r.fd
 	updated := fd.DeepCopy()
+	meta.RemoveStatusCondition(&updated.Status.Conditions, configv1alpha1.ConditionSessionLifetimesValid)
 	for _, cond := range r.conditions {
 		cond.ObservedGeneration = fd.Generation
 		meta.SetStatusCondition(&updated.Status.Conditions, cond)

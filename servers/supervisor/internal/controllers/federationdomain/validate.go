@@ -13,6 +13,7 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 )
 
 // result is the outcome of validating one FederationDomain.
@@ -32,6 +33,8 @@ type result struct {
 	tlsAgreed bool
 	// idps are the usable identity providers, sorted by display name.
 	idps []issuer.IdentityProvider
+	// sessions is spec.sessionLifetimes, when valid.
+	sessions sessionpolicy.Policy
 }
 
 // validator checks FederationDomains against each other and the identity providers.
@@ -60,11 +63,37 @@ func (v validator) validate(ctx context.Context, fds []*configv1alpha1.Federatio
 	checkTLSSecretsPerHostname(results)
 	for _, r := range results {
 		v.checkIdentityProviders(ctx, r)
+		r.checkSessionLifetimes()
 		r.conditions.setReady(r.fd.Spec.Issuer)
 		r.servable = r.issuerURL != nil && r.tlsAgreed && r.conditions.ok(configv1alpha1.ConditionReady)
 		sortConditions(r.conditions)
 	}
 	return results
+}
+
+// checkSessionLifetimes reports the session policy. The CRD refuses out-of-range values; this
+// condition covers objects its schema did not check (stored under an older CRD). It is reported
+// only when spec.sessionLifetimes is set, so that the conditions of a FederationDomain written for
+// Pinniped are Pinniped's, which its tools compare whole.
+func (r *result) checkSessionLifetimes() {
+	if r.fd.Spec.SessionLifetimes == nil {
+		r.sessions = sessionpolicy.Default
+		return
+	}
+	p, err := sessionpolicy.FromSpec(r.fd.Spec.SessionLifetimes)
+	if err != nil {
+		r.conditions.fail(configv1alpha1.ConditionSessionLifetimesValid, configv1alpha1.ReasonInvalidSessionLifetimes, err.Error())
+		return
+	}
+	r.sessions = p
+	r.conditions.pass(configv1alpha1.ConditionSessionLifetimesValid, fmt.Sprintf("sessions last at most %s%s", p.Max, idleText(p)))
+}
+
+func idleText(p sessionpolicy.Policy) string {
+	if p.Idle == 0 {
+		return ", with no idle timeout"
+	}
+	return fmt.Sprintf(", or until idle for %s", p.Idle)
 }
 
 func (r *result) checkIssuerURL() {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/connectors/kinds"
 	"sealion.dev/servers/supervisor/internal/idtransform"
 	"sealion.dev/servers/supervisor/internal/issuer"
+	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 )
 
 const (
@@ -32,6 +34,7 @@ const (
 	kindValid        = configv1alpha1.ConditionIdentityProvidersObjectRefKindValid
 	expressionsValid = configv1alpha1.ConditionTransformsExpressionsValid
 	examplesPassed   = configv1alpha1.ConditionTransformsExamplesPassed
+	sessionsValid    = configv1alpha1.ConditionSessionLifetimesValid
 	ready            = configv1alpha1.ConditionReady
 )
 
@@ -434,5 +437,61 @@ func TestResolvedIdentityProvider(t *testing.T) {
 	res, err := idp.Transforms.Evaluate(context.Background(), idtransform.Identity{Username: "pinny"})
 	if err != nil || res.Username != "x-pinny" {
 		t.Errorf("transforms gave %+v, %v", res, err)
+	}
+}
+
+// spec.sessionLifetimes is reported by a condition of ours only when set; an out-of-range value
+// (one the CRD would have refused) makes the FederationDomain not ready, and is never clamped.
+func TestValidateSessionLifetimes(t *testing.T) {
+	const issuerURL = "https://tuna.com"
+	tests := []struct {
+		name      string
+		lifetimes *configv1alpha1.SessionLifetimes
+		want      *cond // SessionLifetimesValid; nil when it is not reported
+		policy    sessionpolicy.Policy
+	}{
+		{name: "unset", policy: sessionpolicy.Default},
+		{name: "empty", lifetimes: &configv1alpha1.SessionLifetimes{},
+			want:   &cond{"True", "Success", "sessions last at most 9h0m0s, with no idle timeout"},
+			policy: sessionpolicy.Default},
+		{name: "both", lifetimes: &configv1alpha1.SessionLifetimes{MaxSessionSeconds: ptr.To[int32](3600), IdleTimeoutSeconds: ptr.To[int32](900)},
+			want:   &cond{"True", "Success", "sessions last at most 1h0m0s, or until idle for 15m0s"},
+			policy: sessionpolicy.Policy{Max: time.Hour, Idle: 15 * time.Minute}},
+		{name: "a week", lifetimes: &configv1alpha1.SessionLifetimes{MaxSessionSeconds: ptr.To[int32](604800)},
+			want:   &cond{"True", "Success", "sessions last at most 168h0m0s, with no idle timeout"},
+			policy: sessionpolicy.Policy{Max: 7 * 24 * time.Hour}},
+		{name: "too short", lifetimes: &configv1alpha1.SessionLifetimes{MaxSessionSeconds: ptr.To[int32](59)},
+			want: &cond{"False", "InvalidSessionLifetimes", "spec.sessionLifetimes.maxSessionSeconds must be between 60 and 604800, not 59"}},
+		{name: "too long", lifetimes: &configv1alpha1.SessionLifetimes{MaxSessionSeconds: ptr.To[int32](604801)},
+			want: &cond{"False", "InvalidSessionLifetimes", "spec.sessionLifetimes.maxSessionSeconds must be between 60 and 604800, not 604801"}},
+		{name: "idle negative", lifetimes: &configv1alpha1.SessionLifetimes{IdleTimeoutSeconds: ptr.To[int32](-1)},
+			want: &cond{"False", "InvalidSessionLifetimes", "spec.sessionLifetimes.idleTimeoutSeconds must be between 60 and 604800, not -1"}},
+		{name: "idle over the default maximum", lifetimes: &configv1alpha1.SessionLifetimes{IdleTimeoutSeconds: ptr.To[int32](36000)},
+			want: &cond{"False", "InvalidSessionLifetimes", "spec.sessionLifetimes.idleTimeoutSeconds (36000) must not exceed the session's maximum length (32400 seconds)"}},
+		{name: "idle over the maximum", lifetimes: &configv1alpha1.SessionLifetimes{MaxSessionSeconds: ptr.To[int32](600), IdleTimeoutSeconds: ptr.To[int32](601)},
+			want: &cond{"False", "InvalidSessionLifetimes", "spec.sessionLifetimes.idleTimeoutSeconds (601) must not exceed the session's maximum length (600 seconds)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := fd("fd", issuerURL)
+			f.Spec.SessionLifetimes = tt.lifetimes
+			r := newValidator(dex).validate(context.Background(), []*configv1alpha1.FederationDomain{f})[0]
+			other := map[string]cond{idpsFound: legacyOneCond("dex")}
+			want := expected(issuerURL, other)
+			if tt.want != nil {
+				want = append(want, metav1.Condition{Type: sessionsValid, Status: metav1.ConditionStatus(tt.want.status), Reason: tt.want.reason, Message: tt.want.message})
+				slices.SortFunc(want, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
+				if tt.want.status != "True" {
+					i := slices.IndexFunc(want, func(c metav1.Condition) bool { return c.Type == ready })
+					want[i] = metav1.Condition{Type: ready, Status: metav1.ConditionFalse, Reason: notReady.reason, Message: notReady.message}
+				}
+			}
+			if diff := cmp.Diff(want, []metav1.Condition(r.conditions)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if ok := tt.want == nil || tt.want.status == "True"; r.servable != ok || (ok && r.sessions != tt.policy) {
+				t.Errorf("servable %v with sessions %+v; want servable %v with %+v", r.servable, r.sessions, ok, tt.policy)
+			}
+		})
 	}
 }

@@ -103,6 +103,8 @@ func (o *OIDCClients) client(id, deviceCallback string) (fosite.Client, error) {
 type confidentialClient struct {
 	oidcClient
 	idTokenLifetime time.Duration // 0 for the default
+	// sessionLifetimes shortens the issuer's session policy for this client; nil when unset.
+	sessionLifetimes *configv1alpha1.SessionLifetimes
 }
 
 var (
@@ -138,6 +140,7 @@ func newConfidentialClient(c *configv1alpha1.OIDCClient, hashes []string, device
 	if s := spec.TokenLifetimes.IDTokenSeconds; s != nil {
 		client.idTokenLifetime = time.Duration(*s) * time.Second
 	}
+	client.sessionLifetimes = spec.SessionLifetimes
 	return client
 }
 

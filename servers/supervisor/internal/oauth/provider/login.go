@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/token/jwt"
@@ -173,7 +174,7 @@ func (p *Provider) newLoginSession(ar fosite.Requester, idp *issuer.IdentityProv
 	if len(user.AdditionalClaims) > 0 {
 		s.Claims.Extra[sessions.AdditionalClaimsClaim] = user.AdditionalClaims
 	}
-	s.SetExpiresAt(fosite.RefreshToken, now.Add(sessions.SessionLifetime))
+	s.SetExpiresAt(fosite.RefreshToken, p.SessionPolicy(ar.GetClient()).End(now, time.Time{}))
 	return s
 }
 

@@ -20,6 +20,7 @@ import (
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 )
 
 // Endpoint paths, relative to the issuer.
@@ -34,7 +35,8 @@ const (
 	ChooseIdentityProviderPath = "/choose_identity_provider"
 )
 
-// Lifetimes that are not those of stored state (see sessions for those); none is configurable.
+// Lifetimes that are not those of stored state (see sessions for those) nor sessions' (see
+// sessionpolicy); none is configurable.
 const (
 	IDTokenLifetime = 2 * time.Minute
 	// StateLifetime is how long a user may take at the upstream identity provider.
@@ -157,6 +159,33 @@ func New(iss *issuer.Issuer, shared *Shared) *Provider {
 	return p
 }
 
+// SessionPolicy bounds the sessions client has at this issuer: the FederationDomain's policy,
+// shortened by the client's own when it is an OIDCClient with one.
+func (p *Provider) SessionPolicy(client fosite.Client) sessionpolicy.Policy {
+	policy := p.Issuer.Sessions
+	if policy == (sessionpolicy.Policy{}) {
+		policy = sessionpolicy.Default // an Issuer made without the controller, as in tests
+	}
+	if c, ok := client.(*confidentialClient); ok {
+		policy = policy.ShortenedBy(c.sessionLifetimes)
+	}
+	return policy
+}
+
+// SessionEnded is the refusal of a request for the session s of req when its policy (the current
+// one: a shortened policy applies to sessions already started) has ended it, or nil.
+func (p *Provider) SessionEnded(s *sessions.Session, req fosite.Requester) error {
+	if why := p.SessionPolicy(req.GetClient()).Ended(s.Custom.LoginTime, s.Custom.LastRefreshTime, p.Now().UTC()); why != "" {
+		return fosite.ErrInvalidGrant.WithHintf("The session ended: %s.", why)
+	}
+	return nil
+}
+
+// RefreshTokenSession returns the stored request of a refresh token of this issuer.
+func (p *Provider) RefreshTokenSession(ctx context.Context, token string) (fosite.Requester, error) {
+	return p.store.GetRefreshTokenSession(ctx, p.hmac.RefreshTokenSignature(ctx, token), sessions.NewSession())
+}
+
 // KnownClient reports whether id names a client of this issuer.
 func (p *Provider) KnownClient(ctx context.Context, id string) bool {
 	_, err := p.store.GetClient(ctx, id)
@@ -192,13 +221,14 @@ func newConfig(iss *issuer.Issuer) *fosite.Config {
 		AuthorizeCodeLifespan: sessions.AuthorizeCodeLifetime,
 		AccessTokenLifespan:   sessions.AccessTokenLifetime,
 		IDTokenLifespan:       IDTokenLifetime,
-		RefreshTokenLifespan:  sessions.SessionLifetime,
-		RefreshTokenScopes:    []string{ScopeOfflineAccess},
-		ScopeStrategy:         fosite.ExactScopeStrategy,
-		EnforcePKCE:           true,
-		MinParameterEntropy:   fosite.MinParameterEntropy,
-		GlobalSecret:          iss.TokenSigningKey,
-		FormPostHTMLTemplate:  formPostPage,
+		// The token endpoint sets refresh tokens' expiries from the session policy.
+		RefreshTokenLifespan: sessionpolicy.Longest,
+		RefreshTokenScopes:   []string{ScopeOfflineAccess},
+		ScopeStrategy:        fosite.ExactScopeStrategy,
+		EnforcePKCE:          true,
+		MinParameterEntropy:  fosite.MinParameterEntropy,
+		GlobalSecret:         iss.TokenSigningKey,
+		FormPostHTMLTemplate: formPostPage,
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions/sessionstest"
+	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 )
 
 // signature is a token signature as fosite's HMAC strategy makes them (base64url of 32 bytes),
@@ -65,6 +66,16 @@ var (
 	}
 )
 
+// pinnipedStorageLifetimes are how long Pinniped keeps each kind of record from its creation; ours
+// are the same for a session of the default policy that started at the record's creation.
+var pinnipedStorageLifetimes = map[string]time.Duration{
+	typeAuthcode:     10*time.Minute + 9*time.Hour,
+	typeAccessToken:  9*time.Hour + 2*time.Minute,
+	typeRefreshToken: 9*time.Hour + 2*time.Minute,
+	typePKCE:         11 * time.Minute,
+	typeOIDC:         11 * time.Minute,
+}
+
 // formatFixture returns a store with a fixed clock and a request of a finished OIDC login.
 func formatFixture(clientset *fake.Clientset, now time.Time) (*Store, *fosite.Request) {
 	client := &fosite.DefaultClient{ID: "pinniped-cli", Public: true, RedirectURIs: []string{"http://127.0.0.1/callback"},
@@ -74,7 +85,7 @@ func formatFixture(clientset *fake.Clientset, now time.Time) (*Store, *fosite.Re
 	sess := NewSession()
 	sess.Claims.Issuer, sess.Claims.Subject = "https://issuer.example.com", "https://dex.example.com?idpName=My+Dex&sub=sub"
 	sess.Claims.Extra = map[string]any{AdditionalClaimsClaim: map[string]any{"email": "pinny@example.com"}}
-	sess.SetExpiresAt(fosite.RefreshToken, now.Add(SessionLifetime))
+	sess.SetExpiresAt(fosite.RefreshToken, now.Add(sessionpolicy.Default.Max))
 	sess.Custom = CustomSessionData{
 		Username: "pinny", Groups: []string{"seals"}, UpstreamUsername: "pinny@example.com", UpstreamGroups: []string{"seals"},
 		ProviderName: "My Dex", ProviderResource: "upstream-idp", ProviderUID: "idp-uid", ProviderType: string(issuer.TypeOIDC), LoginTime: now,
@@ -117,7 +128,7 @@ func TestStoredAsPinniped(t *testing.T) {
 			if want := map[string]string{"storage.pinniped.dev/type": kind, "storage.pinniped.dev/request-id": "login-1"}; !maps.Equal(secret.Labels, want) {
 				t.Errorf("labels %v, want %v", secret.Labels, want)
 			}
-			wantGC := now.Add(storageLifetimes[kind]).Format(time.RFC3339)
+			wantGC := now.Add(pinnipedStorageLifetimes[kind]).Format(time.RFC3339)
 			if want := map[string]string{"storage.pinniped.dev/garbage-collect-after": wantGC}; !maps.Equal(secret.Annotations, want) {
 				t.Errorf("annotations %v, want %v", secret.Annotations, want)
 			}

@@ -34,8 +34,10 @@ type CustomSessionData struct {
 	ProviderResource string `json:"providerName"`
 	ProviderUID      string `json:"providerUID"`
 	ProviderType     string `json:"providerType"`
-	// LoginTime is when the user logged in upstream; the session ends SessionLifetime later.
-	LoginTime time.Time `json:"loginTime"`
+	// LoginTime is when the user logged in upstream, and LastRefreshTime when the session was
+	// last refreshed (zero until then): its session policy (sessionpolicy) counts from them.
+	LoginTime       time.Time `json:"loginTime"`
+	LastRefreshTime time.Time `json:"lastRefreshTime,omitzero"`
 	// Session is what refreshes and revocation need (its fields oidc, ldap and github are
 	// inline in the stored JSON; an Active Directory login's ldap is stored as activedirectory,
 	// as Pinniped's).

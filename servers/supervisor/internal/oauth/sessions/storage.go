@@ -55,6 +55,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"sealion.dev/servers/internal/audit"
+	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 	"sealion.dev/servers/supervisor/internal/tokenseal"
 )
 
@@ -76,12 +77,10 @@ const (
 	recordVersion  = "8"
 )
 
-// Lifetimes of the stored state; none is configurable.
+// Lifetimes of the stored state; neither is configurable. Sessions' are (sessionpolicy).
 const (
 	AuthorizeCodeLifetime = 10 * time.Minute
 	AccessTokenLifetime   = 2 * time.Minute
-	// SessionLifetime bounds refresh tokens: 9 hours from the initial login, however often they rotate.
-	SessionLifetime = 9 * time.Hour
 )
 
 // Kinds of stored state, with how long each is kept.
@@ -96,21 +95,40 @@ const (
 // NotSessionsSelector selects every object but the sessions' records (Secrets of the kinds above,
 // by their type label), the other Secrets of the namespace included: OIDC clients' secrets, keys,
 // certificates.
-var NotSessionsSelector = TypeLabel + " notin (" + strings.Join([]string{typeAuthcode, typeAccessToken, typeRefreshToken, typePKCE, typeOIDC, typeDevice}, ",") + ")"
+var NotSessionsSelector = TypeLabel + " notin (" + strings.Join(kinds, ",") + ")"
+
+// kinds are the kinds of stored state.
+var kinds = []string{typeAuthcode, typeAccessToken, typeRefreshToken, typePKCE, typeOIDC, typeDevice}
 
 var storageLifetimes = map[string]time.Duration{
-	typeAuthcode:     MaxRecordLifetime,
-	typeAccessToken:  SessionLifetime + AccessTokenLifetime,
-	typeRefreshToken: SessionLifetime + AccessTokenLifetime,
-	typePKCE:         AuthorizeCodeLifetime + time.Minute,
-	typeOIDC:         AuthorizeCodeLifetime + time.Minute,
+	typePKCE: AuthorizeCodeLifetime + time.Minute,
+	typeOIDC: AuthorizeCodeLifetime + time.Minute,
 	// A device authorization's is counted from its expiry, not from its creation.
 	typeDevice: AuthorizeCodeLifetime,
 }
 
-// MaxRecordLifetime is the longest a record is kept: an authorization code's, which outlives its
-// login so that a replay can still be recognized and revoke it.
-const MaxRecordLifetime = AuthorizeCodeLifetime + SessionLifetime
+// garbageCollectAfter is when the record of kind for req may be deleted. Authorization codes,
+// access and refresh tokens are kept past the end of their session (the refresh token expiry the
+// token endpoint set from the session policy): by an access token's lifetime, and a code by its
+// own, so that a rotated refresh token or a redeemed code is still recognized if replayed, and
+// revokes the login. With the default policy these are Pinniped's lifetimes.
+func (s *Store) garbageCollectAfter(kind string, req fosite.Requester) time.Time {
+	if lifetime, ok := storageLifetimes[kind]; ok {
+		return s.now().Add(lifetime)
+	}
+	end := req.GetSession().GetExpiresAt(fosite.RefreshToken)
+	if end.IsZero() { // a session without a policy's end: the longest any can have
+		end = s.now().Add(sessionpolicy.Longest)
+	}
+	if kind == typeAuthcode {
+		return end.Add(AuthorizeCodeLifetime)
+	}
+	return end.Add(AccessTokenLifetime)
+}
+
+// MaxRecordLifetime is the longest a record is kept: an authorization code's of a session as
+// long as the session policy allows.
+const MaxRecordLifetime = AuthorizeCodeLifetime + sessionpolicy.Longest
 
 // SecretType is the type of the Secrets holding state of kind t.
 func SecretType(t string) corev1.SecretType { return corev1.SecretType("storage.pinniped.dev/" + t) }
@@ -262,7 +280,7 @@ func (s *Store) create(ctx context.Context, kind, signature string, req fosite.R
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        SecretName(kind, signature),
 			Labels:      map[string]string{TypeLabel: kind, RequestIDLabel: req.GetID()},
-			Annotations: map[string]string{GarbageCollectAfterAnnotation: s.now().Add(storageLifetimes[kind]).UTC().Format(time.RFC3339)},
+			Annotations: map[string]string{GarbageCollectAfterAnnotation: s.garbageCollectAfter(kind, req).UTC().Format(time.RFC3339)},
 		},
 		Type: SecretType(kind),
 		Data: map[string][]byte{DataKey: data, VersionKey: []byte(storageVersion)},

@@ -12,7 +12,7 @@ func TestNotSessionsSelector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for kind := range storageLifetimes {
+	for _, kind := range kinds {
 		if selector.Matches(labels.Set{TypeLabel: kind, RequestIDLabel: "r"}) {
 			t.Errorf("the selector matches a %s record", kind)
 		}

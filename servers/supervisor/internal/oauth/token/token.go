@@ -64,6 +64,8 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 	ar, err := p.OAuth.NewAccessRequest(fositeCtx, r, sessions.NewSession())
 	if err != nil {
 		switch {
+		case errors.Is(err, fosite.ErrTokenExpired) && r.PostForm.Get("grant_type") == provider.GrantRefreshToken:
+			err = p.expiredRefresh(ctx, r.PostForm.Get("refresh_token"), err)
 		case errors.Is(err, provider.ErrComparisonRefused):
 			err = provider.ErrClientBlocked
 		case errors.Is(err, fosite.ErrInvalidClient) && p.KnownClient(ctx, client):
@@ -79,9 +81,12 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 		// fosite gives a code's or refresh token's request the ID of the login's stored session.
 		p.Audit.Event(ctx, "Session Found", audit.Fields{SessionID: ar.GetID()})
 	}
-	if s, ok := ar.GetSession().(*sessions.Session); ok && !exchange {
-		// Refresh tokens expire with the session, not sessions.SessionLifetime after each rotation.
-		s.SetExpiresAt(fosite.RefreshToken, s.Custom.LoginTime.Add(sessions.SessionLifetime))
+	s, ok := ar.GetSession().(*sessions.Session)
+	if ok && !exchange {
+		if err := p.continueSession(s, ar); err != nil {
+			p.OAuth.WriteAccessError(ctx, w, ar, err)
+			return
+		}
 		if ar.GetGrantTypes().ExactOne(provider.GrantRefreshToken) {
 			warnings, err := p.refreshUpstream(ctx, s, ar)
 			if err != nil {
@@ -110,7 +115,63 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 	if idToken != "" {
 		p.Audit.Event(ctx, "ID Token Issued", audit.Fields{SessionID: ar.GetID()}, "tokenID", p.Audit.TokenID(idToken))
 	}
+	if ok && !exchange && resp.GetExtra("refresh_token") != nil {
+		resp.SetExtra(SessionExpiresIn, p.sessionExpiresIn(s, ar))
+	}
 	p.OAuth.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// continueSession refuses a code redemption or refresh of a session that its policy ended (the
+// current policy: a shortened one applies to sessions already started), and otherwise sets the
+// expiries of a refresh's tokens: the refresh token's is the session's end, which a refresh moves
+// on when there is an idle timeout, and no access token outlives the session. (fosite reads a
+// code's session again from storage when it issues the tokens, so a redemption's are as the login
+// set them: the refresh token's from the policy, the access token's two minutes, which only the
+// token exchange accepts, and it checks the session's end itself.)
+func (p endpoint) continueSession(s *sessions.Session, ar fosite.AccessRequester) error {
+	if err := p.SessionEnded(s, ar); err != nil {
+		return err
+	}
+	policy := p.SessionPolicy(ar.GetClient())
+	now := p.Now().UTC()
+	if ar.GetGrantTypes().ExactOne(provider.GrantRefreshToken) {
+		s.Custom.LastRefreshTime = now
+	}
+	end := policy.End(s.Custom.LoginTime, s.Custom.LastRefreshTime)
+	s.SetExpiresAt(fosite.RefreshToken, end)
+	if s.GetExpiresAt(fosite.AccessToken).After(end) {
+		s.SetExpiresAt(fosite.AccessToken, end)
+	}
+	return nil
+}
+
+// expiredRefresh explains fosite's refusal of an expired refresh token: the token endpoint set
+// its expiry to its session's end, so the session ended, and the reason is found in its stored
+// session. err is returned as it is when the record cannot say.
+func (p endpoint) expiredRefresh(ctx context.Context, refreshToken string, err error) error {
+	req, lookupErr := p.RefreshTokenSession(ctx, refreshToken)
+	if lookupErr != nil {
+		return err
+	}
+	s, ok := req.GetSession().(*sessions.Session)
+	if !ok {
+		return err
+	}
+	if ended := p.SessionEnded(s, req); ended != nil {
+		return ended
+	}
+	return err
+}
+
+// SessionExpiresIn is the token response member, ours, that tells a client with a refresh token
+// in how many seconds its session reaches its maximum length, when it will have to log in again
+// however often it refreshes (an idle timeout may end it sooner). The pinniped CLI warns its user
+// shortly before, and pinniped whoami shows it.
+const SessionExpiresIn = "session_expires_in"
+
+func (p endpoint) sessionExpiresIn(s *sessions.Session, ar fosite.Requester) int64 {
+	end := s.Custom.LoginTime.Add(p.SessionPolicy(ar.GetClient()).Max)
+	return max(0, int64(end.Sub(p.Now()).Seconds()))
 }
 
 // lostCodeRace reports whether a code redemption failed because a concurrent one won: the code
@@ -287,6 +348,14 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 	if err != nil {
 		return fosite.ErrRequestUnauthorized.WithWrap(err).WithHint("Invalid 'subject_token' parameter value.")
 	}
+	s, ok := orig.GetSession().(*sessions.Session)
+	if !ok {
+		return fosite.ErrServerError.WithHint("unexpected session type")
+	}
+	// Checked first: an access token that expired with its session says so.
+	if err := t.SessionEnded(s, orig); err != nil {
+		return err
+	}
 	if err := t.ValidateAccessToken(ctx, orig, subjectToken); err != nil {
 		return err
 	}
@@ -301,20 +370,16 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 			return fosite.ErrAccessDenied.WithHintf("Missing the %q scope.", scope)
 		}
 	}
-	s, ok := orig.GetSession().(*sessions.Session)
-	if !ok {
-		return fosite.ErrServerError.WithHint("unexpected session type")
-	}
 	if !provider.GrantedClaim(orig, provider.ScopeUsername) || s.Custom.Username == "" {
 		return fosite.ErrAccessDenied.WithHintf("No username found in session. Ensure that the %q scope was requested and granted at the authorization endpoint.", provider.ScopeUsername)
 	}
 	t.Audit.Event(ctx, "Session Found", audit.Fields{SessionID: orig.GetID()})
+	now := t.Now().UTC()
 	// The session's identity was checked at login and at each refresh; checking it again here
 	// covers sessions stored before an operator narrowed the reserved-name exceptions.
 	if err := t.RefuseReserved(ctx, s.Custom.ProviderName, idtransform.Identity{Username: s.Custom.Username, Groups: s.Custom.Groups}); err != nil {
 		return fosite.ErrAccessDenied.WithHint(err.Error())
 	}
-	now := t.Now().UTC()
 	claims := &jwt.IDTokenClaims{
 		Issuer:      t.Issuer.URL,
 		Subject:     s.Subject,

@@ -1,0 +1,137 @@
+package conformance
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"sealion.dev/e2e/steps"
+	"sealion.dev/fixtures/ldap"
+)
+
+// sessionEndsIn is how long pinniped whoami says the session has left.
+var sessionEndsIn = regexp.MustCompile(`Session ends: \S+ \(in ([0-9hms.]+)\)`)
+
+// TestSupervisorSessionPolicy: a FederationDomain's session lifetimes (spec.sessionLifetimes, 90
+// seconds at most and 60 idle) as kubectl users live them through the CLI. At the login the CLI
+// warns that the session ends soon, and pinniped whoami says when. A session refreshed within
+// its idle timeout goes on; one left idle ends, its cached access token refused at the token
+// exchange; one kept busy ends at its maximum length. Each time the CLI says why and logs in
+// again.
+func TestSupervisorSessionPolicy(t *testing.T) {
+	const (
+		fdName    = "sessions"
+		lifetimes = "  sessionLifetimes: {maxSessionSeconds: 90, idleTimeoutSeconds: 60}\n"
+	)
+	var (
+		fl                   *federatedLogin
+		idle, busy           cliUser
+		idleLogin, busyLogin time.Time
+	)
+	f := features.New("session lifetimes through the Supervisor").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			host := supervisorHost(ctx, t, cfg)
+			directory, err := steps.StartLDAPForCluster(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = directory.Close() })
+			createLDAPIDP(ctx, t, cfg, "sessions-ldap", directory.LDAPSAddress, directory)
+			fl = federateWith(ctx, t, cfg, host, fdName, federationIDP("sessions-ldap", "LDAPIdentityProvider", "sessions-ldap", ""), lifetimes)
+			bindGroup(ctx, t, cfg, "e2e-supervisor-sessions-seals", "seals")
+			cond, err := steps.Kubectl(ctx, cfg.KubeconfigFile(), "", "get", "-n", underTest(ctx).Supervisor.Namespace, "federationdomain/"+fdName,
+				"-o", `jsonpath={.status.conditions[?(@.type=="SessionLifetimesValid")].message}`)
+			if want := "sessions last at most 1m30s, or until idle for 1m0s"; err != nil || cond != want {
+				t.Errorf("SessionLifetimesValid: %q (%v), want %q", cond, err, want)
+			}
+			password := "PINNIPED_PASSWORD=" + ldap.DefaultUsers[0].Password
+			idle = fl.user(ctx, t, "sessions-ldap", "cli_password", "PINNIPED_USERNAME=pinny", password)
+			busy = fl.user(ctx, t, "sessions-ldap", "cli_password", "PINNIPED_USERNAME=pinny", password)
+			return ctx
+		}).
+		Assess("at the login the CLI warns that the session ends soon, and whoami says when", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			idleLogin = loginWarned(ctx, t, idle, fl.issuer)
+			busyLogin = loginWarned(ctx, t, busy, fl.issuer)
+			out, err := busy.pinniped(ctx, "whoami", "--api-group-suffix", busy.apiGroupSuffix)
+			m := sessionEndsIn.FindStringSubmatch(out)
+			if err != nil || m == nil || !strings.Contains(out, "Issuer: "+fl.issuer) {
+				t.Fatalf("whoami: %v\n%s\nwant the session's issuer and end", err, out)
+			}
+			if left, err := time.ParseDuration(m[1]); err != nil || left <= 0 || left > 90*time.Second {
+				t.Errorf("whoami says the session ends in %s, want within the 90 seconds of the policy", m[1])
+			}
+			return ctx
+		}).
+		Assess("a session refreshed within its idle timeout goes on", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			sleepUntil(ctx, t, busyLogin.Add(40*time.Second))
+			stderr := refreshAndRun(ctx, t, busy)
+			if !strings.Contains(stderr, "refreshing the session with its refresh token") || strings.Contains(stderr, "has ended") {
+				t.Errorf("kubectl 40 s after the login: want a refresh, and the session going on:\n%s", stderr)
+			}
+			return ctx
+		}).
+		Assess("a session idle for a minute ends: its access token is refused, and the CLI says why and logs in again", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			sleepUntil(ctx, t, idleLogin.Add(65*time.Second))
+			// Only the cluster credential is aged: the access token cached at the login is still
+			// within its two minutes, and the token exchange refuses it.
+			idle.expireCachedCredentials(t)
+			expectSessionEnded(ctx, t, idle, fl.issuer, "the session was idle for more than 1m0s")
+			return ctx
+		}).
+		Assess("a session kept busy ends at its maximum length", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// Its last refresh was 40 s after the login: at 93 s its idle time is not over.
+			sleepUntil(ctx, t, busyLogin.Add(93*time.Second))
+			busy.expireCachedCredentials(t)
+			busy.expireSessions(t)
+			expectSessionEnded(ctx, t, busy, fl.issuer, "the session reached its maximum length of 1m30s")
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// loginWarned runs u's first kubectl, which logs in, checks that the CLI warned that the session
+// ends soon, and returns when the login was over: the session started before.
+func loginWarned(ctx context.Context, t *testing.T, u cliUser, issuer string) time.Time {
+	t.Helper()
+	var stderr string
+	eventually(ctx, t, func() error {
+		var err error
+		_, stderr, err = u.kubectlOutput(ctx, "get", "pods", "-n", "kube-system")
+		return err
+	})
+	if !strings.Contains(stderr, "Your session at "+issuer+" ends at ") {
+		t.Errorf("the login did not warn that the session ends within minutes:\n%s", stderr)
+	}
+	return time.Now()
+}
+
+// expectSessionEnded runs kubectl as u and checks that the CLI said the session ended, for why,
+// and logged in again (u's password is in its environment).
+func expectSessionEnded(ctx context.Context, t *testing.T, u cliUser, issuer, why string) {
+	t.Helper()
+	out, stderr, err := u.kubectlOutput(ctx, "get", "pods", "-n", "kube-system")
+	if err != nil {
+		t.Fatalf("kubectl after the session ended: %v\n%s%s", err, out, stderr)
+	}
+	if want := "Your session at " + issuer + " has ended: " + why + ". Logging in again."; !strings.Contains(stderr, want) {
+		t.Errorf("kubectl's stderr lacks %q:\n%s", want, stderr)
+	}
+	if !strings.Contains(stderr, "logging in with the cli_password flow") {
+		t.Errorf("no new login after the session ended:\n%s", stderr)
+	}
+}
+
+// sleepUntil waits until when, or fails the test when ctx ends first.
+func sleepUntil(ctx context.Context, t *testing.T, when time.Time) {
+	t.Helper()
+	select {
+	case <-time.After(time.Until(when)):
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+}
