@@ -333,17 +333,10 @@ func (fl *federatedLogin) waitServed(ctx context.Context) error {
 // discover fetches the discovery document of fl's issuer on a new connection (through the run's
 // proxy when there is one), so that successive calls may reach different Supervisor pods.
 func discover(ctx context.Context, fl *federatedLogin) ([]byte, error) {
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(fl.caBundle)
-	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}
-	if fl.proxyURL != "" {
-		proxy, err := url.Parse(fl.proxyURL)
-		if err != nil {
-			return nil, err
-		}
-		transport.Proxy = http.ProxyURL(proxy)
+	client, err := fl.httpClient()
+	if err != nil {
+		return nil, err
 	}
-	client := &http.Client{Timeout: 10 * time.Second, Transport: transport}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fl.issuer+"/.well-known/openid-configuration", nil)
 	if err != nil {
 		return nil, err
@@ -361,6 +354,22 @@ func discover(ctx context.Context, fl *federatedLogin) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %s: %s", req.URL, resp.Status, body)
 	}
 	return body, nil
+}
+
+// httpClient reaches fl's issuer, trusting its CA, through the run's proxy when there is one,
+// on a new connection for each request.
+func (fl *federatedLogin) httpClient() (*http.Client, error) {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(fl.caBundle)
+	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}
+	if fl.proxyURL != "" {
+		proxy, err := url.Parse(fl.proxyURL)
+		if err != nil {
+			return nil, err
+		}
+		transport.Proxy = http.ProxyURL(proxy)
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: transport}, nil
 }
 
 // trustFrom makes a JWTAuthenticator trusting the FederationDomain's ID tokens for audience.

@@ -2,6 +2,10 @@ package conformance
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,6 +13,7 @@ import (
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/yaml"
 
 	"sealion.dev/e2e/steps"
 	"sealion.dev/fixtures/ldap"
@@ -22,7 +27,8 @@ var sessionEndsIn = regexp.MustCompile(`Session ends: \S+ \(in ([0-9hms.]+)\)`)
 // warns that the session ends soon, and pinniped whoami says when. A session refreshed within
 // its idle timeout goes on; one left idle ends, its cached access token refused at the token
 // exchange; one kept busy ends at its maximum length. Each time the CLI says why and logs in
-// again.
+// again. Last, pinniped logout ends a session: its refresh token is refused at the Supervisor, and
+// kubectl logs in anew.
 func TestSupervisorSessionPolicy(t *testing.T) {
 	const (
 		fdName    = "sessions"
@@ -90,8 +96,57 @@ func TestSupervisorSessionPolicy(t *testing.T) {
 			busy.expireSessions(t)
 			expectSessionEnded(ctx, t, busy, fl.issuer, "the session reached its maximum length of 1m30s")
 			return ctx
+		}).
+		Assess("pinniped logout ends the session at the Supervisor and on this machine", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			refreshToken := busy.cachedRefreshToken(t)
+			out, err := busy.pinniped(ctx, "logout")
+			if want := "Logged out of " + fl.issuer; err != nil || !strings.Contains(out, want) {
+				t.Fatalf("pinniped logout: %v\n%s\nwant %q", err, out, want)
+			}
+			// The refresh token the CLI held is refused, wherever it was copied to.
+			client, err := fl.httpClient()
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := client.PostForm(fl.issuer+"/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {"pinniped-cli"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"invalid_grant"`) {
+				t.Errorf("refresh with the logged-out session's refresh token: %s %s, want invalid_grant", resp.Status, body)
+			}
+			// kubectl logs in again, with no refresh to try and no cached credential.
+			_, stderr, err := busy.kubectlOutput(ctx, "get", "pods", "-n", "kube-system")
+			if err != nil || !strings.Contains(stderr, "logging in with the cli_password flow") || strings.Contains(stderr, "refreshing the session") {
+				t.Errorf("kubectl after the logout: %v; want a new login, without a refresh:\n%s", err, stderr)
+			}
+			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// cachedRefreshToken is the refresh token of u's only cached session.
+func (u cliUser) cachedRefreshToken(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(u.sessionCache)
+	if err != nil {
+		t.Fatalf("the session cache: %v", err)
+	}
+	var f struct {
+		Sessions []struct {
+			Tokens struct {
+				Refresh struct {
+					Token string `json:"token"`
+				} `json:"refresh"`
+			} `json:"tokens"`
+		} `json:"sessions"`
+	}
+	if err := yaml.Unmarshal(raw, &f); err != nil || len(f.Sessions) != 1 || f.Sessions[0].Tokens.Refresh.Token == "" {
+		t.Fatalf("the session cache holds no single session with a refresh token (%v):\n%s", err, raw)
+	}
+	return f.Sessions[0].Tokens.Refresh.Token
 }
 
 // loginWarned runs u's first kubectl, which logs in, checks that the CLI warned that the session

@@ -121,6 +121,12 @@ func (c *Cache) Put(key Key, cred *clientauthv1beta1.ExecCredentialStatus) error
 	})
 }
 
+// Clear removes every cached credential. They are only ever a shortcut: the next kubectl call of
+// each cluster makes its credential again from its session.
+func (c *Cache) Clear() error {
+	return c.update(func(f *file, _ metav1.Time) { f.Credentials = nil })
+}
+
 type file struct {
 	metav1.TypeMeta `json:",inline"`
 	Credentials     []entry `json:"credentials"`

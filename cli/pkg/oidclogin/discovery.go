@@ -32,8 +32,10 @@ type Discovery struct {
 	TokenEndpoint         string
 	// DeviceAuthorizationEndpoint is RFC 8628's endpoint, empty when the issuer offers none.
 	DeviceAuthorizationEndpoint string
-	ScopesSupported             []string
-	ResponseModesSupported      []string
+	// RevocationEndpoint is RFC 7009's endpoint, empty when the issuer offers none.
+	RevocationEndpoint     string
+	ScopesSupported        []string
+	ResponseModesSupported []string
 	// IdentityProvidersEndpoint lists a Pinniped Supervisor's upstream identity providers; it is
 	// empty for other issuers.
 	IdentityProvidersEndpoint string
@@ -62,6 +64,7 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (*Discove
 	var doc struct {
 		ScopesSupported        []string `json:"scopes_supported"`
 		ResponseModesSupported []string `json:"response_modes_supported"`
+		RevocationEndpoint     string   `json:"revocation_endpoint"`
 		Supervisor             struct {
 			IdentityProvidersEndpoint string `json:"pinniped_identity_providers_endpoint"`
 		} `json:"discovery.supervisor.pinniped.dev/v1alpha1"`
@@ -74,6 +77,7 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (*Discove
 		AuthorizationEndpoint:       provider.Endpoint().AuthURL,
 		TokenEndpoint:               provider.Endpoint().TokenURL,
 		DeviceAuthorizationEndpoint: provider.Endpoint().DeviceAuthURL,
+		RevocationEndpoint:          doc.RevocationEndpoint,
 		ScopesSupported:             doc.ScopesSupported,
 		ResponseModesSupported:      doc.ResponseModesSupported,
 		IdentityProvidersEndpoint:   doc.Supervisor.IdentityProvidersEndpoint,
@@ -85,6 +89,11 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (*Discove
 	}
 	if err := requireHTTPS(d.TokenEndpoint, "the issuer's token endpoint"); err != nil {
 		return nil, err
+	}
+	if d.RevocationEndpoint != "" {
+		if err := requireHTTPS(d.RevocationEndpoint, "the issuer's revocation endpoint"); err != nil {
+			return nil, err
+		}
 	}
 	if d.DeviceAuthorizationEndpoint != "" {
 		if err := requireHTTPS(d.DeviceAuthorizationEndpoint, "the issuer's device authorization endpoint"); err != nil {

@@ -45,6 +45,10 @@ func (c *memCache) GetToken(k oidclogin.SessionKey) *oidclogin.Token {
 func (c *memCache) PutToken(k oidclogin.SessionKey, t *oidclogin.Token) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if t == nil {
+		delete(c.tokens, keyString(k))
+		return
+	}
 	c.tokens[keyString(k)] = t
 	c.keys = append(c.keys, k)
 }
@@ -809,5 +813,56 @@ func TestExchangeAfterSessionEnd(t *testing.T) {
 	}
 	if want := "Your session at " + iss.URL + " has ended: the session reached its maximum length of 1s. Logging in again."; !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
+
+// Logout revokes the session's refresh token at the issuer and removes the session from the
+// cache: the next login starts from scratch. Where the issuer has no revocation endpoint, the
+// session still leaves the cache, and the error says the issuer keeps it.
+func TestLogout(t *testing.T) {
+	iss := fakeissuer.New(t, fakeissuer.Options{Revocation: true})
+	var out syncbuffer.Buffer
+	b := &browser{iss: iss}
+	cache := newMemCache()
+	cfg := config(iss, &out, b.open)
+	cfg.SessionCache = cache
+	tok, err := login(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if found, err := oidclogin.Logout(ctx, cfg); !found || err != nil {
+		t.Fatalf("Logout = %v, %v; want the session found and revoked", found, err)
+	}
+	if c := iss.Counts(); c.Revocations != 1 {
+		t.Errorf("counts %+v, want one revocation", c)
+	}
+	// The revoked refresh token no longer refreshes at the issuer.
+	cache.PutToken(oidclogin.SessionKeyOf(cfg), &oidclogin.Token{RefreshToken: tok.RefreshToken})
+	if _, err := login(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if c := iss.Counts(); c.Refreshes != 1 || c.Authorizations != 2 {
+		t.Errorf("counts %+v; want the revoked refresh token refused and a new login", c)
+	}
+	if found, err := oidclogin.Logout(ctx, cfg); !found || err != nil {
+		t.Fatalf("second Logout = %v, %v", found, err)
+	}
+	if found, err := oidclogin.Logout(ctx, cfg); found || err != nil {
+		t.Errorf("Logout without a session = %v, %v; want nothing found and no error", found, err)
+	}
+
+	plain := fakeissuer.New(t, fakeissuer.Options{})
+	plainCache := newMemCache()
+	cfg = config(plain, &out, (&browser{iss: plain}).open)
+	cfg.SessionCache = plainCache
+	if _, err := login(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := oidclogin.Logout(ctx, cfg); !found || !errors.Is(err, oidclogin.ErrNoRevocationEndpoint) {
+		t.Errorf("Logout at an issuer without revocation = %v, %v; want ErrNoRevocationEndpoint", found, err)
+	}
+	if plainCache.GetToken(oidclogin.SessionKeyOf(cfg)) != nil {
+		t.Error("the session is still cached")
 	}
 }

@@ -60,7 +60,7 @@ func (k SessionKey) Equal(o SessionKey) bool {
 type SessionCache interface {
 	// GetToken returns the tokens stored under key, or nil.
 	GetToken(SessionKey) *Token
-	// PutToken stores the tokens under key, replacing earlier ones.
+	// PutToken stores the tokens under key, replacing earlier ones; nil removes them.
 	PutToken(SessionKey, *Token)
 }
 

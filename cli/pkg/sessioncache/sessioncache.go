@@ -85,7 +85,8 @@ func (c *Cache) GetToken(key oidclogin.SessionKey) *oidclogin.Token {
 	return found
 }
 
-// PutToken stores tokens under key, replacing any session with the same key.
+// PutToken stores tokens under key, replacing any session with the same key; nil tokens remove
+// the session.
 func (c *Cache) PutToken(key oidclogin.SessionKey, tokens *oidclogin.Token) {
 	c.update(func(f *file, now metav1.Time) {
 		created := now
@@ -97,7 +98,10 @@ func (c *Cache) PutToken(key oidclogin.SessionKey, tokens *oidclogin.Token) {
 			}
 			kept = append(kept, s)
 		}
-		f.Sessions = append(kept, session{Key: key, CreationTimestamp: created, LastUsedTimestamp: now, Tokens: tokens})
+		f.Sessions = kept
+		if tokens != nil {
+			f.Sessions = append(f.Sessions, session{Key: key, CreationTimestamp: created, LastUsedTimestamp: now, Tokens: tokens})
+		}
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"sealion.dev/cli/internal/cmd/get/kubeconfig"
 	"sealion.dev/cli/internal/cmd/login/oidc"
 	"sealion.dev/cli/internal/cmd/login/static"
+	"sealion.dev/cli/internal/cmd/logout"
 	"sealion.dev/cli/internal/cmd/version"
 	"sealion.dev/cli/internal/cmd/whoami"
 	"sealion.dev/cli/internal/deps"
@@ -34,7 +35,7 @@ func NewCommand(d deps.Deps) *cobra.Command {
 	login := group(&cobra.Command{Use: "login", Short: "login", Long: "Login to a Pinniped server"},
 		oidc.NewCommand(d), static.NewCommand(d))
 
-	cmd.AddCommand(get, login, whoami.NewCommand(d), version.NewCommand(d), completion.NewCommand(d))
+	cmd.AddCommand(get, login, logout.NewCommand(d), whoami.NewCommand(d), version.NewCommand(d), completion.NewCommand(d))
 	return cmd
 }
 

@@ -103,11 +103,11 @@ func writeText(w io.Writer, loaded *clientconfig.Loaded, resp *identityv1alpha1.
 // when the session ends (a Supervisor's session policy), when that is. The WhoAmIRequest above
 // ran the login, so the session cache holds the session in use.
 func writeSession(d deps.Deps, loaded *clientconfig.Loaded) error {
-	user := loaded.Raw.AuthInfos[loaded.Context.AuthInfo]
-	if user == nil || user.Exec == nil || len(user.Exec.Args) < 2 || user.Exec.Args[0] != "login" || user.Exec.Args[1] != "oidc" {
+	args, ok := oidc.ArgsOf(loaded)
+	if !ok {
 		return nil
 	}
-	issuer, tok, err := oidc.Session(d, user.Exec.Args[2:])
+	issuer, tok, err := oidc.Session(d, args)
 	if err != nil || tok == nil || tok.RefreshToken == nil || tok.RefreshToken.SessionExpiry.IsZero() {
 		return nil //nolint:nilerr // the session's end is extra information: without it, the rest stands
 	}

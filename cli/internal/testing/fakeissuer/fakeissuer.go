@@ -61,6 +61,9 @@ type Options struct {
 	// responses with a refresh token say session_expires_in, and a refresh after the session's
 	// end is refused as the Supervisor refuses it.
 	SessionLength time.Duration
+	// Revocation serves a token revocation endpoint (RFC 7009), as our Supervisor does: a revoked
+	// refresh token ends its session.
+	Revocation bool
 }
 
 // The device authorization's answer.
@@ -101,7 +104,7 @@ type Issuer struct {
 
 // Counts says how often each grant was served.
 type Counts struct {
-	Authorizations, CodeExchanges, Refreshes, TokenExchanges, DevicePolls int
+	Authorizations, CodeExchanges, Refreshes, TokenExchanges, DevicePolls, Revocations int
 }
 
 type grant struct {
@@ -134,6 +137,9 @@ func New(t testing.TB, opts Options) *Issuer {
 	mux.HandleFunc("GET /v1alpha1/pinniped_identity_providers", i.identityProviders)
 	mux.HandleFunc("GET /oauth2/authorize", i.authorize)
 	mux.HandleFunc("POST /oauth2/token", i.token)
+	if opts.Revocation {
+		mux.HandleFunc("POST /oauth2/revoke", i.revoke)
+	}
 	if opts.Device {
 		mux.HandleFunc("POST /oauth2/device_authorization", i.deviceAuthorization)
 		i.devicePolls = slices.Clone(opts.DevicePolls)
@@ -191,6 +197,9 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 	}
 	if i.opts.Device {
 		doc["device_authorization_endpoint"] = i.URL + "/oauth2/device_authorization"
+	}
+	if i.opts.Revocation {
+		doc["revocation_endpoint"] = i.URL + "/oauth2/revoke"
 	}
 	if i.opts.FormPost {
 		doc["response_modes_supported"] = []string{"query", "form_post"}
@@ -390,6 +399,20 @@ func (i *Issuer) sessionEnded(w http.ResponseWriter) {
 	oauthError(w, "invalid_grant", "The provided authorization grant (e.g., authorization code, resource owner credentials) or refresh token is invalid, expired, revoked, "+
 		"does not match the redirection URI used in the authorization request, or was issued to another client. The session ended: the session reached its maximum length of "+
 		i.opts.SessionLength.String()+".")
+}
+
+// revoke ends the session of a refresh token; other tokens are answered as revoked, as RFC 7009
+// asks. (This double keeps no link from an access token to its session.)
+func (i *Issuer) revoke(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("client_id") == "" || r.PostForm.Get("token") == "" {
+		oauthError(w, "invalid_request", "client_id and token are required")
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.counts.Revocations++
+	delete(i.refreshTokens, r.PostForm.Get("token"))
+	w.WriteHeader(http.StatusOK)
 }
 
 // issue answers a login's token request.

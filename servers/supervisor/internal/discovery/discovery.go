@@ -27,6 +27,7 @@ const (
 	PathAuthorize           = "/oauth2/authorize"
 	PathToken               = "/oauth2/token"
 	PathDeviceAuthorization = "/oauth2/device_authorization"
+	PathRevocation          = "/oauth2/revoke"
 )
 
 // Document is the OIDC discovery document of an issuer.
@@ -48,6 +49,10 @@ type Document struct {
 	// endpoint answers, that one included (RFC 8414 section 2).
 	DeviceAuthorizationEndpoint string   `json:"device_authorization_endpoint"`
 	GrantTypesSupported         []string `json:"grant_types_supported"`
+	// RevocationEndpoint and RevocationEndpointAuthMethodsSupported are additions too: the token
+	// revocation endpoint (RFC 7009; RFC 8414 section 2), with which clients sign their users out.
+	RevocationEndpoint                     string   `json:"revocation_endpoint"`
+	RevocationEndpointAuthMethodsSupported []string `json:"revocation_endpoint_auth_methods_supported"`
 	// Supervisor tells clients this issuer is a Pinniped Supervisor, and where IDP discovery is.
 	Supervisor SupervisorDiscovery `json:"discovery.supervisor.pinniped.dev/v1alpha1"`
 }
@@ -93,7 +98,9 @@ func NewDocument(iss *issuer.Issuer) Document {
 		DeviceAuthorizationEndpoint:       iss.Endpoint(PathDeviceAuthorization),
 		GrantTypesSupported: []string{"authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:token-exchange",
 			"urn:ietf:params:oauth:grant-type:device_code"},
-		Supervisor: SupervisorDiscovery{IdentityProvidersEndpoint: iss.Endpoint(PathIdentityProviders)},
+		RevocationEndpoint:                     iss.Endpoint(PathRevocation),
+		RevocationEndpointAuthMethodsSupported: []string{"client_secret_basic", "none"},
+		Supervisor:                             SupervisorDiscovery{IdentityProvidersEndpoint: iss.Endpoint(PathIdentityProviders)},
 	}
 }
 

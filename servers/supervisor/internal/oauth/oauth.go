@@ -19,6 +19,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/oauth/devicegrant"
 	"sealion.dev/servers/supervisor/internal/oauth/loginpages"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
+	"sealion.dev/servers/supervisor/internal/oauth/revocation"
 	"sealion.dev/servers/supervisor/internal/oauth/securityheaders"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 	"sealion.dev/servers/supervisor/internal/oauth/token"
@@ -82,4 +83,5 @@ func (e *Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
 	r.Handle(provider.DeviceAuthorizationPath, provider.StrictForm(devicegrant.Authorization(p)))
 	r.Handle(provider.DevicePath, securityheaders.Wrap(provider.LimitBody(devicegrant.Verification(p)), devicegrant.Policy))
 	r.Handle(provider.DeviceCallbackPath, securityheaders.Wrap(devicegrant.Callback(p), devicegrant.Policy))
+	r.Handle(provider.RevocationPath, provider.StrictForm(revocation.New(p)))
 }

@@ -15,9 +15,11 @@ import (
 	clientauthv1beta1 "k8s.io/client-go/pkg/apis/clientauthentication/v1beta1"
 
 	"sealion.dev/cli/internal/cafiles"
+	"sealion.dev/cli/internal/clientconfig"
 	"sealion.dev/cli/internal/credentialplugin"
 	"sealion.dev/cli/internal/deps"
 	"sealion.dev/cli/internal/execcredential"
+	"sealion.dev/cli/pkg/credentialcache"
 	"sealion.dev/cli/pkg/oidclogin"
 	"sealion.dev/cli/pkg/sessioncache"
 )
@@ -109,25 +111,85 @@ func (f *flags) add(cmd *cobra.Command) {
 	_ = fs.MarkHidden("debug-session-cache")
 }
 
-// Session finds the cached session of "pinniped login oidc" run with args (a kubeconfig's exec
-// arguments after "login oidc"), for pinniped whoami to show when it ends: its issuer, and its
-// tokens or nil when the cache has none. Flags this version does not know are ignored.
-func Session(d deps.Deps, args []string) (string, *oidclogin.Token, error) {
+// ArgsOf returns the arguments of "pinniped login oidc" after "login oidc" when the kubeconfig's
+// selected user logs in with it, as pinniped get kubeconfig writes.
+func ArgsOf(loaded *clientconfig.Loaded) ([]string, bool) {
+	user := loaded.Raw.AuthInfos[loaded.Context.AuthInfo]
+	if user == nil || user.Exec == nil || len(user.Exec.Args) < 2 || user.Exec.Args[0] != "login" || user.Exec.Args[1] != "oidc" {
+		return nil, false
+	}
+	return user.Exec.Args[2:], true
+}
+
+// parseArgs reads the flags of "pinniped login oidc" in args (ArgsOf's). Flags this version does
+// not know are ignored.
+func parseArgs(args []string) (*flags, error) {
 	var f flags
 	cmd := &cobra.Command{FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true}}
 	f.add(cmd)
 	if err := cmd.ParseFlags(args); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	f.defaults(cmd)
+	return &f, nil
+}
+
+// sessionConfig is what names the session of f's logins in the cache (oidclogin.SessionKeyOf).
+func (f *flags) sessionConfig() oidclogin.Config {
+	return oidclogin.Config{Issuer: f.issuer, ClientID: f.clientID, Scopes: f.scopes, ListenPort: f.listenPort, UpstreamIdentityProviderName: f.upstreamIDPName}
+}
+
+// Session finds the cached session of "pinniped login oidc" run with args (ArgsOf's), for pinniped
+// whoami to show when it ends: its issuer, and its tokens or nil when the cache has none.
+func Session(d deps.Deps, args []string) (string, *oidclogin.Token, error) {
+	f, err := parseArgs(args)
+	if err != nil {
+		return "", nil, err
+	}
 	cache, err := f.openSessionCache(d)
 	if err != nil {
 		return "", nil, err
 	}
-	key := oidclogin.SessionKeyOf(oidclogin.Config{
-		Issuer: f.issuer, ClientID: f.clientID, Scopes: f.scopes, ListenPort: f.listenPort, UpstreamIdentityProviderName: f.upstreamIDPName,
-	})
-	return f.issuer, cache.GetToken(key), nil
+	return f.issuer, cache.GetToken(oidclogin.SessionKeyOf(f.sessionConfig())), nil
+}
+
+// Logout ends the session of "pinniped login oidc" run with args (ArgsOf's), for pinniped logout:
+// the issuer revokes it and it leaves the session cache (oidclogin.Logout), and the credential
+// cache is emptied, so that no cluster credential made from it is used again. It returns the
+// issuer and whether the cache held a session.
+func Logout(ctx context.Context, d deps.Deps, args []string) (string, bool, error) {
+	f, err := parseArgs(args)
+	if err != nil {
+		return "", false, err
+	}
+	caBundle, err := f.readCABundle()
+	if err != nil {
+		return f.issuer, false, err
+	}
+	client, err := oidclogin.NewHTTPClient(caBundle)
+	if err != nil {
+		return f.issuer, false, fmt.Errorf("--ca-bundle/--ca-bundle-data: %w", err)
+	}
+	sessions, err := f.openSessionCache(d)
+	if err != nil {
+		return f.issuer, false, err
+	}
+	cfg := f.sessionConfig()
+	cfg.HTTPClient, cfg.SessionCache, cfg.Out, cfg.Now = client, sessions, d.ErrOut, d.Now
+	if d.Getenv(debugEnv) == "true" {
+		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(d.ErrOut, "pinniped: "+format+"\n", args...) }
+	}
+	found, logoutErr := oidclogin.Logout(ctx, cfg)
+	if f.credentialCache != "" {
+		path, err := credentialplugin.ExpandHome(f.credentialCache, d.HomeDir)
+		if err != nil {
+			return f.issuer, found, errors.Join(logoutErr, err)
+		}
+		if err := credentialcache.New(path).Clear(); err != nil {
+			return f.issuer, found, errors.Join(logoutErr, fmt.Errorf("emptying the credential cache: %w", err))
+		}
+	}
+	return f.issuer, found, logoutErr
 }
 
 func run(ctx context.Context, d deps.Deps, f *flags) error {

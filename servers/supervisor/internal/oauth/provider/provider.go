@@ -14,6 +14,7 @@ import (
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/compose"
+	"github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/token/jwt"
 
 	"sealion.dev/core/reservednames"
@@ -33,6 +34,8 @@ const (
 	// ChooseIdentityProviderPath lets the user pick an identity provider when the client named
 	// none and the issuer has several.
 	ChooseIdentityProviderPath = "/choose_identity_provider"
+	// RevocationPath is the token revocation endpoint (RFC 7009), an addition to Pinniped's.
+	RevocationPath = "/oauth2/revoke"
 )
 
 // Lifetimes that are not those of stored state (see sessions for those) nor sessions' (see
@@ -184,6 +187,14 @@ func (p *Provider) SessionEnded(s *sessions.Session, req fosite.Requester) error
 // RefreshTokenSession returns the stored request of a refresh token of this issuer.
 func (p *Provider) RefreshTokenSession(ctx context.Context, token string) (fosite.Requester, error) {
 	return p.store.GetRefreshTokenSession(ctx, p.hmac.RefreshTokenSignature(ctx, token), sessions.NewSession())
+}
+
+// RevokeToken ends the session of token, a refresh or access token of client (hint says which
+// to try first), as RFC 7009 asks: every token of its login is revoked, its records deleted and
+// its upstream tokens revoked. A token that is unknown or already revoked is no error.
+func (p *Provider) RevokeToken(ctx context.Context, token string, hint fosite.TokenType, client fosite.Client) error {
+	h := &oauth2.TokenRevocationHandler{TokenRevocationStorage: p.store, RefreshTokenStrategy: p.hmac, AccessTokenStrategy: p.hmac}
+	return h.RevokeToken(ctx, token, hint, client)
 }
 
 // KnownClient reports whether id names a client of this issuer.
