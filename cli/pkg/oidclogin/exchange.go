@@ -37,27 +37,13 @@ func (l *login) exchangeForAudience(ctx context.Context, session *Token) (*Token
 		"subject_token_type":   {tokenTypeAccessToken},
 		"requested_token_type": {tokenTypeJWT},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.disc.TokenEndpoint, strings.NewReader(form.Encode()))
+	resp, body, err := l.postForm(ctx, l.disc.TokenEndpoint, "the token exchange", form)
 	if err != nil {
-		return nil, fmt.Errorf("building the token exchange request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return nil, explainRequestError("the token exchange at "+l.disc.TokenEndpoint, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading the token exchange response: %w", err)
+		return nil, err
 	}
 	what := fmt.Sprintf("the token exchange for audience %q", audience)
 	if resp.StatusCode != http.StatusOK {
-		var oauthErr struct {
-			Error       string `json:"error"`
-			Description string `json:"error_description"`
-		}
-		if json.Unmarshal(body, &oauthErr) == nil && oauthErr.Error != "" {
+		if oauthErr, ok := parseOAuthError(body); ok {
 			if ended := sessionEnded(oauthErr.Error, oauthErr.Description); ended != nil {
 				return nil, ended
 			}
@@ -84,4 +70,35 @@ func (l *login) exchangeForAudience(ctx context.Context, session *Token) (*Token
 		return nil, fmt.Errorf("%s failed: %w", what, err)
 	}
 	return &Token{IDToken: id}, nil
+}
+
+// postForm POSTs form to endpoint, for the request named what (in errors), and returns the
+// response with its body (at most 1 MiB), already read and closed.
+func (l *login) postForm(ctx context.Context, endpoint, what string, form url.Values) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("building %s request: %w", what, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return nil, nil, explainRequestError(what+" at "+endpoint, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s response: %w", what, err)
+	}
+	return resp, body, nil
+}
+
+// oauthError is an OAuth 2.0 error response (RFC 6749 5.2).
+type oauthError struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+// parseOAuthError reads body as an OAuth 2.0 error response; ok is false when it is not one.
+func parseOAuthError(body []byte) (e oauthError, ok bool) {
+	return e, json.Unmarshal(body, &e) == nil && e.Error != ""
 }

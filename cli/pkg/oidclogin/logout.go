@@ -2,13 +2,10 @@ package oidclogin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 )
@@ -60,25 +57,14 @@ func Logout(ctx context.Context, cfg Config) (bool, error) {
 func (l *login) revoke(ctx context.Context, token, hint string) error {
 	l.logf("revoking the session's %s at %s", hint, l.disc.RevocationEndpoint)
 	form := url.Values{"token": {token}, "token_type_hint": {hint}, "client_id": {l.cfg.ClientID}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.disc.RevocationEndpoint, strings.NewReader(form.Encode()))
+	resp, body, err := l.postForm(ctx, l.disc.RevocationEndpoint, "the revocation", form)
 	if err != nil {
-		return fmt.Errorf("building the revocation request: %w", err)
+		return err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return explainRequestError("the revocation at "+l.disc.RevocationEndpoint, err)
-	}
-	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
 		return nil
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var oauthErr struct {
-		Error       string `json:"error"`
-		Description string `json:"error_description"`
-	}
-	if json.Unmarshal(body, &oauthErr) == nil && oauthErr.Error != "" {
+	if oauthErr, ok := parseOAuthError(body); ok {
 		return fmt.Errorf("the issuer did not revoke the session: %s: %s", oauthErr.Error, oauthErr.Description)
 	}
 	return fmt.Errorf("the issuer did not revoke the session: its revocation endpoint answered %s", resp.Status)
