@@ -133,6 +133,11 @@ func TestCRDsOnAPIServer(t *testing.T) {
 			want: `OIDCClient.config.supervisor.pinniped.dev "client.oauth.pinniped.dev-week" is invalid: spec.sessionLifetimes.maxSessionSeconds: Invalid value: 604801: spec.sessionLifetimes.maxSessionSeconds in body should be less than or equal to 604800`,
 		},
 		{
+			name: "SessionRevocation of an empty username", resource: "sessionrevocations",
+			manifest: "apiVersion: config.supervisor.pinniped.dev/v1alpha1\nkind: SessionRevocation\nmetadata: {name: empty}\nspec: {usernames: [\"\"]}\n",
+			want:     `SessionRevocation.config.supervisor.pinniped.dev "empty" is invalid: spec.usernames[0]: Invalid value: "": spec.usernames[0] in body should be at least 1 chars long`,
+		},
+		{
 			name: "LDAPIdentityProvider empty user search attribute", resource: "ldapidentityproviders",
 			manifest: ldapIDP + "metadata: {name: ldap-1}\nspec: {host: ldap.example.com, userSearch: {attributes: {uid: \"\"}}}\n",
 			want:     `LDAPIdentityProvider.idp.supervisor.pinniped.dev "ldap-1" is invalid: spec.userSearch.attributes.uid: Invalid value: "": spec.userSearch.attributes.uid in body should be at least 1 chars long`,
@@ -180,6 +185,8 @@ func TestCRDsOnAPIServer(t *testing.T) {
 		{"githubidentityproviders", github + "metadata: {name: gh}\nspec: {client: {secretName: s}, allowAuthentication: {organizations: {policy: AllGitHubUsers}}}\n"},
 		{"activedirectoryidentityproviders", "apiVersion: idp.supervisor.pinniped.dev/v1alpha1\nkind: ActiveDirectoryIdentityProvider\nmetadata: {name: ad}\nspec: {host: ad.example.com}\n"},
 		{"federationdomains", "apiVersion: config.supervisor.pinniped.dev/v1alpha1\nkind: FederationDomain\nmetadata: {name: fd}\nspec: {issuer: \"https://issuer.example.com/fd\"}\n"},
+		{"sessionrevocations", "apiVersion: config.supervisor.pinniped.dev/v1alpha1\nkind: SessionRevocation\nmetadata: {name: leaver}\n" +
+			"spec: {federationDomainName: fd, usernames: [pinny], groups: [seals], startedBefore: \"2026-12-06T05:00:00Z\", reason: left}\n"},
 	} {
 		if err := create(t, obj.resource, obj.manifest); err != nil {
 			t.Fatalf("creating %s: %v", obj.resource, err)
@@ -198,6 +205,7 @@ func TestCRDsOnAPIServer(t *testing.T) {
 		{"ldapidentityproviders", []string{"NAME", "HOST", "STATUS", "AGE"}, []string{"no-bind", "ldap.example.com"}},
 		{"activedirectoryidentityproviders", []string{"NAME", "HOST", "STATUS", "AGE"}, []string{"ad", "ad.example.com"}},
 		{"githubidentityproviders", []string{"NAME", "HOST", "STATUS", "AGE"}, []string{"gh", "github.com"}},
+		{"sessionrevocations", []string{"NAME", "FEDERATION DOMAIN", "REVOKED SESSIONS", "STATUS", "AGE"}, []string{"leaver", "fd"}},
 	}
 	cells := regexp.MustCompile(`\s{2,}`)
 	for _, tt := range columns {

@@ -71,6 +71,14 @@ func TestCRDs(t *testing.T) {
 			columns:    []string{"Privileged Scopes", "Client Secrets", "Status", "Age"},
 		},
 		{
+			file:       "config.supervisor.pinniped.dev_sessionrevocations.yaml",
+			group:      "config.supervisor.pinniped.dev",
+			kind:       "SessionRevocation",
+			scope:      apiextensionsv1.NamespaceScoped,
+			categories: []string{"pinniped"},
+			columns:    []string{"Federation Domain", "Revoked Sessions", "Status", "Age"},
+		},
+		{
 			file:       "idp.supervisor.pinniped.dev_oidcidentityproviders.yaml",
 			group:      "idp.supervisor.pinniped.dev",
 			kind:       "OIDCIdentityProvider",

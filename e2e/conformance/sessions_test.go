@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/yaml"
@@ -27,8 +29,9 @@ var sessionEndsIn = regexp.MustCompile(`Session ends: \S+ \(in ([0-9hms.]+)\)`)
 // warns that the session ends soon, and pinniped whoami says when. A session refreshed within
 // its idle timeout goes on; one left idle ends, its cached access token refused at the token
 // exchange; one kept busy ends at its maximum length. Each time the CLI says why and logs in
-// again. Last, pinniped logout ends a session: its refresh token is refused at the Supervisor, and
-// kubectl logs in anew.
+// again. Then pinniped logout ends a session: its refresh token is refused at the Supervisor, and
+// kubectl logs in anew. Last, an administrator's SessionRevocation of the user ends that session
+// too, with an audit event, and the user can log in again.
 func TestSupervisorSessionPolicy(t *testing.T) {
 	const (
 		fdName    = "sessions"
@@ -104,27 +107,80 @@ func TestSupervisorSessionPolicy(t *testing.T) {
 				t.Fatalf("pinniped logout: %v\n%s\nwant %q", err, out, want)
 			}
 			// The refresh token the CLI held is refused, wherever it was copied to.
-			client, err := fl.httpClient()
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := client.PostForm(fl.issuer+"/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {"pinniped-cli"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"invalid_grant"`) {
-				t.Errorf("refresh with the logged-out session's refresh token: %s %s, want invalid_grant", resp.Status, body)
-			}
+			fl.expectRefreshRefused(t, "the logged-out session's", refreshToken)
 			// kubectl logs in again, with no refresh to try and no cached credential.
 			_, stderr, err := busy.kubectlOutput(ctx, "get", "pods", "-n", "kube-system")
 			if err != nil || !strings.Contains(stderr, "logging in with the cli_password flow") || strings.Contains(stderr, "refreshing the session") {
 				t.Errorf("kubectl after the logout: %v; want a new login, without a refresh:\n%s", err, stderr)
 			}
 			return ctx
+		}).
+		Assess("an administrator's SessionRevocation ends the sessions of a logged-in user, and audits it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			refreshToken := busy.cachedRefreshToken(t)
+			supervisor := underTest(ctx).Supervisor
+			revocation := `apiVersion: config.supervisor.pinniped.dev/v1alpha1
+kind: SessionRevocation
+metadata: {name: e2e-leaver, namespace: ` + supervisor.Namespace + `}
+spec:
+  federationDomainName: ` + fdName + `
+  usernames: [pinny]
+  reason: the e2e user left
+`
+			created := time.Now()
+			if _, err := steps.Kubectl(ctx, cfg.KubeconfigFile(), revocation, "apply", "-f", "-"); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_, _ = steps.Kubectl(context.WithoutCancel(ctx), cfg.KubeconfigFile(), "", "delete", "--ignore-not-found", "-n", supervisor.Namespace, "sessionrevocation/e2e-leaver")
+			})
+			waitForPhase(ctx, t, cfg, "sessionrevocation/e2e-leaver")
+			t.Logf("the Supervisor ended the stored sessions %v after the SessionRevocation was applied", time.Since(created).Round(time.Millisecond))
+			// The idle and the busy user's live sessions, and any ended session not yet collected.
+			revoked, err := steps.Kubectl(ctx, cfg.KubeconfigFile(), "", "get", "-n", supervisor.Namespace, "sessionrevocation/e2e-leaver", "-o", "jsonpath={.status.revokedSessions}")
+			if n, _ := strconv.Atoi(revoked); err != nil || n < 2 {
+				t.Errorf("status.revokedSessions = %q (%v), want the two users' sessions at least", revoked, err)
+			}
+
+			// The refresh token the CLI holds is refused.
+			fl.expectRefreshRefused(t, "the revoked session's", refreshToken)
+
+			// The leader's audit log says which object ended which session, and why.
+			logs, err := steps.Kubectl(ctx, cfg.KubeconfigFile(), "", "logs", "-n", supervisor.Namespace, "--tail=-1", "-l", labels.SelectorFromSet(supervisor.Pods).String())
+			if event := `"message":"Session Revoked By Administrator"`; err != nil || !strings.Contains(logs, event) ||
+				!strings.Contains(logs, `"sessionRevocation":"e2e-leaver","reason":"the e2e user left"`) {
+				t.Errorf("the Supervisor's logs (%v) lack the audit event %s of e2e-leaver", err, event)
+			}
+
+			// kubectl, whose cached access token is refused, says the session ended and logs in
+			// again; that login is a new session, which the revocation does not end.
+			sleepUntil(ctx, t, created.Add(2*time.Second))
+			busy.expireCachedCredentials(t)
+			_, stderr, err := busy.kubectlOutput(ctx, "get", "pods", "-n", "kube-system")
+			if err != nil || !strings.Contains(stderr, "Your session at "+fl.issuer+" has ended: ") || !strings.Contains(stderr, "logging in with the cli_password flow") {
+				t.Errorf("kubectl after the revocation: %v; want the session's end said, and a new login:\n%s", err, stderr)
+			}
+			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// expectRefreshRefused checks that the Supervisor refuses refreshToken, the refresh token of
+// whose session, with invalid_grant.
+func (fl *federatedLogin) expectRefreshRefused(t *testing.T, whose, refreshToken string) {
+	t.Helper()
+	client, err := fl.httpClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.PostForm(fl.issuer+"/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {"pinniped-cli"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"invalid_grant"`) {
+		t.Errorf("refresh with %s refresh token: %s %s, want invalid_grant", whose, resp.Status, body)
+	}
 }
 
 // cachedRefreshToken is the refresh token of u's only cached session.

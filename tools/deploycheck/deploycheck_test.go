@@ -1188,7 +1188,8 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 			"list federationdomains.config.supervisor.pinniped.dev", "update federationdomains.config.supervisor.pinniped.dev --subresource=status",
 			"watch ldapidentityproviders.idp.supervisor.pinniped.dev", "create secrets", "update secrets",
 			"update oidcidentityproviders.idp.supervisor.pinniped.dev --subresource=status", "watch configmaps",
-			"get oidcclients.config.supervisor.pinniped.dev", "update apiservices.apiregistration.k8s.io/v1alpha1.clientsecret.supervisor.pinniped.dev",
+			"get oidcclients.config.supervisor.pinniped.dev", "watch sessionrevocations.config.supervisor.pinniped.dev",
+			"update sessionrevocations.config.supervisor.pinniped.dev --subresource=status", "update apiservices.apiregistration.k8s.io/v1alpha1.clientsecret.supervisor.pinniped.dev",
 			"create subjectaccessreviews.authorization.k8s.io", "get configmaps/extension-apiserver-authentication -n kube-system",
 		} {
 			kubectl(t, nil, append([]string{"auth", "can-i", "-n", "pinniped-supervisor", "--as=system:serviceaccount:pinniped-supervisor:pinniped-supervisor"}, strings.Fields(access)...)...)

@@ -47,6 +47,12 @@ func (l *login) exchangeForAudience(ctx context.Context, session *Token) (*Token
 			if ended := sessionEnded(oauthErr.Error, oauthErr.Description); ended != nil {
 				return nil, ended
 			}
+			if oauthErr.Error == "request_unauthorized" {
+				// The issuer no longer knows the access token, though it has not expired: its
+				// session was ended there (signed out elsewhere, or revoked by an administrator),
+				// and its records are gone.
+				return nil, &SessionEndedError{Why: "it was ended at the issuer (signed out elsewhere, or revoked)"}
+			}
 			return nil, fmt.Errorf("%s failed: the issuer answered %s: %s", what, oauthErr.Error, oauthErr.Description)
 		}
 		return nil, fmt.Errorf("%s failed: the issuer's token endpoint answered %s", what, resp.Status)

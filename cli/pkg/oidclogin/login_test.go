@@ -612,12 +612,11 @@ func TestTokenExchange(t *testing.T) {
 		t.Errorf("counts %+v, want no exchange for the client's own audience", c)
 	}
 
-	// A refused exchange says so.
-	cache.only(t).AccessToken.Token = "unknown-access-token"
-	cfg.RequestAudience = "cluster-2"
+	// A refused exchange says so, without the access token.
+	cfg.RequestAudience = fakeissuer.RefusedAudiencePrefix + "cluster"
 	_, err = login(t, cfg)
-	if err == nil || !strings.Contains(err.Error(), `the token exchange for audience "cluster-2" failed: the issuer answered invalid_grant`) ||
-		strings.Contains(err.Error(), "unknown-access-token") {
+	if err == nil || !strings.Contains(err.Error(), `the token exchange for audience "refused-cluster" failed: the issuer answered access_denied: The audience is not allowed.`) ||
+		strings.Contains(err.Error(), cache.only(t).AccessToken.Token) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -812,6 +811,33 @@ func TestExchangeAfterSessionEnd(t *testing.T) {
 		t.Errorf("counts %+v; want the cached access token's exchange refused, then a login and its exchange", c)
 	}
 	if want := "Your session at " + iss.URL + " has ended: the session reached its maximum length of 1s. Logging in again."; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
+
+// A session ended at the issuer while the CLI held an access token of it (an administrator's
+// revocation, a sign-out from another machine) has that token refused at the exchange: the CLI
+// says so and logs in again.
+func TestExchangeAfterSessionRevoked(t *testing.T) {
+	iss := fakeissuer.New(t, fakeissuer.Options{})
+	var out syncbuffer.Buffer
+	b := &browser{iss: iss}
+	cfg := config(iss, &out, b.open)
+	cfg.SessionCache = newMemCache()
+	cfg.RequestAudience = "cluster-1"
+	if _, err := login(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	iss.EndSessions()
+	tok, err := login(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIdentity(t, tok, "cluster-1")
+	if c := iss.Counts(); c.Authorizations != 2 || c.TokenExchanges != 3 {
+		t.Errorf("counts %+v; want the cached access token's exchange refused, then a login and its exchange", c)
+	}
+	if want := "Your session at " + iss.URL + " has ended: it was ended at the issuer (signed out elsewhere, or revoked). Logging in again."; !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }

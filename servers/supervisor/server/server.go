@@ -25,6 +25,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/controllers/federationdomain"
 	oidcclientcontroller "sealion.dev/servers/supervisor/internal/controllers/oidcclient"
 	"sealion.dev/servers/supervisor/internal/controllers/sessionkeys"
+	"sealion.dev/servers/supervisor/internal/controllers/sessionrevocation"
 	"sealion.dev/servers/supervisor/internal/controllers/upstreamidp"
 	"sealion.dev/servers/supervisor/internal/discovery"
 	"sealion.dev/servers/supervisor/internal/issuer"
@@ -111,11 +112,14 @@ func (c CompletedConfig) New() (*Server, error) {
 	}, c.Controllers.Kube, secrets, sealKeys)
 	// OIDCClients are looked up in the informer caches at each request.
 	oidcClients := c.CRInformers.Config().V1alpha1().OIDCClients()
+	// SessionRevocations too, so that every replica refuses the sessions they end at once.
+	sessionRevocations := c.CRInformers.Config().V1alpha1().SessionRevocations()
 	endpoints := oauth.New(storage, registry).WithClients(&provider.OIDCClients{
 		Clients:       oidcClients.Lister().OIDCClients(c.Namespace),
 		Secrets:       secrets.Lister().Secrets(c.Namespace),
 		MinBcryptCost: clientsecrets.BcryptCost,
-	}).WithReservedNameExceptions(c.File.AllowedReservedNames).WithAudit(c.audit)
+	}).WithRevocations(sessionRevocations.Lister().SessionRevocations(c.Namespace)).
+		WithReservedNameExceptions(c.File.AllowedReservedNames).WithAudit(c.audit)
 	issuers := issuer.NewMux(discovery.Endpoints{}, endpoints)
 	federationDomains, err := federationdomain.New(federationdomain.Config{
 		Namespace:                   c.Namespace,
@@ -148,6 +152,16 @@ func (c CompletedConfig) New() (*Server, error) {
 		OIDCClients: oidcClients,
 		Secrets:     secrets,
 	}, clientsecrets.BcryptCost)
+	revocationController := sessionrevocation.New(sessionrevocation.Config{
+		Namespace:  c.Namespace,
+		Supervisor: c.Controllers.Supervisor,
+		Sessions:   storage,
+		Leading:    c.Elector.IsLeader,
+		Audit:      c.audit,
+	}, sessionrevocation.Informers{
+		SessionRevocations: sessionRevocations,
+		FederationDomains:  c.CRInformers.Config().V1alpha1().FederationDomains(),
+	})
 	api, err := c.newAggregatedAPI()
 	if err != nil {
 		return nil, err
@@ -156,6 +170,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		{"the FederationDomain controller", federationDomains.Synced},
 		{"the upstream identity provider controller", upstreamIDPs.Synced},
 		{"the OIDCClient controller", clients.Synced},
+		{"the SessionRevocation controller", revocationController.Synced},
 		{"the session key controller", sessionKeys.Synced},
 	}}
 	// Last, so that no listener stays open when something else fails.
@@ -166,7 +181,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	return &Server{
 		informers: []informerFactory{c.KubeInformers, c.CRInformers},
 		elector:   c.Elector,
-		runners: []runner{federationDomains, upstreamIDPs, clients, sessionKeys, runFunc(func(ctx context.Context) {
+		runners: []runner{federationDomains, upstreamIDPs, clients, revocationController, sessionKeys, runFunc(func(ctx context.Context) {
 			storage.RunGarbageCollector(ctx, c.Elector.IsLeader)
 		}), runFunc(storage.WatchAccessTokens)},
 		api:       api,

@@ -32,9 +32,9 @@ func TestNewStartsNothing(t *testing.T) {
 	if n := fakes.actions(); n != 0 {
 		t.Errorf("New sent %d requests to the cluster, want none", n)
 	}
-	// The four controllers, the session garbage collector and the access-token watch.
-	if len(s.informers) != 2 || len(s.runners) != 6 || s.api == nil {
-		t.Errorf("%d informer factories, %d runners, aggregated API %v; want 2, 6 and one", len(s.informers), len(s.runners), s.api)
+	// The five controllers, the session garbage collector and the access-token watch.
+	if len(s.informers) != 2 || len(s.runners) != 7 || s.api == nil {
+		t.Errorf("%d informer factories, %d runners, aggregated API %v; want 2, 7 and one", len(s.informers), len(s.runners), s.api)
 	}
 	if len(s.listeners) != 2 {
 		t.Fatalf("%d listeners, want https and http", len(s.listeners))

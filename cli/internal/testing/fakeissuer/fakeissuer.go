@@ -179,6 +179,15 @@ func (i *Issuer) SetUpstreamDown(down bool) {
 	i.upstreamDown = down
 }
 
+// EndSessions forgets every token issued, as a Supervisor does when an administrator revokes
+// every session: they are unknown from then on.
+func (i *Issuer) EndSessions() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	clear(i.accessTokens)
+	clear(i.refreshTokens)
+}
+
 // Close stops the issuer, so that later requests fail to connect.
 func (i *Issuer) Close() { i.server.Close() }
 
@@ -363,6 +372,9 @@ func (i *Issuer) refresh(w http.ResponseWriter, form url.Values) {
 	}
 }
 
+// RefusedAudiencePrefix starts the audiences whose token exchanges the issuer refuses.
+const RefusedAudiencePrefix = "refused-"
+
 func (i *Issuer) exchange(w http.ResponseWriter, form url.Values) {
 	i.mu.Lock()
 	access, ok := i.accessTokens[form.Get("subject_token")]
@@ -370,9 +382,12 @@ func (i *Issuer) exchange(w http.ResponseWriter, form url.Values) {
 	i.mu.Unlock()
 	switch {
 	case !ok || time.Now().After(access.expiry):
-		oauthError(w, "invalid_grant", "unknown or expired subject token")
+		// As a Supervisor answers an access token it does not have.
+		oauthError(w, "request_unauthorized", "The request could not be authorized. Invalid 'subject_token' parameter value.")
 	case i.sessionOver(access.login):
 		i.sessionEnded(w)
+	case strings.HasPrefix(form.Get("audience"), RefusedAudiencePrefix):
+		oauthError(w, "access_denied", "The audience is not allowed.")
 	case form.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:access_token" ||
 		form.Get("requested_token_type") != "urn:ietf:params:oauth:token-type:jwt" || form.Get("audience") == "":
 		oauthError(w, "invalid_request", "bad token exchange parameters")

@@ -28,6 +28,7 @@ const (
 	PathToken               = "/oauth2/token"
 	PathDeviceAuthorization = "/oauth2/device_authorization"
 	PathRevocation          = "/oauth2/revoke"
+	PathEndSession          = "/oauth2/logout"
 )
 
 // Document is the OIDC discovery document of an issuer.
@@ -53,6 +54,9 @@ type Document struct {
 	// revocation endpoint (RFC 7009; RFC 8414 section 2), with which clients sign their users out.
 	RevocationEndpoint                     string   `json:"revocation_endpoint"`
 	RevocationEndpointAuthMethodsSupported []string `json:"revocation_endpoint_auth_methods_supported"`
+	// EndSessionEndpoint is one more: where a web application sends the browser to sign its user
+	// out (OpenID Connect RP-Initiated Logout 1.0).
+	EndSessionEndpoint string `json:"end_session_endpoint"`
 	// Supervisor tells clients this issuer is a Pinniped Supervisor, and where IDP discovery is.
 	Supervisor SupervisorDiscovery `json:"discovery.supervisor.pinniped.dev/v1alpha1"`
 }
@@ -100,6 +104,7 @@ func NewDocument(iss *issuer.Issuer) Document {
 			"urn:ietf:params:oauth:grant-type:device_code"},
 		RevocationEndpoint:                     iss.Endpoint(PathRevocation),
 		RevocationEndpointAuthMethodsSupported: []string{"client_secret_basic", "none"},
+		EndSessionEndpoint:                     iss.Endpoint(PathEndSession),
 		Supervisor:                             SupervisorDiscovery{IdentityProvidersEndpoint: iss.Endpoint(PathIdentityProviders)},
 	}
 }

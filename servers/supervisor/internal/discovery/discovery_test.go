@@ -67,6 +67,7 @@ func TestDiscoveryDocument(t *testing.T) {
 			"urn:ietf:params:oauth:grant-type:device_code"},
 		"revocation_endpoint":                        "https://example.com/issuer/oauth2/revoke",
 		"revocation_endpoint_auth_methods_supported": []any{"client_secret_basic", "none"},
+		"end_session_endpoint":                       "https://example.com/issuer/oauth2/logout",
 		"discovery.supervisor.pinniped.dev/v1alpha1": map[string]any{
 			"pinniped_identity_providers_endpoint": "https://example.com/issuer/v1alpha1/pinniped_identity_providers",
 		},
@@ -86,6 +87,7 @@ func TestDiscoveryDocument(t *testing.T) {
 		`"device_authorization_endpoint":"https://example.com/issuer/oauth2/device_authorization",` +
 		`"grant_types_supported":["authorization_code","refresh_token","urn:ietf:params:oauth:grant-type:token-exchange","urn:ietf:params:oauth:grant-type:device_code"],` +
 		`"revocation_endpoint":"https://example.com/issuer/oauth2/revoke","revocation_endpoint_auth_methods_supported":["client_secret_basic","none"],` +
+		`"end_session_endpoint":"https://example.com/issuer/oauth2/logout",` +
 		`"discovery.supervisor.pinniped.dev/v1alpha1":{"pinniped_identity_providers_endpoint":"https://example.com/issuer/v1alpha1/pinniped_identity_providers"}}` + "\n"
 	if rec := do(t, m, http.MethodGet, "https://example.com/issuer/.well-known/openid-configuration"); rec.Body.String() != wantBody {
 		t.Errorf("discovery document bytes:\n%s\nwant:\n%s", rec.Body, wantBody)

@@ -17,7 +17,9 @@ import (
 )
 
 // The claim sets of upstream's tokens, per grant (pinniped-v047-facts.md §9), before the claims
-// of the username and groups scopes and additionalClaims.
+// of the username and groups scopes and additionalClaims. Pinniped's integration tests compare
+// them exactly: no claim of ours may be added (the end-session endpoint finds a session from
+// these).
 var (
 	authcodeClaims = []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "rat", "jti", "nonce", "azp", "at_hash"}
 	refreshClaims  = []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "rat", "jti", "azp", "at_hash"}

@@ -11,18 +11,21 @@ package oauth
 import (
 	"time"
 
+	configlisters "sealion.dev/core/generated/supervisor/listers/config/v1alpha1"
 	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/authorize"
 	"sealion.dev/servers/supervisor/internal/oauth/callback"
 	"sealion.dev/servers/supervisor/internal/oauth/devicegrant"
+	"sealion.dev/servers/supervisor/internal/oauth/endsession"
 	"sealion.dev/servers/supervisor/internal/oauth/loginpages"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
 	"sealion.dev/servers/supervisor/internal/oauth/revocation"
 	"sealion.dev/servers/supervisor/internal/oauth/securityheaders"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 	"sealion.dev/servers/supervisor/internal/oauth/token"
+	"sealion.dev/servers/supervisor/internal/revocations"
 )
 
 // Endpoints mounts the OAuth endpoints on every issuer.
@@ -46,6 +49,13 @@ func New(storage *sessions.Storage, connectors provider.Connectors) *Endpoints {
 // pinniped-cli. Call it before the first issuer is mounted.
 func (e *Endpoints) WithClients(clients *provider.OIDCClients) *Endpoints {
 	e.shared.Clients = clients
+	return e
+}
+
+// WithRevocations has the token endpoints refuse the sessions the SessionRevocations of lister
+// end. Call it before the endpoints serve their first request.
+func (e *Endpoints) WithRevocations(lister configlisters.SessionRevocationNamespaceLister) *Endpoints {
+	e.shared.Revocations = &revocations.Checker{Revocations: lister}
 	return e
 }
 
@@ -84,4 +94,5 @@ func (e *Endpoints) Mount(r issuer.Router, iss *issuer.Issuer) {
 	r.Handle(provider.DevicePath, securityheaders.Wrap(provider.LimitBody(devicegrant.Verification(p)), devicegrant.Policy))
 	r.Handle(provider.DeviceCallbackPath, securityheaders.Wrap(devicegrant.Callback(p), devicegrant.Policy))
 	r.Handle(provider.RevocationPath, provider.StrictForm(revocation.New(p)))
+	r.Handle(provider.LogoutPath, provider.StrictForm(endsession.New(p)))
 }

@@ -31,7 +31,7 @@ func (h *harness) refresh(cfg *oauth2.Config, refreshToken string) (*oauth2.Toke
 }
 
 // requireSessionEnded checks that err is the refusal of a session that ended for the reason why.
-func requireSessionEnded(t *testing.T, what string, err error, why string) {
+func requireSessionEnded(t testing.TB, what string, err error, why string) {
 	t.Helper()
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) || re.ErrorCode != "invalid_grant" || re.ErrorDescription != "The provided authorization grant (e.g., authorization code, resource owner credentials) or refresh token is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client. The session ended: "+why+"." {
@@ -71,15 +71,22 @@ func TestSessionMaximumLength(t *testing.T) {
 	}
 
 	h.at(10 * time.Minute)
+	h.requireEnded("at the end", tok, "the session reached its maximum length of 10m0s")
+}
+
+// requireEnded checks that the session of the pinniped CLI's tok ended for the reason why: its
+// refresh and its token exchange are refused saying so, and the upstream is not asked.
+func (h *harness) requireEnded(when string, tok *oauth2.Token, why string) {
+	h.t.Helper()
 	refreshes := h.upstream.refreshes
-	_, err = h.refresh(h.cli(), tok.RefreshToken)
-	requireSessionEnded(t, "refresh at the end", err, "the session reached its maximum length of 10m0s")
+	_, err := h.refresh(h.cli(), tok.RefreshToken)
+	requireSessionEnded(h.t, "refresh "+when, err, why)
 	if h.upstream.refreshes != refreshes {
-		t.Error("the upstream was asked to refresh a session that had ended")
+		h.t.Error("the upstream was asked to refresh a session that had ended")
 	}
 	status, body := h.exchange(tok.AccessToken, "cluster-1")
-	if status != http.StatusBadRequest || body["error"] != "invalid_grant" || !strings.HasSuffix(body["error_description"].(string), "The session ended: the session reached its maximum length of 10m0s.") {
-		t.Errorf("exchange after the end: %d %v; want invalid_grant saying the session ended", status, body)
+	if status != http.StatusBadRequest || body["error"] != "invalid_grant" || !strings.HasSuffix(body["error_description"].(string), "The session ended: "+why+".") {
+		h.t.Errorf("exchange %s: %d %v; want invalid_grant saying the session ended", when, status, body)
 	}
 }
 

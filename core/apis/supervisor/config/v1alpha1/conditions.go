@@ -1,6 +1,6 @@
 package v1alpha1
 
-// Phase summarizes the conditions of a FederationDomain or an OIDCClient.
+// Phase summarizes the conditions of a FederationDomain, an OIDCClient or a SessionRevocation.
 //
 // +kubebuilder:validation:Enum=Pending;Ready;Error
 type Phase string
@@ -14,7 +14,7 @@ const (
 	PhaseError Phase = "Error"
 )
 
-// Condition types reported in the status of FederationDomains and OIDCClients.
+// Condition types reported in the status of FederationDomains, OIDCClients and SessionRevocations.
 const (
 	// ConditionReady is true when every other condition of a FederationDomain is true.
 	ConditionReady = "Ready"
@@ -53,9 +53,14 @@ const (
 	// ConditionAllowedScopesValid reports whether an OIDCClient's scopes are consistent with its
 	// grant types.
 	ConditionAllowedScopesValid = "AllowedScopesValid"
+	// ConditionFederationDomainFound says whether a SessionRevocation's FederationDomain exists.
+	ConditionFederationDomainFound = "FederationDomainFound"
+	// ConditionSessionsRevoked says whether the stored sessions a SessionRevocation matches were
+	// ended.
+	ConditionSessionsRevoked = "SessionsRevoked"
 )
 
-// Condition reasons reported in the status of FederationDomains and OIDCClients.
+// Condition reasons reported in the status of FederationDomains, OIDCClients and SessionRevocations.
 const (
 	// ReasonSuccess is the reason of every true condition.
 	ReasonSuccess = "Success"
@@ -103,4 +108,11 @@ const (
 	ReasonNoClientSecretFound = "NoClientSecretFound"
 	// ReasonInvalidClientSecretFound means an OIDCClient's stored secrets are unreadable.
 	ReasonInvalidClientSecretFound = "InvalidClientSecretFound"
+
+	// ReasonFederationDomainNotFound means no FederationDomain has a SessionRevocation's
+	// spec.federationDomainName: the revocation matches no session until one is created.
+	ReasonFederationDomainNotFound = "FederationDomainNotFound"
+	// ReasonRevocationFailed means the Supervisor could not end every stored session a
+	// SessionRevocation matches; it retries, and refuses their refreshes meanwhile.
+	ReasonRevocationFailed = "RevocationFailed"
 )

@@ -30,6 +30,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&FederationDomainList{},
 		&OIDCClient{},
 		&OIDCClientList{},
+		&SessionRevocation{},
+		&SessionRevocationList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

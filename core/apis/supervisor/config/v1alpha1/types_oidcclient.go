@@ -58,6 +58,16 @@ type OIDCClientSpec struct {
 	// +listType=set
 	AllowedRedirectURIs []RedirectURI `json:"allowedRedirectURIs"`
 
+	// AllowedPostLogoutRedirectURIs are where the Supervisor's end-session endpoint
+	// (<issuer>/oauth2/logout, OpenID Connect RP-Initiated Logout) may send the browser back to
+	// after it ended a session of this client, given as post_logout_redirect_uri and compared
+	// exactly. Unset, the endpoint ends the session and shows a page saying so. An addition to
+	// Pinniped's API.
+	//
+	// +optional
+	// +listType=set
+	AllowedPostLogoutRedirectURIs []RedirectURI `json:"allowedPostLogoutRedirectURIs,omitempty"`
+
 	// AllowedGrantTypes are the grant types the client may use.
 	//
 	// +kubebuilder:validation:MinItems=1

@@ -105,6 +105,8 @@ type confidentialClient struct {
 	idTokenLifetime time.Duration // 0 for the default
 	// sessionLifetimes shortens the issuer's session policy for this client; nil when unset.
 	sessionLifetimes *configv1alpha1.SessionLifetimes
+	// postLogoutRedirectURIs are where the end-session endpoint may send the browser back to.
+	postLogoutRedirectURIs []string
 }
 
 var (
@@ -141,6 +143,7 @@ func newConfidentialClient(c *configv1alpha1.OIDCClient, hashes []string, device
 		client.idTokenLifetime = time.Duration(*s) * time.Second
 	}
 	client.sessionLifetimes = spec.SessionLifetimes
+	client.postLogoutRedirectURIs = stringsOf(spec.AllowedPostLogoutRedirectURIs)
 	return client
 }
 

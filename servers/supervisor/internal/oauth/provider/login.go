@@ -160,6 +160,7 @@ func (p *Provider) newLoginSession(ar fosite.Requester, idp *issuer.IdentityProv
 		ProviderName: idp.DisplayName, ProviderResource: idp.Name, ProviderUID: string(idp.UID), ProviderType: string(idp.Type),
 		UpstreamUsername: user.Username, UpstreamGroups: user.Groups,
 		LoginTime:        now,
+		FederationDomain: p.Issuer.Name,
 		Session:          user.Session,
 		AdditionalClaims: user.AdditionalClaims,
 	}

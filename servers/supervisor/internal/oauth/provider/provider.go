@@ -21,6 +21,7 @@ import (
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+	"sealion.dev/servers/supervisor/internal/revocations"
 	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 )
 
@@ -36,6 +37,9 @@ const (
 	ChooseIdentityProviderPath = "/choose_identity_provider"
 	// RevocationPath is the token revocation endpoint (RFC 7009), an addition to Pinniped's.
 	RevocationPath = "/oauth2/revoke"
+	// LogoutPath is the end-session endpoint (OpenID Connect RP-Initiated Logout 1.0), an addition
+	// to Pinniped's.
+	LogoutPath = "/oauth2/logout"
 )
 
 // Lifetimes that are not those of stored state (see sessions for those) nor sessions' (see
@@ -113,6 +117,8 @@ type Shared struct {
 	// zero value refuses them all.
 	Reserved reservednames.Exceptions
 	Now      func() time.Time
+	// Revocations, when set, end the sessions the SessionRevocations match.
+	Revocations *revocations.Checker
 	// Audit receives Pinniped's audit events of logins and token requests.
 	Audit *audit.Logger
 }
@@ -175,9 +181,14 @@ func (p *Provider) SessionPolicy(client fosite.Client) sessionpolicy.Policy {
 	return policy
 }
 
-// SessionEnded is the refusal of a request for the session s of req when its policy (the current
-// one: a shortened policy applies to sessions already started) has ended it, or nil.
+// SessionEnded is the refusal of a request for the session s of req when a SessionRevocation or
+// its policy (the current one: a shortened policy applies to sessions already started) has ended
+// it, or nil. The user is not told which SessionRevocation, nor its reason: those are for the
+// administrators' audit log.
 func (p *Provider) SessionEnded(s *sessions.Session, req fosite.Requester) error {
+	if p.Revocations.Ended(p.Issuer.Name, s) {
+		return fosite.ErrInvalidGrant.WithHint("The session ended: an administrator ended it.")
+	}
 	if why := p.SessionPolicy(req.GetClient()).Ended(s.Custom.LoginTime, s.Custom.LastRefreshTime, p.Now().UTC()); why != "" {
 		return fosite.ErrInvalidGrant.WithHintf("The session ended: %s.", why)
 	}

@@ -62,7 +62,7 @@ var (
 	}
 	added = []string{
 		"request.session.custom.groups", "request.session.custom.providerDisplayName", "request.session.custom.loginTime",
-		"request.session.custom.additionalClaims",
+		"request.session.custom.additionalClaims", "request.session.custom.federationDomain",
 	}
 )
 
@@ -84,11 +84,13 @@ func formatFixture(clientset *fake.Clientset, now time.Time) (*Store, *fosite.Re
 	storage.now = func() time.Time { return now }
 	sess := NewSession()
 	sess.Claims.Issuer, sess.Claims.Subject = "https://issuer.example.com", "https://dex.example.com?idpName=My+Dex&sub=sub"
+	sess.Subject, sess.Claims.RequestedAt = sess.Claims.Subject, now
 	sess.Claims.Extra = map[string]any{AdditionalClaimsClaim: map[string]any{"email": "pinny@example.com"}}
 	sess.SetExpiresAt(fosite.RefreshToken, now.Add(sessionpolicy.Default.Max))
 	sess.Custom = CustomSessionData{
 		Username: "pinny", Groups: []string{"seals"}, UpstreamUsername: "pinny@example.com", UpstreamGroups: []string{"seals"},
 		ProviderName: "My Dex", ProviderResource: "upstream-idp", ProviderUID: "idp-uid", ProviderType: string(issuer.TypeOIDC), LoginTime: now,
+		FederationDomain: "production",
 		Session:          connectors.Session{OIDC: &connectors.OIDCSession{UpstreamIssuer: "https://dex.example.com", UpstreamSubject: "sub", UpstreamRefreshToken: refreshToken}},
 		AdditionalClaims: map[string]any{"email": "pinny@example.com"},
 	}
@@ -125,7 +127,11 @@ func TestStoredAsPinniped(t *testing.T) {
 			if want := corev1.SecretType("storage.pinniped.dev/" + kind); secret.Type != want {
 				t.Errorf("type %q, want %q", secret.Type, want)
 			}
-			if want := map[string]string{"storage.pinniped.dev/type": kind, "storage.pinniped.dev/request-id": "login-1"}; !maps.Equal(secret.Labels, want) {
+			want := map[string]string{"storage.pinniped.dev/type": kind, "storage.pinniped.dev/request-id": "login-1"}
+			if slices.Contains(loginKinds, kind) { // ours, which Pinniped ignores
+				want[LoginLabel] = LoginKey("https://dex.example.com?idpName=My+Dex&sub=sub", "pinniped-cli", now.Unix())
+			}
+			if !maps.Equal(secret.Labels, want) {
 				t.Errorf("labels %v, want %v", secret.Labels, want)
 			}
 			wantGC := now.Add(pinnipedStorageLifetimes[kind]).Format(time.RFC3339)

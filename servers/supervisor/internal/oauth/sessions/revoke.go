@@ -110,14 +110,25 @@ func (s *Storage) retryRevocation(ctx context.Context, secret *corev1.Secret, ca
 // kind and deletes them (or, when the upstream failed, leaves them expired for the garbage
 // collector to retry).
 func (s *Store) revokeRequest(ctx context.Context, kind, requestID string) error {
-	selector := labels.Set{TypeLabel: kind, RequestIDLabel: requestID}.String()
+	return s.revokeRecords(ctx, labels.Set{TypeLabel: kind, RequestIDLabel: requestID}.String())
+}
+
+// revokeRecords deletes the records selector selects, first revoking the upstream tokens of those
+// whose deletion ends a login; a record whose upstream failed is left expired, for the garbage
+// collector to retry.
+func (s *Storage) revokeRecords(ctx context.Context, selector string) error {
 	list, err := s.secrets.List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return fmt.Errorf("listing %s of request %s: %w", kind, requestID, err)
+		return fmt.Errorf("listing the records %s: %w", selector, err)
 	}
+	return s.revokeSecrets(ctx, list.Items)
+}
+
+// revokeSecrets deletes records as revokeRecords does.
+func (s *Storage) revokeSecrets(ctx context.Context, secrets []corev1.Secret) error {
 	var errs []error
-	for i := range list.Items {
-		secret := &list.Items[i]
+	for i := range secrets {
+		secret := &secrets[i]
 		if err := s.revokeUpstreamOf(ctx, secret); err != nil && s.retryRevocation(ctx, secret, err) {
 			continue
 		}

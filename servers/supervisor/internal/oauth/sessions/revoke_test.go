@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/client-go/kubernetes/fake"
@@ -31,8 +32,10 @@ func (c oneConnector) Get(typ issuer.IdentityProviderType, ns, name string) (con
 	return c.conn, typ == issuer.TypeOIDC && ns == namespace && name == "upstream-idp"
 }
 
-// revoker records the refresh tokens it revokes, or fails.
+// revoker records the refresh tokens it revokes, or fails. EndSessions calls it from several
+// goroutines.
 type revoker struct {
+	mu      sync.Mutex
 	revoked []string
 	err     error
 }
@@ -41,6 +44,8 @@ func (r *revoker) Revoke(_ context.Context, s connectors.Session) (string, error
 	if r.err != nil {
 		return "", r.err
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.revoked = append(r.revoked, s.OIDC.UpstreamRefreshToken)
 	return "refresh_token", nil
 }

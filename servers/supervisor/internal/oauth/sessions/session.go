@@ -38,6 +38,10 @@ type CustomSessionData struct {
 	// last refreshed (zero until then): its session policy (sessionpolicy) counts from them.
 	LoginTime       time.Time `json:"loginTime"`
 	LastRefreshTime time.Time `json:"lastRefreshTime,omitzero"`
+	// FederationDomain is the name of the FederationDomain of the login, so that a
+	// SessionRevocation naming it finds its sessions; ours alone (sessions written before it, and
+	// Pinniped's, have none).
+	FederationDomain string `json:"federationDomain,omitempty"`
 	// Session is what refreshes and revocation need (its fields oidc, ldap and github are
 	// inline in the stored JSON; an Active Directory login's ldap is stored as activedirectory,
 	// as Pinniped's).

@@ -22,7 +22,8 @@
 //     (providerDisplayName; providerName is the object's name, as Pinniped's), the login time
 //     and the additional claims; it has no warnings.
 //   - Every record is labelled with its login's request ID (Pinniped labels access and refresh
-//     tokens only), so that one login's records are found together.
+//     tokens only), so that one login's records are found together, and authorization codes,
+//     access and refresh tokens also with LoginLabel, so that an ID token finds its login.
 //
 // Device authorizations (RFC 8628) are one more kind, ours alone (device.go).
 //
@@ -33,12 +34,15 @@ package sessions
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,6 +69,10 @@ const (
 	TypeLabel = "storage.pinniped.dev/type"
 	// RequestIDLabel groups the Secrets of one login, so that rotation can revoke them together.
 	RequestIDLabel = "storage.pinniped.dev/request-id"
+	// LoginLabel, ours, names the login of an authorization code, access or refresh token by what
+	// its ID tokens say of it (LoginKey): the end-session endpoint finds the login of an ID token
+	// by it, since the ID tokens carry Pinniped's claims and no session ID.
+	LoginLabel = "storage.sealion.dev/login"
 	// GarbageCollectAfterAnnotation is when a garbage collector may delete the Secret (RFC 3339).
 	GarbageCollectAfterAnnotation = "storage.pinniped.dev/garbage-collect-after"
 	// DataKey holds the JSON record, VersionKey the version of the Secret's layout.
@@ -279,7 +287,7 @@ func (s *Store) create(ctx context.Context, kind, signature string, req fosite.R
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        SecretName(kind, signature),
-			Labels:      map[string]string{TypeLabel: kind, RequestIDLabel: req.GetID()},
+			Labels:      recordLabels(kind, req),
 			Annotations: map[string]string{GarbageCollectAfterAnnotation: s.garbageCollectAfter(kind, req).UTC().Format(time.RFC3339)},
 		},
 		Type: SecretType(kind),
@@ -289,6 +297,25 @@ func (s *Store) create(ctx context.Context, kind, signature string, req fosite.R
 		return fmt.Errorf("storing %s: %w", kind, err)
 	}
 	return nil
+}
+
+// recordLabels are the labels of the record of kind for req: its kind, its login's request ID and,
+// for the kinds that carry a login on, the login's LoginKey.
+func recordLabels(kind string, req fosite.Requester) map[string]string {
+	l := map[string]string{TypeLabel: kind, RequestIDLabel: req.GetID()}
+	if sess, ok := req.GetSession().(*Session); ok && slices.Contains(loginKinds, kind) && sess.Claims != nil && sess.Subject != "" {
+		l[LoginLabel] = LoginKey(sess.Subject, req.GetClient().GetID(), sess.Claims.RequestedAt.Unix())
+	}
+	return l
+}
+
+// LoginKey names the login of subject at the client clientID that started at loginTime (Unix
+// seconds): the sub, azp and rat claims of its ID tokens, which a refresh keeps. It is a hash, in
+// lower-case unpadded base32, a valid label value whatever the subject holds. Two logins of one
+// user at one client in the same second share it.
+func LoginKey(subject, clientID string, loginTime int64) string {
+	sum := sha256.Sum256([]byte(subject + "\x00" + clientID + "\x00" + strconv.FormatInt(loginTime, 10)))
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))
 }
 
 // get reads a stored request, decoding its session into session (a *Session), from etcd (a

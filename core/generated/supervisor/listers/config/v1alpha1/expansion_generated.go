@@ -19,3 +19,11 @@ type OIDCClientListerExpansion interface{}
 // OIDCClientNamespaceListerExpansion allows custom methods to be added to
 // OIDCClientNamespaceLister.
 type OIDCClientNamespaceListerExpansion interface{}
+
+// SessionRevocationListerExpansion allows custom methods to be added to
+// SessionRevocationLister.
+type SessionRevocationListerExpansion interface{}
+
+// SessionRevocationNamespaceListerExpansion allows custom methods to be added to
+// SessionRevocationNamespaceLister.
+type SessionRevocationNamespaceListerExpansion interface{}

@@ -14,6 +14,8 @@ type Interface interface {
 	FederationDomains() TypedFederationDomainInformer
 	// OIDCClients returns a OIDCClientInformer.
 	OIDCClients() TypedOIDCClientInformer
+	// SessionRevocations returns a SessionRevocationInformer.
+	SessionRevocations() TypedSessionRevocationInformer
 }
 
 type version struct {
@@ -35,4 +37,9 @@ func (v *version) FederationDomains() TypedFederationDomainInformer {
 // OIDCClients returns a TypedOIDCClientInformer.
 func (v *version) OIDCClients() TypedOIDCClientInformer {
 	return &oIDCClientInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// SessionRevocations returns a TypedSessionRevocationInformer.
+func (v *version) SessionRevocations() TypedSessionRevocationInformer {
+	return &sessionRevocationInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -16,6 +16,7 @@ type ConfigV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	FederationDomainsGetter
 	OIDCClientsGetter
+	SessionRevocationsGetter
 }
 
 // ConfigV1alpha1Client is used to interact with features provided by the config.supervisor.pinniped.dev group.
@@ -29,6 +30,10 @@ func (c *ConfigV1alpha1Client) FederationDomains(namespace string) FederationDom
 
 func (c *ConfigV1alpha1Client) OIDCClients(namespace string) OIDCClientInterface {
 	return newOIDCClients(c, namespace)
+}
+
+func (c *ConfigV1alpha1Client) SessionRevocations(namespace string) SessionRevocationInterface {
+	return newSessionRevocations(c, namespace)
 }
 
 // NewForConfig creates a new ConfigV1alpha1Client for the given config.

@@ -7,3 +7,5 @@ package v1alpha1
 type FederationDomainExpansion interface{}
 
 type OIDCClientExpansion interface{}
+
+type SessionRevocationExpansion interface{}

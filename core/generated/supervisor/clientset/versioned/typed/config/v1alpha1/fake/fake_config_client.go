@@ -22,6 +22,10 @@ func (c *FakeConfigV1alpha1) OIDCClients(namespace string) v1alpha1.OIDCClientIn
 	return newFakeOIDCClients(c, namespace)
 }
 
+func (c *FakeConfigV1alpha1) SessionRevocations(namespace string) v1alpha1.SessionRevocationInterface {
+	return newFakeSessionRevocations(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeConfigV1alpha1) RESTClient() rest.Interface {
