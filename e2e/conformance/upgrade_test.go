@@ -19,9 +19,9 @@ import (
 // TestUpgradeFromPreviousRelease installs the previous release (steps.PreviousReleaseVersion)
 // in place of this commit's, logs users in through the Concierge and the Supervisor, upgrades
 // to this commit's release with kubectl apply as users do while those users keep exchanging
-// tokens and refreshing their session, rolls back the same way, and uninstalls: no exchange and
-// no refresh may fail, not even at a first try, the session must outlive both changes, and the
-// uninstall must leave nothing of ours. At the end the cluster runs this commit's release again,
+// tokens and refreshing their session, rolls back the same way, and uninstalls with both releases'
+// YAMLs: no exchange and no refresh may fail, not even at a first try, the session must outlive
+// both changes, and the uninstall must leave nothing of ours. At the end the cluster runs this commit's release again,
 // as the suite installed it.
 func TestUpgradeFromPreviousRelease(t *testing.T) {
 	skipIfInstalled(t, "replaces the installation with releases of ours")
@@ -85,7 +85,10 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 			return ctx
 		}).
 		Assess("an uninstall leaves nothing of ours in the cluster", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			runSteps(ctx, t, cfg, steps.Uninstall(previous))
+			// As restarts.md says: the rollback kept the CRDs only this commit's release has (a
+			// kubectl apply deletes nothing, and deleting a CRD would delete its objects), so the
+			// uninstall deletes what both releases installed.
+			runSteps(ctx, t, cfg, steps.Uninstall(previous), steps.Uninstall(current))
 			expectNothingLeft(ctx, t, cfg)
 			return ctx
 		}).Feature()
