@@ -17,6 +17,7 @@ import (
 	"sealion.dev/servers/concierge/internal/authenticator/webhook"
 	"sealion.dev/servers/concierge/internal/authncache"
 	"sealion.dev/servers/concierge/internal/credential"
+	"sealion.dev/servers/concierge/internal/dynamicca"
 )
 
 // BenchmarkExchange measures one TokenCredentialRequest inside the server, from token to signed
@@ -89,8 +90,12 @@ func webhookExchanger(b *testing.B) (*credential.Exchanger, authncache.Key) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	signer := dynamicca.New("bench signer")
+	if err := signer.Set(ca.Bundle(), ca.PrivateKeyPEM()); err != nil {
+		b.Fatal(err)
+	}
 	key := authncache.Key{APIGroup: "authentication.concierge.pinniped.dev", Kind: "WebhookAuthenticator", Name: "hook"}
 	var cache authncache.Cache
 	cache.Store(key, a)
-	return &credential.Exchanger{Authenticators: &cache, Issuer: ca}, key
+	return &credential.Exchanger{Authenticators: &cache, Issuer: signer}, key
 }

@@ -44,9 +44,10 @@ func RequireToken(loginGroup, name, token string) error {
 const DefaultTTL = 5 * time.Minute
 
 // ClientCertIssuer signs client certificates for a username, groups and OUs (the user's extras,
-// package certextra).
+// package certextra), valid for ttl or as long as its signer allows, and says until when: the
+// response's expirationTimestamp.
 type ClientCertIssuer interface {
-	IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) (certPEM, keyPEM []byte, err error)
+	IssueClientCert(ctx context.Context, username string, groups, organizationalUnits []string, ttl time.Duration) (certPEM, keyPEM []byte, notAfter time.Time, err error)
 }
 
 // TokenAuthenticator authenticates a token with the authenticator named by key.
@@ -130,7 +131,7 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	certPEM, keyPEM, err := e.Issuer.IssueClientCert(resp.User.GetName(), resp.User.GetGroups(), certextra.OrganizationalUnits(resp.User.GetExtra()), ttl)
+	certPEM, keyPEM, expires, err := e.Issuer.IssueClientCert(ctx, resp.User.GetName(), resp.User.GetGroups(), certextra.OrganizationalUnits(resp.User.GetExtra()), ttl)
 	if err != nil {
 		logger.Error(err, "token credential request could not issue a certificate")
 		e.Audit.Event(ctx, "TokenCredentialRequest Unexpected Error", audit.Fields{},
@@ -138,7 +139,6 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 		return nil, ErrAuthenticationFailed
 	}
 	logger.V(4).Info("token credential request succeeded", "username", resp.User.GetName())
-	expires := e.now().Add(ttl)
 	e.Audit.Event(ctx, "TokenCredentialRequest Authenticated User",
 		audit.Fields{PersonalInfo: []any{"username", resp.User.GetName(), "groups", resp.User.GetGroups(), "extras", resp.User.GetExtra()}},
 		"issuedClientCert", validity(certPEM, expires), "authenticator", authn)

@@ -32,6 +32,7 @@ func (f fakeAuthenticators) AuthenticateToken(_ context.Context, key authncache.
 }
 
 type fakeIssuer struct {
+	now      time.Time // the certificates' NotAfter is now+ttl
 	username string
 	groups   []string
 	ous      []string
@@ -39,12 +40,12 @@ type fakeIssuer struct {
 	err      error
 }
 
-func (f *fakeIssuer) IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, error) {
+func (f *fakeIssuer) IssueClientCert(_ context.Context, username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, time.Time, error) {
 	f.username, f.groups, f.ous, f.ttl = username, groups, organizationalUnits, ttl
 	if f.err != nil {
-		return nil, nil, f.err
+		return nil, nil, time.Time{}, f.err
 	}
-	return []byte("CERT"), []byte("KEY"), nil
+	return []byte("CERT"), []byte("KEY"), f.now.Add(ttl), nil
 }
 
 func TestExchange(t *testing.T) {
@@ -99,7 +100,7 @@ func TestExchange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			issuer := &fakeIssuer{err: tt.issuerErr}
+			issuer := &fakeIssuer{err: tt.issuerErr, now: now}
 			var log bytes.Buffer
 			e := &Exchanger{Authenticators: users, Issuer: issuer, Reserved: tt.reserved, Now: func() time.Time { return now }, Audit: audit.New(&log, false)}
 			cred, err := e.Exchange(context.Background(), tt.key, tt.token)
@@ -177,7 +178,7 @@ func TestExchangeAuditDetails(t *testing.T) {
 		{"nobody", false, []string{`"reason":"auth rejected by authenticator"`}},
 	} {
 		var log bytes.Buffer
-		e := &Exchanger{Authenticators: users, Issuer: &fakeIssuer{}, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }, Audit: audit.New(&log, tt.personal)}
+		e := &Exchanger{Authenticators: users, Issuer: &fakeIssuer{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }, Audit: audit.New(&log, tt.personal)}
 		_, _ = e.Exchange(context.Background(), known, tt.token)
 		for _, w := range tt.want {
 			if !strings.Contains(log.String(), w) {

@@ -11,6 +11,7 @@ import (
 	"sealion.dev/servers/concierge/internal/authenticator/jwt"
 	"sealion.dev/servers/concierge/internal/authncache"
 	"sealion.dev/servers/concierge/internal/credential"
+	"sealion.dev/servers/concierge/internal/dynamicca"
 )
 
 // jwtExchanger wires a real JWT authenticator, trusting a real issuer served by the test, to a real
@@ -29,10 +30,14 @@ func jwtExchanger(tb testing.TB) (*credential.Exchanger, authncache.Key, *oidcis
 	if err != nil {
 		tb.Fatal(err)
 	}
+	signer := dynamicca.New("fuzz signer")
+	if err := signer.Set(ca.Bundle(), ca.PrivateKeyPEM()); err != nil {
+		tb.Fatal(err)
+	}
 	key := authncache.Key{APIGroup: "authentication.concierge.pinniped.dev", Kind: "JWTAuthenticator", Name: "issuer"}
 	var cache authncache.Cache
 	cache.Store(key, a)
-	return &credential.Exchanger{Authenticators: &cache, Issuer: ca}, key, issuer
+	return &credential.Exchanger{Authenticators: &cache, Issuer: signer}, key, issuer
 }
 
 // FuzzTokenCredentialRequest feeds arbitrary tokens to the exchange. Whatever the input, the answer

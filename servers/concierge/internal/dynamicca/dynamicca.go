@@ -12,6 +12,8 @@ package dynamicca
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -28,9 +30,9 @@ import (
 // TokenCredentialRequest.
 type ClientCertIssuer interface {
 	// IssueClientCert issues a certificate with CommonName username, Organizations groups and
-	// OrganizationalUnits organizationalUnits,
-	// valid for ttl, and returns it with its new private key, both PEM-encoded.
-	IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) (certPEM, keyPEM []byte, err error)
+	// OrganizationalUnits organizationalUnits, valid for ttl, and returns it with its new private
+	// key, both PEM-encoded, and its NotAfter.
+	IssueClientCert(ctx context.Context, username string, groups, organizationalUnits []string, ttl time.Duration) (certPEM, keyPEM []byte, notAfter time.Time, err error)
 }
 
 // ErrNoCA is returned by IssueClientCert while no valid CA has been loaded.
@@ -92,16 +94,24 @@ func (s *Signer) CABundle() []byte {
 }
 
 // IssueClientCert issues a client certificate from the current CA; see certauthority.CA.
-func (s *Signer) IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, error) {
+func (s *Signer) IssueClientCert(_ context.Context, username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, time.Time, error) {
 	ca := s.current()
 	if ca == nil {
-		return nil, nil, fmt.Errorf("%s: %w", s.name, ErrNoCA)
+		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", s.name, ErrNoCA)
 	}
 	certPEM, keyPEM, err := ca.IssueClientCert(username, groups, organizationalUnits, ttl)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", s.name, err)
+		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", s.name, err)
 	}
-	return certPEM, keyPEM, nil
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return nil, nil, time.Time{}, fmt.Errorf("%s: issued no PEM certificate", s.name)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", s.name, err)
+	}
+	return certPEM, keyPEM, cert.NotAfter, nil
 }
 
 func (s *Signer) current() *certauthority.CA {

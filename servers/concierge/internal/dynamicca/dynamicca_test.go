@@ -35,7 +35,7 @@ func assertIssuesFrom(t *testing.T, s interface {
 	CABundle() []byte
 }, want *certauthority.CA) {
 	t.Helper()
-	certPEM, _, err := s.IssueClientCert("alice", []string{"devs"}, nil, time.Minute)
+	certPEM, _, _, err := s.IssueClientCert(context.Background(), "alice", []string{"devs"}, nil, time.Minute)
 	require.NoError(t, err)
 	block, _ := pem.Decode(certPEM)
 	require.NotNil(t, block)
@@ -52,7 +52,7 @@ func TestSet(t *testing.T) {
 	ca1, ca2 := newCA(t, "one"), newCA(t, "two")
 
 	s := New("test signer")
-	_, _, err := s.IssueClientCert("alice", nil, nil, time.Minute)
+	_, _, _, err := s.IssueClientCert(context.Background(), "alice", nil, nil, time.Minute)
 	require.ErrorIs(t, err, ErrNoCA)
 	assert.EqualError(t, err, "test signer: no valid certificate authority loaded yet")
 	assert.Nil(t, s.CABundle())
@@ -81,7 +81,7 @@ func TestSet(t *testing.T) {
 	assertIssuesFrom(t, s, ca2)
 
 	s.Clear()
-	_, _, err = s.IssueClientCert("alice", nil, nil, time.Minute)
+	_, _, _, err = s.IssueClientCert(context.Background(), "alice", nil, nil, time.Minute)
 	require.ErrorIs(t, err, ErrNoCA)
 }
 
@@ -125,7 +125,7 @@ func TestWatchFilesRename(t *testing.T) {
 
 	// Missing files: no CA yet, and no crash.
 	time.Sleep(3 * pollInterval)
-	_, _, err := s.IssueClientCert("alice", nil, nil, time.Minute)
+	_, _, _, err := s.IssueClientCert(context.Background(), "alice", nil, nil, time.Minute)
 	require.ErrorIs(t, err, ErrNoCA)
 
 	replaceFile(t, keyPath, ca1.PrivateKeyPEM())

@@ -1,6 +1,7 @@
 package dynamicca
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -14,15 +15,15 @@ type FirstLoaded []*Signer
 var _ ClientCertIssuer = FirstLoaded(nil)
 
 // IssueClientCert issues from the first Signer with a CA; ErrNoCA when none has one.
-func (f FirstLoaded) IssueClientCert(username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, error) {
+func (f FirstLoaded) IssueClientCert(ctx context.Context, username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, time.Time, error) {
 	for _, s := range f {
-		certPEM, keyPEM, err := s.IssueClientCert(username, groups, organizationalUnits, ttl)
+		certPEM, keyPEM, notAfter, err := s.IssueClientCert(ctx, username, groups, organizationalUnits, ttl)
 		if errors.Is(err, ErrNoCA) {
 			continue
 		}
-		return certPEM, keyPEM, err
+		return certPEM, keyPEM, notAfter, err
 	}
-	return nil, nil, fmt.Errorf("none of %d signers: %w", len(f), ErrNoCA)
+	return nil, nil, time.Time{}, fmt.Errorf("none of %d signers: %w", len(f), ErrNoCA)
 }
 
 // CABundle returns the CA certificate IssueClientCert currently signs with, or nil.

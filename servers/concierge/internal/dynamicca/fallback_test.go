@@ -1,6 +1,7 @@
 package dynamicca
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestFirstLoaded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.want == nil {
-				_, _, err := tt.signers.IssueClientCert("alice", nil, nil, time.Minute)
+				_, _, _, err := tt.signers.IssueClientCert(context.Background(), "alice", nil, nil, time.Minute)
 				assert.True(t, errors.Is(err, ErrNoCA), "err %v", err)
 				return
 			}
