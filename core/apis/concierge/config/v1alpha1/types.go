@@ -34,7 +34,7 @@ const (
 
 // StrategyType names a way the Concierge can issue cluster credentials.
 //
-// +kubebuilder:validation:Enum=KubeClusterSigningCertificate;ImpersonationProxy
+// +kubebuilder:validation:Enum=KubeClusterSigningCertificate;ImpersonationProxy;CertificateSigningRequest
 type StrategyType string
 
 const (
@@ -44,6 +44,11 @@ const (
 	// StrategyTypeImpersonationProxy issues certificates that are valid only at the impersonation
 	// proxy, which forwards requests with impersonation headers.
 	StrategyTypeImpersonationProxy StrategyType = "ImpersonationProxy"
+	// StrategyTypeCertificateSigningRequest has the cluster's kubernetes.io/kube-apiserver-client
+	// signer issue each client certificate through the CertificateSigningRequest API: no pod reads
+	// the signing key, and the certificates live ten minutes, the API's shortest. An addition to
+	// Pinniped's API.
+	StrategyTypeCertificateSigningRequest StrategyType = "CertificateSigningRequest"
 )
 
 // StrategyStatus says whether a strategy works.
@@ -60,7 +65,7 @@ const (
 
 // StrategyReason explains a strategy's status.
 //
-// +kubebuilder:validation:Enum=Listening;Pending;Disabled;ErrorDuringSetup;CouldNotFetchKey;CouldNotGetClusterInfo;FetchedKey
+// +kubebuilder:validation:Enum=Listening;Pending;Disabled;ErrorDuringSetup;CouldNotFetchKey;CouldNotGetClusterInfo;FetchedKey;SignerAvailable;SignerNotServed;ApprovalForbidden;CertificateNotAccepted
 type StrategyReason string
 
 const (
@@ -81,6 +86,17 @@ const (
 	StrategyReasonCouldNotGetClusterInfo StrategyReason = "CouldNotGetClusterInfo"
 	// StrategyReasonFetchedKey means the cluster signing key was read.
 	StrategyReasonFetchedKey StrategyReason = "FetchedKey"
+	// StrategyReasonSignerAvailable means the kube-apiserver-client signer issued a certificate
+	// the API server accepted.
+	StrategyReasonSignerAvailable StrategyReason = "SignerAvailable"
+	// StrategyReasonSignerNotServed means no certificate was issued in time for an approved
+	// request: no controller signs for kubernetes.io/kube-apiserver-client (as on EKS).
+	StrategyReasonSignerNotServed StrategyReason = "SignerNotServed"
+	// StrategyReasonApprovalForbidden means the Concierge may not approve requests for the signer.
+	StrategyReasonApprovalForbidden StrategyReason = "ApprovalForbidden"
+	// StrategyReasonCertificateNotAccepted means the signer issued a certificate the API server
+	// refused: it signs with a CA the API server does not trust for clients.
+	StrategyReasonCertificateNotAccepted StrategyReason = "CertificateNotAccepted"
 )
 
 // FrontendType names the API through which clients obtain credentials.
@@ -102,6 +118,37 @@ type CredentialIssuerSpec struct {
 	//
 	// +optional
 	ImpersonationProxy *ImpersonationProxySpec `json:"impersonationProxy,omitempty"`
+
+	// CertificateSigningRequest configures the CertificateSigningRequest strategy. An addition to
+	// Pinniped's API.
+	//
+	// +optional
+	CertificateSigningRequest *CertificateSigningRequestSpec `json:"certificateSigningRequest,omitempty"`
+}
+
+// CertificateSigningRequestMode says whether the Concierge issues certificates through the
+// CertificateSigningRequest API.
+//
+// +kubebuilder:validation:Enum=auto;enabled;disabled
+type CertificateSigningRequestMode string
+
+const (
+	// CertificateSigningRequestModeAuto uses the strategy where the kube cert agent cannot read
+	// the cluster's signing key and the cluster's signer works, before the impersonation proxy.
+	CertificateSigningRequestModeAuto CertificateSigningRequestMode = "auto"
+	// CertificateSigningRequestModeEnabled uses it first, and runs no kube cert agent.
+	CertificateSigningRequestModeEnabled CertificateSigningRequestMode = "enabled"
+	// CertificateSigningRequestModeDisabled never uses it.
+	CertificateSigningRequestModeDisabled CertificateSigningRequestMode = "disabled"
+)
+
+// CertificateSigningRequestSpec configures the CertificateSigningRequest strategy.
+type CertificateSigningRequestSpec struct {
+	// Mode says when the strategy is used; auto when unset.
+	//
+	// +optional
+	// +kubebuilder:default=auto
+	Mode CertificateSigningRequestMode `json:"mode,omitempty"`
 }
 
 // ImpersonationProxySpec configures the impersonation proxy.
