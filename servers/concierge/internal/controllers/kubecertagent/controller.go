@@ -39,6 +39,7 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	"sealion.dev/core/controller"
 	configinformers "sealion.dev/core/generated/concierge/informers/externalversions/config/v1alpha1"
+	"sealion.dev/servers/concierge/internal/clusterinfo"
 	"sealion.dev/servers/internal/leaderelection"
 )
 
@@ -50,10 +51,6 @@ const (
 	// watched, and the key cache expires.
 	resyncInterval = time.Minute
 	execTimeout    = 30 * time.Second
-
-	clusterInfoNamespace = "kube-public"
-	clusterInfoName      = "cluster-info"
-	clusterInfoKey       = "kubeconfig"
 )
 
 // Config is the agent's configuration.
@@ -236,10 +233,10 @@ func (c *Controller) reconcile(ctx context.Context) (configv1alpha1.CredentialIs
 	if err := c.loadKey(ctx, agent); err != nil {
 		return failed(configv1alpha1.StrategyReasonCouldNotFetchKey, err), err
 	}
-	info, err := c.clusterInfo(ctx)
+	info, err := clusterinfo.Read(ctx, c.client)
 	if err != nil {
 		var retry error
-		if !errors.As(err, new(unusableError)) {
+		if !errors.As(err, new(clusterinfo.UnusableError)) {
 			retry = err
 		}
 		return failed(configv1alpha1.StrategyReasonCouldNotGetClusterInfo, fmt.Errorf(

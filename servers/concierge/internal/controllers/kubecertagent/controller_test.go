@@ -692,60 +692,6 @@ func TestDiscoveryURL(t *testing.T) {
 		s.Frontend.TokenCredentialRequestAPIInfo)
 }
 
-func TestParseClusterInfo(t *testing.T) {
-	tests := []struct {
-		name       string
-		kubeconfig string
-		wantServer string
-		wantErr    string
-	}{
-		{name: "kubeadm", kubeconfig: kubeadmClusterInfo, wantServer: "https://10.0.0.1:6443"},
-		{
-			name: "the current context's cluster",
-			kubeconfig: `clusters:
-- {name: a, cluster: {server: "https://a", certificate-authority-data: Q0EgUEVN}}
-- {name: b, cluster: {server: "https://b", certificate-authority-data: Q0EgUEVN}}
-contexts:
-- {name: ctx, context: {cluster: b}}
-current-context: ctx
-`,
-			wantServer: "https://b",
-		},
-		{name: "empty", wantErr: `it has no "kubeconfig" key`},
-		{name: "not a kubeconfig", kubeconfig: "clusters: 7", wantErr: `its "kubeconfig" key is not a kubeconfig`},
-		{name: "no clusters", kubeconfig: "apiVersion: v1\nkind: Config\n", wantErr: "has 0 clusters"},
-		{
-			name:       "several clusters and no context",
-			kubeconfig: "clusters:\n- {name: b, cluster: {server: https://b}}\n- {name: a, cluster: {server: https://a}}\n",
-			wantErr:    `has 2 clusters ["a" "b"] and no current context`,
-		},
-		{name: "context naming a missing cluster", kubeconfig: "contexts:\n- {name: c, context: {cluster: nope}}\ncurrent-context: c\n", wantErr: `has no cluster "nope"`},
-		{name: "no server", kubeconfig: "clusters:\n- {name: a, cluster: {certificate-authority-data: Q0EgUEVN}}\n", wantErr: `cluster "a" has no server`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseClusterInfo(tt.kubeconfig)
-			if tt.wantErr != "" {
-				require.ErrorContains(t, err, tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, &configv1alpha1.TokenCredentialRequestAPIInfo{Server: tt.wantServer, CertificateAuthorityData: "Q0EgUEVN"}, got)
-		})
-	}
-}
-
-func TestClusterInfoReadError(t *testing.T) {
-	w := newWorld(t, testConfig, nil)
-	w.kube.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "cluster-info", errors.New("denied"))
-	})
-	_, ctx := ktesting.NewTestContext(t)
-	_, err := w.controller.clusterInfo(ctx)
-	require.ErrorContains(t, err, "the ConfigMap kube-public/cluster-info could not be read")
-	assert.False(t, errors.As(err, new(unusableError)), "a read failure must be retried")
-}
-
 // run runs the controller until the test ends.
 func (w *world) run(t *testing.T) context.Context {
 	_, ctx := ktesting.NewTestContext(t)
