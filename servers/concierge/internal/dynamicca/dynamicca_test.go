@@ -30,10 +30,7 @@ func newCA(t *testing.T, name string) *certauthority.CA {
 }
 
 // assertIssuesFrom checks that s issues client certificates that verify against want's bundle.
-func assertIssuesFrom(t *testing.T, s interface {
-	ClientCertIssuer
-	CABundle() []byte
-}, want *certauthority.CA) {
+func assertIssuesFrom(t *testing.T, s ClientCertIssuer, want *certauthority.CA) {
 	t.Helper()
 	certPEM, _, _, err := s.IssueClientCert(context.Background(), "alice", []string{"devs"}, nil, time.Minute)
 	require.NoError(t, err)
@@ -45,7 +42,9 @@ func assertIssuesFrom(t *testing.T, s interface {
 	roots.AddCert(want.Certificate())
 	_, err = cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	require.NoError(t, err, "issued certificate must chain to %s", want.Certificate().Subject)
-	assert.Equal(t, want.Bundle(), s.CABundle())
+	if signer, ok := s.(*Signer); ok {
+		assert.Equal(t, want.Bundle(), signer.CABundle())
+	}
 }
 
 func TestSet(t *testing.T) {

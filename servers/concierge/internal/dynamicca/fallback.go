@@ -7,14 +7,16 @@ import (
 	"time"
 )
 
-// FirstLoaded issues from the first of its Signers that has a CA: the Concierge prefers the
-// cluster's signing key, whose certificates the kube-apiserver accepts, and falls back to the
-// impersonation proxy's signer, whose certificates only the proxy accepts.
-type FirstLoaded []*Signer
+// FirstLoaded issues from the first of its issuers that can: the Concierge prefers the cluster's
+// signing key (the kube cert agent), then the cluster's signer (the CertificateSigningRequest
+// strategy), whose certificates the kube-apiserver accepts, and falls back to the impersonation
+// proxy's signer, whose certificates only the proxy accepts. An issuer that cannot issue now
+// answers ErrNoCA.
+type FirstLoaded []ClientCertIssuer
 
 var _ ClientCertIssuer = FirstLoaded(nil)
 
-// IssueClientCert issues from the first Signer with a CA; ErrNoCA when none has one.
+// IssueClientCert issues from the first issuer that does not answer ErrNoCA; ErrNoCA when none can.
 func (f FirstLoaded) IssueClientCert(ctx context.Context, username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, time.Time, error) {
 	for _, s := range f {
 		certPEM, keyPEM, notAfter, err := s.IssueClientCert(ctx, username, groups, organizationalUnits, ttl)
@@ -23,15 +25,5 @@ func (f FirstLoaded) IssueClientCert(ctx context.Context, username string, group
 		}
 		return certPEM, keyPEM, notAfter, err
 	}
-	return nil, nil, time.Time{}, fmt.Errorf("none of %d signers: %w", len(f), ErrNoCA)
-}
-
-// CABundle returns the CA certificate IssueClientCert currently signs with, or nil.
-func (f FirstLoaded) CABundle() []byte {
-	for _, s := range f {
-		if b := s.CABundle(); b != nil {
-			return b
-		}
-	}
-	return nil
+	return nil, nil, time.Time{}, fmt.Errorf("none of %d issuers: %w", len(f), ErrNoCA)
 }

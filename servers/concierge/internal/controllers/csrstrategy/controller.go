@@ -1,0 +1,232 @@
+// Package csrstrategy runs the Concierge's CertificateSigningRequest strategy: issuing each client
+// certificate through the cluster's kubernetes.io/kube-apiserver-client signer (csrsigner).
+//
+// The replica that leads probes the signer every ProbeInterval: it issues one certificate for
+// ProbeUsername and authenticates to the API server with it, so that a signer that issues
+// certificates the API server does not accept (a CA it does not trust for clients) is found too.
+// It writes the outcome as the strategy's CredentialIssuer entry, with the reason of a failure.
+// Every replica then uses the strategy (Issuer) while that entry says Success, as read from its
+// informer: only the leader may create CertificateSigningRequests for a probe, and all replicas
+// serve TokenCredentialRequests.
+package csrstrategy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
+	"sealion.dev/core/controller"
+	configinformers "sealion.dev/core/generated/concierge/informers/externalversions/config/v1alpha1"
+	configlisters "sealion.dev/core/generated/concierge/listers/config/v1alpha1"
+	"sealion.dev/servers/concierge/internal/clusterinfo"
+	"sealion.dev/servers/concierge/internal/csrsigner"
+	"sealion.dev/servers/concierge/internal/dynamicca"
+)
+
+// ProbeInterval is how often the leader probes the signer. A probe is one CertificateSigningRequest,
+// deleted at once.
+const ProbeInterval = 5 * time.Minute
+
+// ProbeUsername is the identity of the probe's certificate, which lives ten minutes in the
+// Concierge's memory and nowhere else; it has no group and RBAC grants it nothing.
+const ProbeUsername = "pinniped-concierge:certificate-signing-request-probe"
+
+// StrategyWriter records the strategy's entry in the CredentialIssuer; a
+// *credentialissuer.Updater.
+type StrategyWriter interface {
+	SetStrategy(ctx context.Context, s configv1alpha1.CredentialIssuerStrategy) error
+}
+
+// Config is what the controller needs.
+type Config struct {
+	// CredentialIssuer names the Concierge's CredentialIssuer, whose spec sets the mode and whose
+	// status the strategy is read back from.
+	CredentialIssuer string
+	// Signer issues the certificates; a *csrsigner.Issuer.
+	Signer dynamicca.ClientCertIssuer
+	// Kube reads kube-public/cluster-info; RESTConfig reaches the API server, whose address and CA
+	// the probe's client uses with the probe certificate instead of the Concierge's credentials.
+	Kube       kubernetes.Interface
+	RESTConfig *rest.Config
+	// DiscoveryURL, when set, is the API server address advertised to clients instead of the one
+	// in kube-public/cluster-info, as for the kube cert agent.
+	DiscoveryURL string
+	Status       StrategyWriter
+	// Leading reports whether this replica leads: only the leader probes.
+	Leading func() bool
+}
+
+// Controller probes the signer. Make one with New and start it with Run.
+type Controller struct {
+	*controller.Controller
+	cfg               Config
+	credentialIssuers configlisters.CredentialIssuerLister
+	// whoAmI asks the API server who a client certificate is; tests replace it.
+	whoAmI func(ctx context.Context, certPEM, keyPEM []byte) (string, error)
+	now    func() time.Time
+}
+
+// New returns the controller; credentialIssuers is the informer of the CredentialIssuers.
+func New(cfg Config, credentialIssuers configinformers.CredentialIssuerInformer) *Controller {
+	c := &Controller{cfg: cfg, credentialIssuers: credentialIssuers.Lister(), now: time.Now}
+	c.whoAmI = c.selfSubjectReview
+	c.Controller = controller.New(controller.Options{
+		Name:   "certificate-signing-request-strategy",
+		Sync:   func(ctx context.Context, _ string) error { return c.sync(ctx) },
+		Resync: ProbeInterval,
+		// A failed probe is retried sooner than the next one, up to it.
+		MinBackoff: 5 * time.Second,
+		MaxBackoff: ProbeInterval,
+	})
+	// The mode is in the CredentialIssuer's spec; a status write by any strategy is an event too,
+	// and costs no probe (see sync).
+	c.Watch(credentialIssuers.Informer(), controller.AsSingleton)
+	return c
+}
+
+// Mode is the strategy's mode in the CredentialIssuer named name; auto when it does not say.
+func Mode(lister configlisters.CredentialIssuerLister, name string) configv1alpha1.CertificateSigningRequestMode {
+	ci, err := lister.Get(name)
+	if err != nil || ci.Spec.CertificateSigningRequest == nil || ci.Spec.CertificateSigningRequest.Mode == "" {
+		return configv1alpha1.CertificateSigningRequestModeAuto
+	}
+	return ci.Spec.CertificateSigningRequest.Mode
+}
+
+// sync probes the signer when this replica leads and the last probe is older than ProbeInterval or
+// the mode changed, and records the outcome.
+func (c *Controller) sync(ctx context.Context) error {
+	if !c.cfg.Leading() {
+		return nil
+	}
+	if Mode(c.credentialIssuers, c.cfg.CredentialIssuer) == configv1alpha1.CertificateSigningRequestModeDisabled {
+		return c.cfg.Status.SetStrategy(ctx, configv1alpha1.CredentialIssuerStrategy{
+			Type: configv1alpha1.StrategyTypeCertificateSigningRequest, Status: configv1alpha1.StrategyStatusError,
+			Reason: configv1alpha1.StrategyReasonDisabled, Message: "disabled by spec.certificateSigningRequest.mode",
+		})
+	}
+	if current := c.current(); current != nil && current.Reason != configv1alpha1.StrategyReasonDisabled &&
+		c.now().Sub(current.LastUpdateTime.Time) < ProbeInterval {
+		return nil
+	}
+	strategy, err := c.probe(ctx)
+	strategy.Type = configv1alpha1.StrategyTypeCertificateSigningRequest
+	if werr := c.cfg.Status.SetStrategy(ctx, strategy); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+// current is the strategy's entry in the CredentialIssuer, or nil.
+func (c *Controller) current() *configv1alpha1.CredentialIssuerStrategy {
+	ci, err := c.credentialIssuers.Get(c.cfg.CredentialIssuer)
+	if err != nil {
+		return nil
+	}
+	for i := range ci.Status.Strategies {
+		if ci.Status.Strategies[i].Type == configv1alpha1.StrategyTypeCertificateSigningRequest {
+			return &ci.Status.Strategies[i]
+		}
+	}
+	return nil
+}
+
+// probe issues a certificate for ProbeUsername and authenticates with it. A failure the cluster
+// will not mend soon is a strategy in error with its reason and no error; the others are returned
+// too, to be retried.
+func (c *Controller) probe(ctx context.Context) (configv1alpha1.CredentialIssuerStrategy, error) {
+	failed := func(reason configv1alpha1.StrategyReason, err error) configv1alpha1.CredentialIssuerStrategy {
+		return configv1alpha1.CredentialIssuerStrategy{Status: configv1alpha1.StrategyStatusError, Reason: reason, Message: err.Error()}
+	}
+	certPEM, keyPEM, _, err := c.cfg.Signer.IssueClientCert(ctx, ProbeUsername, nil, nil, 0)
+	switch {
+	case errors.Is(err, csrsigner.ErrApprovalForbidden):
+		return failed(configv1alpha1.StrategyReasonApprovalForbidden, err), nil
+	case errors.Is(err, csrsigner.ErrNotIssued), errors.Is(err, csrsigner.ErrDenied):
+		return failed(configv1alpha1.StrategyReasonSignerNotServed, err), nil
+	case err != nil:
+		return failed(configv1alpha1.StrategyReasonErrorDuringSetup, err), err
+	}
+	username, err := c.whoAmI(ctx, certPEM, keyPEM)
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return failed(configv1alpha1.StrategyReasonCertificateNotAccepted, fmt.Errorf("the API server refused the probe certificate: %w", err)), nil
+	case err != nil:
+		return failed(configv1alpha1.StrategyReasonErrorDuringSetup, err), err
+	case username != ProbeUsername:
+		return failed(configv1alpha1.StrategyReasonCertificateNotAccepted, fmt.Errorf("the API server took the probe certificate for %q", username)), nil
+	}
+	info, err := clusterinfo.Read(ctx, c.cfg.Kube)
+	if err != nil {
+		if errors.As(err, new(clusterinfo.UnusableError)) {
+			return failed(configv1alpha1.StrategyReasonCouldNotGetClusterInfo, err), nil
+		}
+		return failed(configv1alpha1.StrategyReasonCouldNotGetClusterInfo, err), err
+	}
+	if c.cfg.DiscoveryURL != "" {
+		info.Server = c.cfg.DiscoveryURL
+	}
+	return configv1alpha1.CredentialIssuerStrategy{
+		Status: configv1alpha1.StrategyStatusSuccess, Reason: configv1alpha1.StrategyReasonSignerAvailable,
+		Message: "the " + csrsigner.Signer + " signer issued a certificate the API server accepted",
+		Frontend: &configv1alpha1.CredentialIssuerFrontend{
+			Type: configv1alpha1.FrontendTypeTokenCredentialRequestAPI, TokenCredentialRequestAPIInfo: info,
+		},
+	}, nil
+}
+
+// selfSubjectReview asks the API server who a client certificate is, with no other credential.
+func (c *Controller) selfSubjectReview(ctx context.Context, certPEM, keyPEM []byte) (string, error) {
+	cfg := rest.AnonymousClientConfig(c.cfg.RESTConfig)
+	cfg.CertData, cfg.KeyData = certPEM, keyPEM
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("authenticating with the probe certificate: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
+}
+
+// Issuer issues through Signer while the CredentialIssuer's entry of the strategy says Success, and
+// answers dynamicca.ErrNoCA otherwise, so that a dynamicca.FirstLoaded chain goes on to its next
+// issuer.
+type Issuer struct {
+	Signer            dynamicca.ClientCertIssuer
+	CredentialIssuers configlisters.CredentialIssuerLister
+	CredentialIssuer  string
+}
+
+// IssueClientCert issues through the signer when the strategy works; see csrsigner.Issuer.
+func (i *Issuer) IssueClientCert(ctx context.Context, username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, time.Time, error) {
+	if !i.available() {
+		return nil, nil, time.Time{}, fmt.Errorf("the CertificateSigningRequest strategy: %w", dynamicca.ErrNoCA)
+	}
+	return i.Signer.IssueClientCert(ctx, username, groups, organizationalUnits, ttl)
+}
+
+func (i *Issuer) available() bool {
+	if Mode(i.CredentialIssuers, i.CredentialIssuer) == configv1alpha1.CertificateSigningRequestModeDisabled {
+		return false
+	}
+	ci, err := i.CredentialIssuers.Get(i.CredentialIssuer)
+	if err != nil {
+		return false
+	}
+	for _, s := range ci.Status.Strategies {
+		if s.Type == configv1alpha1.StrategyTypeCertificateSigningRequest {
+			return s.Status == configv1alpha1.StrategyStatusSuccess
+		}
+	}
+	return false
+}
