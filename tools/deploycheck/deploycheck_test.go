@@ -1176,6 +1176,21 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		kubectl(t, nil, "apply", "-k", conciergeDeploy)
 		kubectl(t, nil, "apply", "-k", usersDeploy)
 		kubectl(t, yamlStream(t, withComponent(t, conciergeDeploy, signerComponent)), "apply", "--dry-run=server", "-f", "-")
+		// The CertificateSigningRequest strategy may approve requests for the one signer whose
+		// certificates the API server accepts from clients, and for no other.
+		as := "--as=system:serviceaccount:pinniped-concierge:pinniped-concierge"
+		for _, access := range []string{
+			"create certificatesigningrequests.certificates.k8s.io", "update certificatesigningrequests.certificates.k8s.io --subresource=approval",
+			"approve signers.certificates.k8s.io/kubernetes.io/kube-apiserver-client",
+		} {
+			kubectl(t, nil, append([]string{"auth", "can-i", as}, strings.Fields(access)...)...)
+		}
+		for _, signer := range []string{"kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving", "example.com/any"} {
+			out, err := exec.Command(cp.KubectlPath, "--kubeconfig", cp.KubeconfigPath, "auth", "can-i", as, "approve", "signers.certificates.k8s.io/"+signer).CombinedOutput()
+			if err == nil || strings.TrimSpace(string(out)) != "no" {
+				t.Errorf("the Concierge may approve for %s: %v %s", signer, err, out)
+			}
+		}
 	})
 
 	t.Run("Supervisor", func(t *testing.T) {

@@ -15,10 +15,12 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
 	"sealion.dev/core/groupsuffix"
+	"sealion.dev/servers/concierge/internal/controllers/csrstrategy"
 	"sealion.dev/servers/concierge/internal/controllers/impersonationproxy"
 	"sealion.dev/servers/concierge/internal/controllers/kubecertagent"
 	"sealion.dev/servers/concierge/internal/credential"
 	"sealion.dev/servers/concierge/internal/credentialissuer"
+	"sealion.dev/servers/concierge/internal/csrsigner"
 	"sealion.dev/servers/concierge/internal/dynamicca"
 	"sealion.dev/servers/concierge/internal/impersonator"
 	"sealion.dev/servers/concierge/internal/satoken"
@@ -157,4 +159,34 @@ func (c completedConfig) kubeCertAgent(signer *dynamicca.Signer) ([]informerFact
 			LeaveMissing: c.File.CredentialIssuerCreatedByInstall,
 		})
 	return []informerFactory{kubeSystem, cluster}, agent
+}
+
+// certificateSigningRequests builds the CertificateSigningRequest strategy: the controller that
+// probes the cluster's kubernetes.io/kube-apiserver-client signer and reports it, and the issuer
+// that uses it while it works. Every replica creates requests for the TokenCredentialRequests it
+// serves, so the issuer's client is not the controllers' (whose writes only the leader makes).
+func (c completedConfig) certificateSigningRequests() (*csrstrategy.Controller, *csrstrategy.Issuer, error) {
+	client, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	signer := &csrsigner.Issuer{Client: client}
+	credentialIssuers := c.CRInformers.Config().V1alpha1().CredentialIssuers()
+	controller := csrstrategy.New(csrstrategy.Config{
+		CredentialIssuer: c.File.Names.CredentialIssuer,
+		Signer:           signer,
+		Kube:             c.KubeClient,
+		RESTConfig:       c.RESTConfig,
+		DiscoveryURL:     ptr.Deref(c.File.Discovery.URL, ""),
+		Status: &credentialissuer.Updater{
+			Client:       c.ConciergeClient,
+			Lister:       credentialIssuers.Lister(),
+			Name:         c.File.Names.CredentialIssuer,
+			Labels:       c.File.Labels,
+			Spec:         defaultCredentialIssuerSpec,
+			LeaveMissing: c.File.CredentialIssuerCreatedByInstall,
+		},
+		Leading: c.Elector.IsLeader,
+	}, credentialIssuers)
+	return controller, &csrstrategy.Issuer{Signer: signer, CredentialIssuers: credentialIssuers.Lister(), CredentialIssuer: c.File.Names.CredentialIssuer}, nil
 }

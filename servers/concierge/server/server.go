@@ -107,11 +107,16 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	var authenticators authncache.Cache
 	credential.RegisterMetrics()
-	// The cluster's signing key when there is one; else the impersonation proxy's signer, whose
-	// certificates only the proxy accepts.
+	csrs, csrIssuer, err := c.certificateSigningRequests()
+	if err != nil {
+		return nil, err
+	}
+	s.runners = append(s.runners, csrs)
+	// The cluster's signing key when there is one; else the cluster's signer when it works; else
+	// the impersonation proxy's signer, whose certificates only the proxy accepts.
 	proxySigner := dynamicca.New("impersonation proxy signer")
 	exchanger := &credential.Exchanger{
-		Authenticators: &authenticators, Issuer: dynamicca.FirstLoaded{signer, proxySigner}, Reserved: c.File.AllowedReservedNames,
+		Authenticators: &authenticators, Issuer: dynamicca.FirstLoaded{signer, csrIssuer, proxySigner}, Reserved: c.File.AllowedReservedNames,
 		Audit: audit.New(os.Stdout, c.File.Audit.LogUsernamesAndGroups.Enabled()).WithTokenFingerprintKey(c.AuditTokenFingerprintKey),
 	}
 	proxy, err := c.impersonationProxy(signer, proxySigner, exchanger)

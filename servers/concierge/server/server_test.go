@@ -12,11 +12,11 @@ func TestNewStartsNothing(t *testing.T) {
 		wantRuns int
 	}{
 		// The kube cert agent watches kube-system and the nodes with informers of its own.
-		{name: "kube cert agent", file: minimalFile, wantInformers: 4, wantRuns: 5},
+		{name: "kube cert agent", file: minimalFile, wantInformers: 4, wantRuns: 6},
 		{
 			name:          "signer from files",
 			file:          minimalFile + "signer: {certificateFile: ca.crt, privateKeyFile: ca.key}\n",
-			wantInformers: 2, wantRuns: 5,
+			wantInformers: 2, wantRuns: 6,
 		},
 	}
 	for _, tt := range tests {

@@ -80,6 +80,37 @@ func (u *Updater) SetStrategy(ctx context.Context, s configv1alpha1.CredentialIs
 	return nil
 }
 
+// RemoveStrategy removes the status entry of typ, if there is one: a strategy that is not in use
+// and whose entry would only confuse clients that expect Pinniped's entries.
+func (u *Updater) RemoveStrategy(ctx context.Context, typ configv1alpha1.StrategyType) error {
+	has := func(ci *configv1alpha1.CredentialIssuer) bool {
+		return slices.ContainsFunc(ci.Status.Strategies, func(s configv1alpha1.CredentialIssuerStrategy) bool { return s.Type == typ })
+	}
+	if u.Lister != nil {
+		if cached, err := u.Lister.Get(u.Name); err == nil && !has(cached) {
+			return nil
+		}
+	}
+	client := u.Client.ConfigV1alpha1().CredentialIssuers()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := client.Get(ctx, u.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil || !has(current) {
+			return err
+		}
+		updated := current.DeepCopy()
+		updated.Status.Strategies = slices.DeleteFunc(updated.Status.Strategies, func(s configv1alpha1.CredentialIssuerStrategy) bool { return s.Type == typ })
+		_, err = client.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("removing the %s strategy from CredentialIssuer %s: %w", typ, u.Name, err)
+	}
+	return nil
+}
+
 func (u *Updater) now() time.Time {
 	if u.Now != nil {
 		return u.Now()
@@ -119,13 +150,16 @@ func Merge(status *configv1alpha1.CredentialIssuerStatus, s configv1alpha1.Crede
 	return changed
 }
 
-// strategyOrder puts KubeClusterSigningCertificate before ImpersonationProxy, then any other type
-// by name, as upstream does: a client that takes the first successful strategy (as upstream's CLI
-// does) then picks the certificate strategy, which needs no proxy, wherever it works.
+// strategyOrder puts KubeClusterSigningCertificate before ImpersonationProxy, as upstream does, with
+// our CertificateSigningRequest between them, then any other type by name: a client that takes the
+// first successful strategy (as upstream's CLI does) then picks a certificate the API server
+// accepts, which needs no proxy, wherever one can be issued, in the order the Concierge issues.
 func strategyOrder(a, b configv1alpha1.CredentialIssuerStrategy) int {
 	weight := func(t configv1alpha1.StrategyType) int {
 		switch t {
 		case configv1alpha1.StrategyTypeKubeClusterSigningCertificate:
+			return 3
+		case configv1alpha1.StrategyTypeCertificateSigningRequest:
 			return 2
 		case configv1alpha1.StrategyTypeImpersonationProxy:
 			return 1

@@ -194,3 +194,36 @@ func TestSetStrategyError(t *testing.T) {
 	require.ErrorContains(t, err, "recording the KubeClusterSigningCertificate strategy in CredentialIssuer ci: ")
 	assert.True(t, apierrors.IsForbidden(err))
 }
+
+// RemoveStrategy takes out only the entry of its type, and writes nothing when there is none.
+func TestRemoveStrategy(t *testing.T) {
+	csr := configv1alpha1.StrategyTypeCertificateSigningRequest
+	existing := &configv1alpha1.CredentialIssuer{
+		ObjectMeta: metav1.ObjectMeta{Name: "ci"},
+		Status: configv1alpha1.CredentialIssuerStatus{Strategies: []configv1alpha1.CredentialIssuerStrategy{
+			strategy(kube, ok, "k", t0), strategy(csr, bad, "c", t0), strategy(proxy, ok, "p", t0)}},
+	}
+	client := conciergefake.NewSimpleClientset(existing)
+	u := &Updater{Client: client, Name: "ci"}
+	require.NoError(t, u.RemoveStrategy(context.Background(), csr))
+	got, err := client.ConfigV1alpha1().CredentialIssuers().Get(context.Background(), "ci", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []configv1alpha1.CredentialIssuerStrategy{strategy(kube, ok, "k", t0), strategy(proxy, ok, "p", t0)}, got.Status.Strategies)
+	writes := len(client.Actions())
+	require.NoError(t, u.RemoveStrategy(context.Background(), csr))
+	assert.Equal(t, writes+1, len(client.Actions()), "only a get when there is nothing to remove")
+}
+
+// The CertificateSigningRequest entry sits between upstream's two, in the order the Concierge
+// issues: a client taking the first successful entry prefers a certificate to the proxy.
+func TestMergeOrdersOurStrategy(t *testing.T) {
+	var status configv1alpha1.CredentialIssuerStatus
+	for _, typ := range []configv1alpha1.StrategyType{proxy, configv1alpha1.StrategyTypeCertificateSigningRequest, kube} {
+		Merge(&status, strategy(typ, ok, "", t0), t0)
+	}
+	var order []configv1alpha1.StrategyType
+	for _, s := range status.Strategies {
+		order = append(order, s.Type)
+	}
+	assert.Equal(t, []configv1alpha1.StrategyType{kube, configv1alpha1.StrategyTypeCertificateSigningRequest, proxy}, order)
+}

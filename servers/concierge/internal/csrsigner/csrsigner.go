@@ -21,8 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,12 +60,37 @@ var (
 // Issuer issues client certificates through CertificateSigningRequests. It is safe for
 // concurrent use.
 type Issuer struct {
+	// Client creates, approves, watches and deletes the requests; its writes must go through on
+	// every replica, which all serve TokenCredentialRequests.
 	Client kubernetes.Interface
 	// Identity is the username the API server records as the requestor of the Concierge's
-	// requests (its ServiceAccount's, system:serviceaccount:<namespace>:<name>).
+	// requests (its ServiceAccount's, system:serviceaccount:<namespace>:<name>). When empty, it is
+	// asked of the API server (a SelfSubjectReview) at the first request, and kept.
 	Identity string
 	// Timeout bounds the wait for the signer; DefaultTimeout when zero.
 	Timeout time.Duration
+
+	learned atomic.Pointer[string]
+}
+
+// identity is Identity, or the identity the API server gives Client, learned once.
+func (i *Issuer) identity(ctx context.Context) (string, error) {
+	if i.Identity != "" {
+		return i.Identity, nil
+	}
+	if id := i.learned.Load(); id != nil {
+		return *id, nil
+	}
+	review, err := i.Client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("learning the Concierge's own identity: %w", err)
+	}
+	id := review.Status.UserInfo.Username
+	if id == "" {
+		return "", errors.New("the API server gave the Concierge no username")
+	}
+	i.learned.Store(&id)
+	return id, nil
 }
 
 // DefaultTimeout is how long IssueClientCert waits for the certificate. The kube-controller-manager
@@ -75,6 +102,10 @@ const DefaultTimeout = 10 * time.Second
 // PEM-encoded, and when it expires. ttl is ignored: the certificate lives ExpirationSeconds, the
 // shortest the API allows.
 func (i *Issuer) IssueClientCert(ctx context.Context, username string, groups, organizationalUnits []string, _ time.Duration) (certPEM, keyPEM []byte, notAfter time.Time, err error) {
+	identity, err := i.identity(ctx)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, time.Time{}, err
@@ -102,7 +133,7 @@ func (i *Issuer) IssueClientCert(ctx context.Context, username string, groups, o
 	defer func() {
 		_ = csrs.Delete(context.WithoutCancel(ctx), created.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &created.UID}})
 	}()
-	if err := i.ours(created, request); err != nil {
+	if err := ours(created, identity, request); err != nil {
 		return nil, nil, time.Time{}, err
 	}
 	// Watched from its creation, before the approval, so that no change is missed however quickly
@@ -151,12 +182,12 @@ var usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, cer
 // ours checks that created is the request the Concierge just made, as the API server stored it:
 // its label, its requestor, its signer and usages, and the very request bytes. Only then is it
 // approved.
-func (i *Issuer) ours(created *certificatesv1.CertificateSigningRequest, request []byte) error {
+func ours(created *certificatesv1.CertificateSigningRequest, identity string, request []byte) error {
 	switch {
 	case created.Labels[Label] != "true":
 		return errors.New("the created CertificateSigningRequest lacks the Concierge's label")
-	case created.Spec.Username != i.Identity:
-		return fmt.Errorf("the created CertificateSigningRequest was made by %q, not the Concierge's %q", created.Spec.Username, i.Identity)
+	case created.Spec.Username != identity:
+		return fmt.Errorf("the created CertificateSigningRequest was made by %q, not the Concierge's %q", created.Spec.Username, identity)
 	case created.Spec.SignerName != Signer || !slices.Equal(created.Spec.Usages, usages):
 		return errors.New("the created CertificateSigningRequest is not for the signer and usages asked")
 	case string(created.Spec.Request) != string(request):

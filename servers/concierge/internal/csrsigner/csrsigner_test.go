@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -214,5 +215,24 @@ func TestFailures(t *testing.T) {
 				t.Errorf("%d requests left", len(left))
 			}
 		})
+	}
+}
+
+// Without a configured identity, the issuer asks the API server once who it is.
+func TestLearnsItsIdentity(t *testing.T) {
+	c := newCluster(t)
+	reviews := 0
+	c.client.PrependReactor("create", "selfsubjectreviews", func(kubetesting.Action) (bool, runtime.Object, error) {
+		reviews++
+		return true, &authenticationv1.SelfSubjectReview{Status: authenticationv1.SelfSubjectReviewStatus{UserInfo: authenticationv1.UserInfo{Username: concierge}}}, nil
+	})
+	i := &Issuer{Client: c.client, Timeout: 2 * time.Second}
+	for range 2 {
+		if _, _, _, err := i.IssueClientCert(context.Background(), "pinny", nil, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reviews != 1 {
+		t.Errorf("%d SelfSubjectReviews, want one", reviews)
 	}
 }

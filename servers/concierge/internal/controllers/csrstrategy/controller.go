@@ -39,10 +39,11 @@ const ProbeInterval = 5 * time.Minute
 // Concierge's memory and nowhere else; it has no group and RBAC grants it nothing.
 const ProbeUsername = "pinniped-concierge:certificate-signing-request-probe"
 
-// StrategyWriter records the strategy's entry in the CredentialIssuer; a
+// StrategyWriter records the strategy's entry in the CredentialIssuer, or removes it; a
 // *credentialissuer.Updater.
 type StrategyWriter interface {
 	SetStrategy(ctx context.Context, s configv1alpha1.CredentialIssuerStrategy) error
+	RemoveStrategy(ctx context.Context, typ configv1alpha1.StrategyType) error
 }
 
 // Config is what the controller needs.
@@ -101,19 +102,30 @@ func Mode(lister configlisters.CredentialIssuerLister, name string) configv1alph
 	return ci.Spec.CertificateSigningRequest.Mode
 }
 
-// sync probes the signer when this replica leads and the last probe is older than ProbeInterval or
-// the mode changed, and records the outcome.
+// sync probes the signer when this replica leads, the strategy is wanted, and the last probe is
+// older than ProbeInterval or was not a probe, and records the outcome.
+//
+// In auto mode the strategy is wanted only where the kube cert agent failed to read the cluster's
+// signing key; elsewhere its entry is removed, so that a cluster where the agent works shows
+// Pinniped's two entries (Pinniped's tests, and perhaps its users' tools, count them) and no probe
+// runs. Enabled, it is always probed; disabled, its entry says so.
 func (c *Controller) sync(ctx context.Context) error {
 	if !c.cfg.Leading() {
 		return nil
 	}
-	if Mode(c.credentialIssuers, c.cfg.CredentialIssuer) == configv1alpha1.CertificateSigningRequestModeDisabled {
+	switch Mode(c.credentialIssuers, c.cfg.CredentialIssuer) {
+	case configv1alpha1.CertificateSigningRequestModeDisabled:
 		return c.cfg.Status.SetStrategy(ctx, configv1alpha1.CredentialIssuerStrategy{
 			Type: configv1alpha1.StrategyTypeCertificateSigningRequest, Status: configv1alpha1.StrategyStatusError,
 			Reason: configv1alpha1.StrategyReasonDisabled, Message: "disabled by spec.certificateSigningRequest.mode",
 		})
+	case configv1alpha1.CertificateSigningRequestModeAuto:
+		if agent := c.entry(configv1alpha1.StrategyTypeKubeClusterSigningCertificate); agent == nil ||
+			agent.Status == configv1alpha1.StrategyStatusSuccess || agent.Reason == configv1alpha1.StrategyReasonPending {
+			return c.cfg.Status.RemoveStrategy(ctx, configv1alpha1.StrategyTypeCertificateSigningRequest)
+		}
 	}
-	if current := c.current(); current != nil && current.Reason != configv1alpha1.StrategyReasonDisabled &&
+	if current := c.entry(configv1alpha1.StrategyTypeCertificateSigningRequest); current != nil && current.Reason != configv1alpha1.StrategyReasonDisabled &&
 		c.now().Sub(current.LastUpdateTime.Time) < ProbeInterval {
 		return nil
 	}
@@ -125,14 +137,14 @@ func (c *Controller) sync(ctx context.Context) error {
 	return err
 }
 
-// current is the strategy's entry in the CredentialIssuer, or nil.
-func (c *Controller) current() *configv1alpha1.CredentialIssuerStrategy {
+// entry is the CredentialIssuer's entry of the strategy typ, or nil.
+func (c *Controller) entry(typ configv1alpha1.StrategyType) *configv1alpha1.CredentialIssuerStrategy {
 	ci, err := c.credentialIssuers.Get(c.cfg.CredentialIssuer)
 	if err != nil {
 		return nil
 	}
 	for i := range ci.Status.Strategies {
-		if ci.Status.Strategies[i].Type == configv1alpha1.StrategyTypeCertificateSigningRequest {
+		if ci.Status.Strategies[i].Type == typ {
 			return &ci.Status.Strategies[i]
 		}
 	}

@@ -3,6 +3,7 @@ package csrstrategy
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,15 +38,29 @@ func (f *fakeSigner) IssueClientCert(context.Context, string, []string, []string
 
 // statusWriter writes the entry into the informer's cache, as the CredentialIssuer's watch would.
 type statusWriter struct {
-	fx     *fixture
-	writes []configv1alpha1.CredentialIssuerStrategy
+	fx       *fixture
+	writes   []configv1alpha1.CredentialIssuerStrategy
+	removals int
 }
 
 func (w *statusWriter) SetStrategy(_ context.Context, s configv1alpha1.CredentialIssuerStrategy) error {
 	w.writes = append(w.writes, s)
-	ci := w.fx.credentialIssuer.DeepCopy()
 	s.LastUpdateTime = metav1.NewTime(w.fx.now)
-	ci.Status.Strategies = []configv1alpha1.CredentialIssuerStrategy{s}
+	return w.put(s.Type, &s)
+}
+
+func (w *statusWriter) RemoveStrategy(_ context.Context, typ configv1alpha1.StrategyType) error {
+	w.removals++
+	return w.put(typ, nil)
+}
+
+// put replaces the entry of typ with s, or removes it when s is nil.
+func (w *statusWriter) put(typ configv1alpha1.StrategyType, s *configv1alpha1.CredentialIssuerStrategy) error {
+	ci := w.fx.credentialIssuer.DeepCopy()
+	ci.Status.Strategies = slices.DeleteFunc(ci.Status.Strategies, func(e configv1alpha1.CredentialIssuerStrategy) bool { return e.Type == typ })
+	if s != nil {
+		ci.Status.Strategies = append(ci.Status.Strategies, *s)
+	}
 	w.fx.credentialIssuer = ci
 	return w.fx.cache.Update(ci)
 }
@@ -68,7 +83,11 @@ const kubeconfig = "clusters:\n- name: c\n  cluster: {server: \"https://10.0.0.1
 func newFixture(t *testing.T, mode configv1alpha1.CertificateSigningRequestMode) *fixture {
 	t.Helper()
 	fx := &fixture{signer: &fakeSigner{}, leading: true, username: ProbeUsername, now: time.Now()}
-	fx.credentialIssuer = &configv1alpha1.CredentialIssuer{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	// The kube cert agent cannot read the key, as on a managed cluster: auto mode wants the strategy.
+	fx.credentialIssuer = &configv1alpha1.CredentialIssuer{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: configv1alpha1.CredentialIssuerStatus{Strategies: []configv1alpha1.CredentialIssuerStrategy{{
+			Type: configv1alpha1.StrategyTypeKubeClusterSigningCertificate, Status: configv1alpha1.StrategyStatusError,
+			Reason: configv1alpha1.StrategyReasonCouldNotFetchKey, Message: "no control plane nodes"}}}}
 	if mode != "" {
 		fx.credentialIssuer.Spec.CertificateSigningRequest = &configv1alpha1.CertificateSigningRequestSpec{Mode: mode}
 	}
@@ -176,5 +195,41 @@ func TestDisabledAndFollower(t *testing.T) {
 	follower.leading = false
 	if err := follower.c.sync(context.Background()); err != nil || follower.signer.calls != 0 || len(follower.status.writes) != 0 {
 		t.Errorf("a follower: %v, %d probes, %d writes; want none", err, follower.signer.calls, len(follower.status.writes))
+	}
+}
+
+// In auto mode, where the kube cert agent works (or is still starting), the strategy is neither
+// probed nor listed: the CredentialIssuer shows Pinniped's entries only. Enabled, it is probed
+// whatever the agent does.
+func TestAutoLeavesItToTheAgent(t *testing.T) {
+	for _, reason := range []configv1alpha1.StrategyReason{configv1alpha1.StrategyReasonFetchedKey, configv1alpha1.StrategyReasonPending} {
+		fx := newFixture(t, "")
+		status := configv1alpha1.StrategyStatusSuccess
+		if reason == configv1alpha1.StrategyReasonPending {
+			status = configv1alpha1.StrategyStatusError
+		}
+		if err := fx.status.put(configv1alpha1.StrategyTypeKubeClusterSigningCertificate, &configv1alpha1.CredentialIssuerStrategy{
+			Type: configv1alpha1.StrategyTypeKubeClusterSigningCertificate, Status: status, Reason: reason}); err != nil {
+			t.Fatal(err)
+		}
+		if err := fx.status.put(configv1alpha1.StrategyTypeCertificateSigningRequest, &configv1alpha1.CredentialIssuerStrategy{
+			Type: configv1alpha1.StrategyTypeCertificateSigningRequest, Status: configv1alpha1.StrategyStatusSuccess}); err != nil {
+			t.Fatal(err)
+		}
+		if err := fx.c.sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if fx.signer.calls != 0 || len(fx.credentialIssuer.Status.Strategies) != 1 {
+			t.Errorf("agent %s: %d probes, entries %+v; want none and the agent's only", reason, fx.signer.calls, fx.credentialIssuer.Status.Strategies)
+		}
+	}
+
+	fx := newFixture(t, configv1alpha1.CertificateSigningRequestModeEnabled)
+	if err := fx.status.put(configv1alpha1.StrategyTypeKubeClusterSigningCertificate, &configv1alpha1.CredentialIssuerStrategy{
+		Type: configv1alpha1.StrategyTypeKubeClusterSigningCertificate, Status: configv1alpha1.StrategyStatusSuccess}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.c.sync(context.Background()); err != nil || fx.signer.calls != 1 {
+		t.Errorf("enabled: %v, %d probes; want one", err, fx.signer.calls)
 	}
 }
