@@ -23,6 +23,8 @@ var ErrBinariesMissing = errors.New("kubernetes binaries missing: run `make kube
 // binaries are the absolute paths of the executables the control plane needs.
 type binaries struct {
 	dir, etcd, apiserver, kubectl string
+	// controllerManager is empty when the folder has none: only Options.ControllerManager needs it.
+	controllerManager string
 }
 
 // BinDir returns the directory the binaries are taken from: $SEALION_KUBE_BIN_DIR, else
@@ -53,6 +55,9 @@ func findBinaries() (*binaries, error) {
 		apiserver: filepath.Join(dir, "kube-apiserver"),
 		kubectl:   filepath.Join(dir, "kubectl"),
 	}
+	if kcm := filepath.Join(dir, "kube-controller-manager"); isExecutable(kcm) {
+		b.controllerManager = kcm
+	}
 	for _, path := range []string{b.etcd, b.apiserver, b.kubectl} {
 		info, err := os.Stat(path)
 		if err != nil {
@@ -63,4 +68,9 @@ func findBinaries() (*binaries, error) {
 		}
 	}
 	return b, nil
+}
+
+func isExecutable(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && !info.IsDir() && info.Mode().Perm()&0o111 != 0
 }

@@ -4,11 +4,13 @@
 // The API server is configured like a kubeadm cluster as far as tests of an aggregated API
 // server need: client certificates from a cluster CA whose key is exposed, a front-proxy CA
 // and proxy client certificate for the aggregation layer, and service account signing keys.
-// There is no controller manager, scheduler or kubelet: pods are stored but never run.
+// There is no scheduler or kubelet: pods are stored but never run. A kube-controller-manager runs
+// when asked (Options.ControllerManager), with only its CertificateSigningRequest signers.
 package controlplane
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +46,14 @@ type Options struct {
 	// ExtraAPIServerFlags are appended to the kube-apiserver command line ("--name=value").
 	// A later flag overrides an earlier one, so these can replace the defaults.
 	ExtraAPIServerFlags []string
+	// ControllerManager runs kube-controller-manager with its CSR signing controller only, signing
+	// for the built-in signers with the cluster CA, as a kubeadm cluster's does.
+	ControllerManager bool
+	// Signers, when not empty, limits the controller manager to these built-in signers
+	// ("kube-apiserver-client", "kubelet-client", "kubelet-serving", "legacy-unknown"): it signs
+	// nothing for the others, and requests for them are never issued (as on EKS for
+	// kube-apiserver-client).
+	Signers []string
 	// StartTimeout caps how long Start waits for /readyz while the processes still make
 	// progress; 5 minutes when zero. Whatever it is, Start gives up once nothing progressed (no
 	// log output, no CPU time, no change of the /readyz answer) for a minute, and at once when a
@@ -162,7 +172,63 @@ func (cp *ControlPlane) start(ctx context.Context, bins *binaries, opts Options)
 		limit = defaultStartTimeout
 	}
 	// The error carries the log tails, read here: Start's Stop removes Dir right after.
-	return cp.waitReady(ctx, limit)
+	if err := cp.waitReady(ctx, limit); err != nil || !opts.ControllerManager {
+		return err
+	}
+	return cp.startControllerManager(ctx, bins, certs, opts.Signers)
+}
+
+// startControllerManager runs kube-controller-manager with the CSR signing controller, as the
+// admin, and waits until it serves /healthz (it allows that path to anyone).
+func (cp *ControlPlane) startControllerManager(ctx context.Context, bins *binaries, certs *pki, signers []string) error {
+	if bins.controllerManager == "" {
+		return fmt.Errorf("%w: no kube-controller-manager in %s", ErrBinariesMissing, bins.dir)
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--kubeconfig=" + cp.KubeconfigPath,
+		"--authentication-kubeconfig=" + cp.KubeconfigPath,
+		"--authorization-kubeconfig=" + cp.KubeconfigPath,
+		"--controllers=csrsigning",
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(ports[0]),
+		"--cert-dir=" + filepath.Join(cp.Dir, "controller-manager-certs"),
+	}
+	if len(signers) == 0 {
+		args = append(args, "--cluster-signing-cert-file="+certs.caCertFile, "--cluster-signing-key-file="+certs.caKeyFile)
+	}
+	for _, signer := range signers {
+		args = append(args, "--cluster-signing-"+signer+"-cert-file="+certs.caCertFile, "--cluster-signing-"+signer+"-key-file="+certs.caKeyFile)
+	}
+	kcm, err := startProcess(cp.Dir, "kube-controller-manager", bins.controllerManager, args)
+	if err != nil {
+		return err
+	}
+	cp.processes = append(cp.processes, kcm)
+	cp.ports = append(cp.ports, ports[0])
+
+	// Its serving certificate is self-signed: only its answer matters here.
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a loopback health probe
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	url := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	for {
+		err := probeHealthz(ctx, client, url)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-kcm.exited:
+			return fmt.Errorf("kube-controller-manager exited: %v\n--- last lines of %s ---\n%s", kcm.waitErr, kcm.logFile, kcm.logTail(logTailLines))
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kube-controller-manager's /healthz: %w (last: %v)\n--- last lines of %s ---\n%s", ctx.Err(), err, kcm.logFile, kcm.logTail(logTailLines))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func apiserverFlags(dir string, port int, etcdURL string, certs *pki, opts Options) []string {
@@ -291,9 +357,17 @@ func (cp *ControlPlane) startFailure(why error, o observation) error {
 }
 
 func probeReadyz(ctx context.Context, client *http.Client, baseURL string) error {
+	return probe(ctx, client, baseURL+"/readyz")
+}
+
+func probeHealthz(ctx context.Context, client *http.Client, baseURL string) error {
+	return probe(ctx, client, baseURL+"/healthz")
+}
+
+func probe(ctx context.Context, client *http.Client, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/readyz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
