@@ -135,6 +135,7 @@ func (c completedConfig) kubeCertAgent(signer *dynamicca.Signer) ([]informerFact
 		CredentialIssuers:     c.CRInformers.Config().V1alpha1().CredentialIssuers(),
 	}
 	agent := kubecertagent.New(kubecertagent.Config{
+		CredentialIssuer:   c.File.Names.CredentialIssuer,
 		Namespace:          c.Namespace,
 		DeploymentName:     c.File.AgentDeploymentName(),
 		ServiceAccountName: c.File.Names.AgentServiceAccount,
@@ -165,8 +166,14 @@ func (c completedConfig) kubeCertAgent(signer *dynamicca.Signer) ([]informerFact
 // probes the cluster's kubernetes.io/kube-apiserver-client signer and reports it, and the issuer
 // that uses it while it works. Every replica creates requests for the TokenCredentialRequests it
 // serves, so the issuer's client is not the controllers' (whose writes only the leader makes).
+//
+// The issuer's client is not rate limited on our side: an exchange is four requests (create,
+// approve, watch, delete), and client-go's default of 5 per second would allow one exchange a
+// second. The API server's priority and fairness protects it instead, as it does from any client.
 func (c completedConfig) certificateSigningRequests() (*csrstrategy.Controller, *csrstrategy.Issuer, error) {
-	client, err := kubernetes.NewForConfig(c.RESTConfig)
+	cfg := rest.CopyConfig(c.RESTConfig)
+	cfg.QPS = -1
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,6 +184,7 @@ func (c completedConfig) certificateSigningRequests() (*csrstrategy.Controller, 
 		Signer:           signer,
 		Kube:             c.KubeClient,
 		RESTConfig:       c.RESTConfig,
+		APIGroupSuffix:   *c.File.APIGroupSuffix,
 		DiscoveryURL:     ptr.Deref(c.File.Discovery.URL, ""),
 		Status: &credentialissuer.Updater{
 			Client:       c.ConciergeClient,

@@ -112,11 +112,13 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	s.runners = append(s.runners, csrs)
-	// The cluster's signing key when there is one; else the cluster's signer when it works; else
-	// the impersonation proxy's signer, whose certificates only the proxy accepts.
+	// The cluster's signer while the CertificateSigningRequest strategy works (enabled, or in auto
+	// mode where neither of the others serves); else the cluster's signing key, or the configured
+	// CA, when there is one; else the impersonation proxy's signer, whose certificates only the
+	// proxy accepts. The proxy accepts the first two as well (the cluster's client CA signs both).
 	proxySigner := dynamicca.New("impersonation proxy signer")
 	exchanger := &credential.Exchanger{
-		Authenticators: &authenticators, Issuer: dynamicca.FirstLoaded{signer, csrIssuer, proxySigner}, Reserved: c.File.AllowedReservedNames,
+		Authenticators: &authenticators, Issuer: dynamicca.FirstLoaded{csrIssuer, signer, proxySigner}, Reserved: c.File.AllowedReservedNames,
 		Audit: audit.New(os.Stdout, c.File.Audit.LogUsernamesAndGroups.Enabled()).WithTokenFingerprintKey(c.AuditTokenFingerprintKey),
 	}
 	proxy, err := c.impersonationProxy(signer, proxySigner, exchanger)

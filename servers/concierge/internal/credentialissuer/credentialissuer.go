@@ -1,5 +1,6 @@
-// Package credentialissuer records the Concierge's strategies in the status of its CredentialIssuer.
-// Each strategy (the kube cert agent, the impersonation proxy) owns the status entry of its type and
+// Package credentialissuer records the Concierge's strategies in the status of its CredentialIssuer,
+// and reads the settings of its spec that more than one strategy follows.
+// Each strategy (the kube cert agent, the impersonation proxy, the CertificateSigningRequest one) owns the status entry of its type and
 // writes it through an Updater, which leaves the other entries alone, creates the CredentialIssuer
 // when it is missing, and writes nothing when the entry is unchanged, so that controllers which
 // resync often do not cause a stream of writes (and of watch events that resync them again).
@@ -21,6 +22,17 @@ import (
 	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 	configlisters "sealion.dev/core/generated/concierge/listers/config/v1alpha1"
 )
+
+// CertificateSigningRequestMode is the CertificateSigningRequest strategy's mode in the
+// CredentialIssuer named name; auto when it does not say. The strategy follows it, and the kube
+// cert agent, which does not run while the strategy is enabled.
+func CertificateSigningRequestMode(lister configlisters.CredentialIssuerLister, name string) configv1alpha1.CertificateSigningRequestMode {
+	ci, err := lister.Get(name)
+	if err != nil || ci.Spec.CertificateSigningRequest == nil || ci.Spec.CertificateSigningRequest.Mode == "" {
+		return configv1alpha1.CertificateSigningRequestModeAuto
+	}
+	return ci.Spec.CertificateSigningRequest.Mode
+}
 
 // Updater writes strategy entries into one CredentialIssuer.
 type Updater struct {

@@ -8,10 +8,10 @@ import (
 )
 
 // FirstLoaded issues from the first of its issuers that can: the Concierge prefers the cluster's
-// signing key (the kube cert agent), then the cluster's signer (the CertificateSigningRequest
-// strategy), whose certificates the kube-apiserver accepts, and falls back to the impersonation
-// proxy's signer, whose certificates only the proxy accepts. An issuer that cannot issue now
-// answers ErrNoCA.
+// signer while the CertificateSigningRequest strategy works, then the cluster's signing key (the
+// kube cert agent), whose certificates the kube-apiserver accepts too, and falls back to the
+// impersonation proxy's signer, whose certificates only the proxy accepts. An issuer that cannot
+// issue now answers ErrNoCA.
 type FirstLoaded []ClientCertIssuer
 
 var _ ClientCertIssuer = FirstLoaded(nil)

@@ -65,7 +65,7 @@ const (
 
 // StrategyReason explains a strategy's status.
 //
-// +kubebuilder:validation:Enum=Listening;Pending;Disabled;ErrorDuringSetup;CouldNotFetchKey;CouldNotGetClusterInfo;FetchedKey;SignerAvailable;SignerNotServed;ApprovalForbidden;CertificateNotAccepted
+// +kubebuilder:validation:Enum=Listening;Pending;Disabled;ErrorDuringSetup;CouldNotFetchKey;CouldNotGetClusterInfo;FetchedKey;SignerAvailable;SignerNotServed;ApprovalForbidden;CertificateNotAccepted;AnonymousRequestsRefused
 type StrategyReason string
 
 const (
@@ -75,7 +75,9 @@ const (
 	// impersonation proxy waits for its Service to get an address, or the kube-cert-agent's pod
 	// is starting.
 	StrategyReasonPending StrategyReason = "Pending"
-	// StrategyReasonDisabled means the impersonation proxy is turned off.
+	// StrategyReasonDisabled means the strategy is turned off: the impersonation proxy or the
+	// CertificateSigningRequest strategy by its mode, the kube cert agent while the
+	// CertificateSigningRequest strategy is enabled.
 	StrategyReasonDisabled StrategyReason = "Disabled"
 	// StrategyReasonErrorDuringSetup means the impersonation proxy failed to start.
 	StrategyReasonErrorDuringSetup StrategyReason = "ErrorDuringSetup"
@@ -97,6 +99,10 @@ const (
 	// StrategyReasonCertificateNotAccepted means the signer issued a certificate the API server
 	// refused: it signs with a CA the API server does not trust for clients.
 	StrategyReasonCertificateNotAccepted StrategyReason = "CertificateNotAccepted"
+	// StrategyReasonAnonymousRequestsRefused means the API server refuses TokenCredentialRequests
+	// that carry no credential, as clients send them: its anonymous authentication is off (as on
+	// AKS), so certificates it would accept cannot be handed out through it.
+	StrategyReasonAnonymousRequestsRefused StrategyReason = "AnonymousRequestsRefused"
 )
 
 // FrontendType names the API through which clients obtain credentials.
@@ -133,8 +139,8 @@ type CredentialIssuerSpec struct {
 type CertificateSigningRequestMode string
 
 const (
-	// CertificateSigningRequestModeAuto uses the strategy where the kube cert agent cannot read
-	// the cluster's signing key and the cluster's signer works, before the impersonation proxy.
+	// CertificateSigningRequestModeAuto uses the strategy where neither the kube cert agent nor the
+	// impersonation proxy serves, and the cluster's signer works.
 	CertificateSigningRequestModeAuto CertificateSigningRequestMode = "auto"
 	// CertificateSigningRequestModeEnabled uses it first, and runs no kube cert agent.
 	CertificateSigningRequestModeEnabled CertificateSigningRequestMode = "enabled"

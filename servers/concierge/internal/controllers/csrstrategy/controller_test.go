@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
@@ -74,6 +76,7 @@ type fixture struct {
 	leading          bool
 	username         string
 	whoAmIErr        error
+	anonymousErr     error
 	now              time.Time
 	issuer           *Issuer
 }
@@ -83,11 +86,16 @@ const kubeconfig = "clusters:\n- name: c\n  cluster: {server: \"https://10.0.0.1
 func newFixture(t *testing.T, mode configv1alpha1.CertificateSigningRequestMode) *fixture {
 	t.Helper()
 	fx := &fixture{signer: &fakeSigner{}, leading: true, username: ProbeUsername, now: time.Now()}
-	// The kube cert agent cannot read the key, as on a managed cluster: auto mode wants the strategy.
+	// The kube cert agent cannot read the key, as on a managed cluster, and the impersonation proxy
+	// cannot start: auto mode wants the strategy.
 	fx.credentialIssuer = &configv1alpha1.CredentialIssuer{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Status: configv1alpha1.CredentialIssuerStatus{Strategies: []configv1alpha1.CredentialIssuerStrategy{{
 			Type: configv1alpha1.StrategyTypeKubeClusterSigningCertificate, Status: configv1alpha1.StrategyStatusError,
-			Reason: configv1alpha1.StrategyReasonCouldNotFetchKey, Message: "no control plane nodes"}}}}
+			Reason: configv1alpha1.StrategyReasonCouldNotFetchKey, Message: "no control plane nodes",
+		}, {
+			Type: configv1alpha1.StrategyTypeImpersonationProxy, Status: configv1alpha1.StrategyStatusError,
+			Reason: configv1alpha1.StrategyReasonErrorDuringSetup, Message: "no load balancer",
+		}}}}
 	if mode != "" {
 		fx.credentialIssuer.Spec.CertificateSigningRequest = &configv1alpha1.CertificateSigningRequestSpec{Mode: mode}
 	}
@@ -102,6 +110,7 @@ func newFixture(t *testing.T, mode configv1alpha1.CertificateSigningRequestMode)
 		Data: map[string]string{"kubeconfig": kubeconfig}})
 	fx.c = New(Config{CredentialIssuer: name, Signer: fx.signer, Kube: kube, Status: fx.status, Leading: func() bool { return fx.leading }}, informer)
 	fx.c.whoAmI = func(context.Context, []byte, []byte) (string, error) { return fx.username, fx.whoAmIErr }
+	fx.c.anonymousExchange = func(context.Context) error { return fx.anonymousErr }
 	fx.c.now = func() time.Time { return fx.now }
 	fx.issuer = &Issuer{Signer: fx.signer, CredentialIssuers: informer.Lister(), CredentialIssuer: name}
 	return fx
@@ -147,12 +156,15 @@ func TestProbeSucceeds(t *testing.T) {
 // Each way the cluster falls short has its reason, and issuing falls through to the next issuer.
 func TestProbeFails(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		signErr   error
-		username  string
-		whoAmIErr error
-		reason    configv1alpha1.StrategyReason
+		name         string
+		anonymousErr error
+		signErr      error
+		username     string
+		whoAmIErr    error
+		reason       configv1alpha1.StrategyReason
 	}{
+		{name: "anonymous authentication off", anonymousErr: apierrors.NewUnauthorized("Unauthorized"), reason: configv1alpha1.StrategyReasonAnonymousRequestsRefused},
+		{name: "anonymous requests forbidden", anonymousErr: apierrors.NewForbidden(schema.GroupResource{Resource: "tokencredentialrequests"}, "", errors.New("RBAC")), reason: configv1alpha1.StrategyReasonAnonymousRequestsRefused},
 		{name: "approval forbidden", signErr: csrsigner.ErrApprovalForbidden, reason: configv1alpha1.StrategyReasonApprovalForbidden},
 		{name: "no signer", signErr: csrsigner.ErrNotIssued, reason: configv1alpha1.StrategyReasonSignerNotServed},
 		{name: "denied", signErr: csrsigner.ErrDenied, reason: configv1alpha1.StrategyReasonSignerNotServed},
@@ -161,7 +173,7 @@ func TestProbeFails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := newFixture(t, configv1alpha1.CertificateSigningRequestModeAuto)
-			fx.signer.err, fx.whoAmIErr = tc.signErr, tc.whoAmIErr
+			fx.signer.err, fx.whoAmIErr, fx.anonymousErr = tc.signErr, tc.whoAmIErr, tc.anonymousErr
 			if tc.username != "" {
 				fx.username = tc.username
 			}
@@ -170,6 +182,9 @@ func TestProbeFails(t *testing.T) {
 			}
 			if e := fx.entry(t); e.Status != configv1alpha1.StrategyStatusError || e.Reason != tc.reason || e.Frontend != nil {
 				t.Errorf("entry %+v, want an error with reason %s", e, tc.reason)
+			}
+			if tc.anonymousErr != nil && fx.signer.calls != 0 {
+				t.Errorf("%d certificates requested where clients could not fetch them; want none", fx.signer.calls)
 			}
 			if _, _, _, err := fx.issuer.IssueClientCert(context.Background(), "pinny", nil, nil, 0); !errors.Is(err, dynamicca.ErrNoCA) {
 				t.Errorf("issuing through a failed strategy: %v, want ErrNoCA", err)
@@ -198,18 +213,28 @@ func TestDisabledAndFollower(t *testing.T) {
 	}
 }
 
-// In auto mode, where the kube cert agent works (or is still starting), the strategy is neither
-// probed nor listed: the CredentialIssuer shows Pinniped's entries only. Enabled, it is probed
-// whatever the agent does.
-func TestAutoLeavesItToTheAgent(t *testing.T) {
-	for _, reason := range []configv1alpha1.StrategyReason{configv1alpha1.StrategyReasonFetchedKey, configv1alpha1.StrategyReasonPending} {
+// In auto mode, where the kube cert agent or the impersonation proxy works (or is on its way, or
+// has not reported yet), the strategy is neither probed nor listed: the CredentialIssuer shows
+// Pinniped's entries only. Enabled, it is probed whatever the others do.
+func TestAutoLeavesItToPinnipedsStrategies(t *testing.T) {
+	for _, tc := range []struct {
+		typ    configv1alpha1.StrategyType
+		status configv1alpha1.StrategyStatus
+		reason configv1alpha1.StrategyReason
+	}{
+		{configv1alpha1.StrategyTypeKubeClusterSigningCertificate, configv1alpha1.StrategyStatusSuccess, configv1alpha1.StrategyReasonFetchedKey},
+		{configv1alpha1.StrategyTypeKubeClusterSigningCertificate, configv1alpha1.StrategyStatusError, configv1alpha1.StrategyReasonPending},
+		{configv1alpha1.StrategyTypeKubeClusterSigningCertificate, "", ""},
+		{configv1alpha1.StrategyTypeImpersonationProxy, configv1alpha1.StrategyStatusSuccess, configv1alpha1.StrategyReasonListening},
+		{configv1alpha1.StrategyTypeImpersonationProxy, configv1alpha1.StrategyStatusError, configv1alpha1.StrategyReasonPending},
+		{configv1alpha1.StrategyTypeImpersonationProxy, "", ""},
+	} {
 		fx := newFixture(t, "")
-		status := configv1alpha1.StrategyStatusSuccess
-		if reason == configv1alpha1.StrategyReasonPending {
-			status = configv1alpha1.StrategyStatusError
+		var entry *configv1alpha1.CredentialIssuerStrategy // none: not reported yet
+		if tc.status != "" {
+			entry = &configv1alpha1.CredentialIssuerStrategy{Type: tc.typ, Status: tc.status, Reason: tc.reason}
 		}
-		if err := fx.status.put(configv1alpha1.StrategyTypeKubeClusterSigningCertificate, &configv1alpha1.CredentialIssuerStrategy{
-			Type: configv1alpha1.StrategyTypeKubeClusterSigningCertificate, Status: status, Reason: reason}); err != nil {
+		if err := fx.status.put(tc.typ, entry); err != nil {
 			t.Fatal(err)
 		}
 		if err := fx.status.put(configv1alpha1.StrategyTypeCertificateSigningRequest, &configv1alpha1.CredentialIssuerStrategy{
@@ -219,8 +244,10 @@ func TestAutoLeavesItToTheAgent(t *testing.T) {
 		if err := fx.c.sync(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if fx.signer.calls != 0 || len(fx.credentialIssuer.Status.Strategies) != 1 {
-			t.Errorf("agent %s: %d probes, entries %+v; want none and the agent's only", reason, fx.signer.calls, fx.credentialIssuer.Status.Strategies)
+		if fx.signer.calls != 0 || slices.ContainsFunc(fx.credentialIssuer.Status.Strategies, func(s configv1alpha1.CredentialIssuerStrategy) bool {
+			return s.Type == configv1alpha1.StrategyTypeCertificateSigningRequest
+		}) {
+			t.Errorf("%s %s/%s: %d probes, entries %+v; want none and no entry of ours", tc.typ, tc.status, tc.reason, fx.signer.calls, fx.credentialIssuer.Status.Strategies)
 		}
 	}
 
@@ -231,5 +258,25 @@ func TestAutoLeavesItToTheAgent(t *testing.T) {
 	}
 	if err := fx.c.sync(context.Background()); err != nil || fx.signer.calls != 1 {
 		t.Errorf("enabled: %v, %d probes; want one", err, fx.signer.calls)
+	}
+}
+
+// Without kube-public/cluster-info (clusters not built by kubeadm) the signer still works: the
+// entry says what is missing and how clients do without it, and certificates are still issued.
+func TestWithoutClusterInfo(t *testing.T) {
+	fx := newFixture(t, configv1alpha1.CertificateSigningRequestModeEnabled)
+	if err := fx.c.cfg.Kube.CoreV1().ConfigMaps(clusterinfo.Namespace).Delete(context.Background(), clusterinfo.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.c.sync(context.Background()); err != nil {
+		t.Errorf("a missing ConfigMap is not retried sooner than the next probe: %v", err)
+	}
+	e := fx.entry(t)
+	if e.Status != configv1alpha1.StrategyStatusError || e.Reason != configv1alpha1.StrategyReasonCouldNotGetClusterInfo ||
+		!strings.Contains(e.Message, "--concierge-mode TokenCredentialRequestAPI") || e.Frontend != nil {
+		t.Errorf("entry %+v", e)
+	}
+	if _, _, _, err := fx.issuer.IssueClientCert(context.Background(), "pinny", nil, nil, 0); err != nil {
+		t.Errorf("issuing where only cluster-info is missing: %v", err)
 	}
 }

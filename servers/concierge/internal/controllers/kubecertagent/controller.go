@@ -9,6 +9,11 @@
 // address and CA from kube-public/cluster-info for clients. A key once loaded is kept when later
 // attempts fail. On clusters whose control plane is hidden (GKE, AKS, EKS) there is no
 // kube-controller-manager pod, and the strategy reports an error that is expected there.
+//
+// While the CertificateSigningRequest strategy is enabled (the CredentialIssuer's
+// spec.certificateSigningRequest.mode), the agent does not run: its Deployment is deleted, the
+// pair is dropped from the signer, and the strategy reports Disabled. Enabling that strategy is
+// how an administrator asks for no pod to read the signing key.
 package kubecertagent
 
 import (
@@ -40,6 +45,7 @@ import (
 	"sealion.dev/core/controller"
 	configinformers "sealion.dev/core/generated/concierge/informers/externalversions/config/v1alpha1"
 	"sealion.dev/servers/concierge/internal/clusterinfo"
+	"sealion.dev/servers/concierge/internal/credentialissuer"
 	"sealion.dev/servers/internal/leaderelection"
 )
 
@@ -55,6 +61,8 @@ const (
 
 // Config is the agent's configuration.
 type Config struct {
+	// CredentialIssuer names the Concierge's CredentialIssuer, whose spec may turn the agent off.
+	CredentialIssuer string
 	// Namespace is the Concierge's namespace, where the agent runs.
 	Namespace          string
 	DeploymentName     string
@@ -76,9 +84,10 @@ type Config struct {
 	DiscoveryURL string
 }
 
-// Signer takes the cluster signing pair; a *dynamicca.Signer.
+// Signer takes the cluster signing pair, and forgets it; a *dynamicca.Signer.
 type Signer interface {
 	Set(certPEM, keyPEM []byte) error
+	Clear()
 }
 
 // Executor runs a command in a container and returns its standard output.
@@ -168,7 +177,13 @@ func newController(cfg Config, client kubernetes.Interface, informers Informers,
 // states that an event will end (a pod not running yet) return nil and wait for that event.
 func (c *Controller) sync(ctx context.Context) error {
 	legacyErr := c.deleteLegacyPods(ctx)
-	strategy, err := c.reconcile(ctx)
+	var strategy configv1alpha1.CredentialIssuerStrategy
+	var err error
+	if credentialissuer.CertificateSigningRequestMode(c.informers.CredentialIssuers.Lister(), c.cfg.CredentialIssuer) == configv1alpha1.CertificateSigningRequestModeEnabled {
+		strategy, err = c.standDown(ctx)
+	} else {
+		strategy, err = c.reconcile(ctx)
+	}
 	c.pending.Store(strategy.Reason == configv1alpha1.StrategyReasonPending)
 	strategy.Type = configv1alpha1.StrategyTypeKubeClusterSigningCertificate
 	if werr := c.status.SetStrategy(ctx, strategy); werr != nil {
@@ -206,6 +221,36 @@ func (c *Controller) deleteLegacyPods(ctx context.Context) error {
 		klog.FromContext(ctx).Info("deleted legacy kube-cert-agent pod", "pod", klog.KObj(pod))
 	}
 	return errors.Join(errs...)
+}
+
+// standDown stops the agent while the CertificateSigningRequest strategy is enabled: every replica
+// forgets the pair, and the leader deletes the agent Deployment (its pods follow).
+func (c *Controller) standDown(ctx context.Context) (configv1alpha1.CredentialIssuerStrategy, error) {
+	c.signer.Clear()
+	c.signing.Store(false)
+	disabled := configv1alpha1.CredentialIssuerStrategy{
+		Status: configv1alpha1.StrategyStatusError, Reason: configv1alpha1.StrategyReasonDisabled,
+		Message: "not run: the CertificateSigningRequest strategy is enabled (spec.certificateSigningRequest.mode), " +
+			"so no pod reads the cluster's signing key",
+	}
+	existing, err := c.informers.Deployments.Lister().Deployments(c.cfg.Namespace).Get(c.cfg.DeploymentName)
+	if apierrors.IsNotFound(err) {
+		return disabled, nil
+	}
+	if err != nil {
+		return disabled, err
+	}
+	err = c.client.AppsV1().Deployments(existing.Namespace).Delete(ctx, existing.Name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &existing.UID},
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && !errors.Is(err, leaderelection.ErrNotLeader) {
+		return disabled, wrap(err, "deleting the agent Deployment %s/%s", existing.Namespace, existing.Name)
+	}
+	if err == nil {
+		klog.FromContext(ctx).Info("deleted the agent Deployment: the CertificateSigningRequest strategy is enabled", "deployment", klog.KObj(existing))
+	}
+	return disabled, nil
 }
 
 func (c *Controller) reconcile(ctx context.Context) (configv1alpha1.CredentialIssuerStrategy, error) {

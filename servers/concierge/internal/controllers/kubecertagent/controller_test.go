@@ -860,3 +860,55 @@ func TestNotTheLeaderLoadsFromTheRunningAgent(t *testing.T) {
 	w.run(t)
 	require.Eventually(t, w.controller.Synced, 5*time.Second, 10*time.Millisecond, "not ready with the key loaded")
 }
+
+// While the CertificateSigningRequest strategy is enabled, the agent stands down: its Deployment
+// is deleted, the pair is forgotten, and the strategy says Disabled; back to auto, it runs again.
+func TestStandsDownWhileCertificateSigningRequestsAreEnabled(t *testing.T) {
+	ca, err := certauthority.New("cluster CA", time.Hour)
+	require.NoError(t, err)
+	kcm := kubeadmControllerManager("kube-controller-manager-cp", "cp", older)
+	deployment := newDeployment(testConfig, testConfig.Image, kcm)
+	deployment.UID = "agent-deployment"
+	cfg := testConfig
+	cfg.CredentialIssuer = issuerName
+	ci := &configv1alpha1.CredentialIssuer{
+		ObjectMeta: metav1.ObjectMeta{Name: issuerName},
+		Spec: configv1alpha1.CredentialIssuerSpec{
+			CertificateSigningRequest: &configv1alpha1.CertificateSigningRequestSpec{Mode: configv1alpha1.CertificateSigningRequestModeEnabled},
+		},
+	}
+	w := newWorld(t, cfg, []runtime.Object{kcm, node("cp", false), deployment, agentPod("agent-1", "cp", newer, corev1.PodRunning)}, ci)
+	require.NoError(t, w.signer.Set(ca.Bundle(), ca.PrivateKeyPEM()))
+
+	require.NoError(t, w.sync(t))
+	assert.Equal(t, []string{"delete deployments"}, writes(w.kube.Actions()))
+	assert.Empty(t, w.exec.calls, "the agent was exec'd into while standing down")
+	assert.Nil(t, w.signer.CABundle(), "the pair is still in the signer")
+	s := w.strategy(t)
+	assert.Equal(t, configv1alpha1.StrategyStatusError, s.Status)
+	assert.Equal(t, configv1alpha1.StrategyReasonDisabled, s.Reason)
+	assert.Contains(t, s.Message, "CertificateSigningRequest strategy is enabled")
+	assert.False(t, w.controller.pending.Load(), "a replica that stands down waits for an agent")
+
+	// Back to auto: the agent's Deployment is made again.
+	ci, err = w.concierge.ConfigV1alpha1().CredentialIssuers().Get(context.Background(), issuerName, metav1.GetOptions{})
+	require.NoError(t, err)
+	ci.Spec.CertificateSigningRequest.Mode = configv1alpha1.CertificateSigningRequestModeAuto
+	_, err = w.concierge.ConfigV1alpha1().CredentialIssuers().Update(context.Background(), ci, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	waitForLister(t, "auto CredentialIssuers", func() int {
+		got, err := w.controller.informers.CredentialIssuers.Lister().Get(issuerName)
+		if err != nil || got.Spec.CertificateSigningRequest.Mode != configv1alpha1.CertificateSigningRequestModeAuto {
+			return 0
+		}
+		return 1
+	}, 1)
+	waitForLister(t, "agent Deployments", func() int {
+		d, _ := w.controller.informers.Deployments.Lister().List(labels.Everything())
+		return len(d)
+	}, 0)
+	w.kube.ClearActions()
+	w.exec.out = printed(ca.Bundle(), ca.PrivateKeyPEM())
+	_ = w.sync(t)
+	assert.Contains(t, writes(w.kube.Actions()), "create deployments")
+}
