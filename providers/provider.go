@@ -66,6 +66,10 @@ type Capabilities struct {
 	IngressTLSPassthrough bool
 	// AnonymousAuthEnabled means the API server accepts anonymous requests (--anonymous-auth=true).
 	AnonymousAuthEnabled bool
+	// KubeAPIServerClientSigner means an approved CertificateSigningRequest for the signer
+	// kubernetes.io/kube-apiserver-client gets a certificate the API server accepts (not on EKS,
+	// whose CA signs none).
+	KubeAPIServerClientSigner bool
 }
 
 // CreateOptions tune Create. The zero value asks for the provider's default version and refuses

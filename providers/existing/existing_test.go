@@ -138,7 +138,8 @@ func TestProfiles(t *testing.T) {
 			}
 			key := tc.strategy == kcsc
 			want := providers.Capabilities{ControlPlaneVisible: key, KubeControllerManagerPod: key,
-				ClusterSigningKeyAvailable: key, HasExternalLoadBalancer: tc.loadBalancer, AnonymousAuthEnabled: tc.anonymous}
+				ClusterSigningKeyAvailable: key, HasExternalLoadBalancer: tc.loadBalancer, AnonymousAuthEnabled: tc.anonymous,
+				KubeAPIServerClientSigner: tc.profile != "eks"}
 			if got := p.Info().Capabilities; got != want {
 				t.Errorf("Capabilities = %+v, want %+v", got, want)
 			}

@@ -27,6 +27,9 @@ type Profile struct {
 	signingKeyReachable bool
 	// loadBalancer: Services of type LoadBalancer get an external address.
 	loadBalancer bool
+	// noAPIServerClientSigner: the provider signs no kubernetes.io/kube-apiserver-client
+	// certificates (EKS: its CA signs only its own signers' requests).
+	noAPIServerClientSigner bool
 	// anonymousAuth says, per Kubernetes minor (1.x), whether the API server accepts anonymous
 	// requests as the provider sets it up by default.
 	anonymousAuth func(minor int) bool
@@ -43,7 +46,7 @@ var profiles = []Profile{
 	{Name: "kubeadm", signingKeyReachable: true, anonymousAuth: always},
 	// vSphere with Tanzu needs a load balancer (NSX or HAProxy/Avi) for its guest clusters.
 	{Name: "tkgs", signingKeyReachable: true, loadBalancer: true, anonymousAuth: always},
-	{Name: "eks", loadBalancer: true, anonymousAuth: before(32)},
+	{Name: "eks", loadBalancer: true, noAPIServerClientSigner: true, anonymousAuth: before(32)},
 	{Name: "gke", loadBalancer: true, anonymousAuth: before(35)},
 	{Name: "aks", loadBalancer: true, anonymousAuth: never},
 	{Name: GenericProfile},
@@ -101,6 +104,7 @@ func (p Profile) Capabilities(minor int, given providers.Capabilities) providers
 			ClusterSigningKeyAvailable: p.signingKeyReachable,
 			HasExternalLoadBalancer:    p.loadBalancer,
 			AnonymousAuthEnabled:       minor > 0 && p.anonymousAuth(minor),
+			KubeAPIServerClientSigner:  !p.noAPIServerClientSigner,
 		}
 	}
 	c.ChangesHost = false

@@ -96,7 +96,7 @@ func TestCapabilitiesMatchAKubeadmControlPlane(t *testing.T) {
 	info := New(Options{}).Info()
 	want := providers.Capabilities{
 		ChangesHost: true, ImagesLoadable: true, ControlPlaneVisible: true, KubeControllerManagerPod: true,
-		ClusterSigningKeyAvailable: true, AnonymousAuthEnabled: true,
+		ClusterSigningKeyAvailable: true, AnonymousAuthEnabled: true, KubeAPIServerClientSigner: true,
 	}
 	if info.Name != Name || info.Capabilities != want {
 		t.Errorf("Info() = %+v, want %s with %+v", info, Name, want)

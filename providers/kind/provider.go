@@ -104,6 +104,7 @@ func (p *provider) Info() providers.Info {
 		ClusterSigningKeyAvailable: true,
 		HasExternalLoadBalancer:    false,
 		AnonymousAuthEnabled:       true,
+		KubeAPIServerClientSigner:  true,
 	}}
 }
 

@@ -203,7 +203,7 @@ func TestInfo(t *testing.T) {
 	info := New(Options{}).Info()
 	c := info.Capabilities
 	if info.Name != "kubeadm" || !c.ChangesHost || !c.KubeControllerManagerPod || !c.ClusterSigningKeyAvailable ||
-		!c.ControlPlaneVisible || !c.ImagesLoadable || !c.AnonymousAuthEnabled || c.HasExternalLoadBalancer {
+		!c.ControlPlaneVisible || !c.ImagesLoadable || !c.AnonymousAuthEnabled || c.HasExternalLoadBalancer || !c.KubeAPIServerClientSigner {
 		t.Errorf("Info = %+v", info)
 	}
 }

@@ -125,6 +125,7 @@ func (p *provider) Info() providers.Info {
 		ClusterSigningKeyAvailable: true,
 		HasExternalLoadBalancer:    false,
 		AnonymousAuthEnabled:       true,
+		KubeAPIServerClientSigner:  true,
 	}}
 }
 

@@ -121,10 +121,21 @@ func apiserverCommand(l layout, c clusterConfig, p profile) []string {
 }
 
 // controllerManagerCommand signs CSRs with the cluster CA, as managed clusters do, but from a
-// file on the provider's side that no pod can see.
-func controllerManagerCommand(l layout, c clusterConfig) []string {
+// file on the provider's side that no pod can see. Where the profile has no signer for
+// kubernetes.io/kube-apiserver-client, each of the other built-in signers is given the CA by its
+// own flags: kube-controller-manager then runs no signer for that one.
+func controllerManagerCommand(l layout, c clusterConfig, p profile) []string {
 	kubeconfig := l.kubeconfigFile("kube-controller-manager")
-	return []string{
+	signing := []string{"--cluster-signing-cert-file=" + l.pkiFile(caCertFile), "--cluster-signing-key-file=" + l.pkiFile(caKeyFile)}
+	if p.noAPIServerClientSigner {
+		signing = nil
+		for _, signer := range []string{"kubelet-serving", "kubelet-client", "legacy-unknown"} {
+			signing = append(signing,
+				"--cluster-signing-"+signer+"-cert-file="+l.pkiFile(caCertFile),
+				"--cluster-signing-"+signer+"-key-file="+l.pkiFile(caKeyFile))
+		}
+	}
+	return append([]string{
 		c.bin("kube-controller-manager"),
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
@@ -134,13 +145,11 @@ func controllerManagerCommand(l layout, c clusterConfig) []string {
 		"--cert-dir=" + l.path("kube-controller-manager"),
 		"--client-ca-file=" + l.pkiFile(caCertFile),
 		"--requestheader-client-ca-file=" + l.pkiFile(frontProxyCACertFile),
-		"--cluster-signing-cert-file=" + l.pkiFile(caCertFile),
-		"--cluster-signing-key-file=" + l.pkiFile(caKeyFile),
 		"--root-ca-file=" + l.pkiFile(caCertFile),
 		"--service-account-private-key-file=" + l.pkiFile(saPrivateKeyFile),
 		"--use-service-account-credentials=true",
 		"--service-cluster-ip-range=" + serviceCIDR,
-	}
+	}, signing...)
 }
 
 func schedulerCommand(l layout, c clusterConfig) []string {

@@ -44,6 +44,8 @@ func TestInfo(t *testing.T) {
 				HasExternalLoadBalancer: tc.lbMode != "",
 				IngressTLSPassthrough:   tc.ingress,
 				AnonymousAuthEnabled:    tc.anonymous,
+				// EKS's CA signs no kube-apiserver-client certificates.
+				KubeAPIServerClientSigner: tc.profile != "eks",
 			}}
 			if got := p.Info(); got != want {
 				t.Errorf("Info() = %+v, want %+v", got, want)
@@ -196,7 +198,7 @@ func TestEveryPathInState(t *testing.T) {
 	for name, argv := range map[string][]string{
 		"etcd":                    etcdCommand(l, c),
 		"kube-apiserver":          apiserverCommand(l, c, profiles[0]),
-		"kube-controller-manager": controllerManagerCommand(l, c),
+		"kube-controller-manager": controllerManagerCommand(l, c, profiles[0]),
 		"kube-scheduler":          schedulerCommand(l, c),
 		"kubelet":                 kubeletCommand(l, c, profiles[0]),
 		"kube-proxy":              kubeProxyCommand(l, c),
@@ -375,5 +377,23 @@ func TestClusterConfigRefusesBadVersion(t *testing.T) {
 	_, err := p.clusterConfig("demo", providers.CreateOptions{KubernetesVersion: "latest"})
 	if err == nil || !strings.Contains(err.Error(), `Kubernetes version "latest"`) {
 		t.Errorf("clusterConfig = %v, want the version refused", err)
+	}
+}
+
+// TestControllerManagerSigners checks that eks-like runs no kubernetes.io/kube-apiserver-client
+// signer, as EKS's CA signs no such certificates, while the other profiles sign every built-in
+// signer with the cluster CA.
+func TestControllerManagerSigners(t *testing.T) {
+	t.Parallel()
+	for _, p := range profiles {
+		argv := strings.Join(controllerManagerCommand(layout("/state/demo"), testConfig(), p), " ")
+		all := strings.Contains(argv, "--cluster-signing-cert-file=")
+		apiServerClient := all || strings.Contains(argv, "--cluster-signing-kube-apiserver-client-cert-file=")
+		if want := p.name != "eks"; apiServerClient != want {
+			t.Errorf("%s: signs kube-apiserver-client: %v, want %v: %s", p.name, apiServerClient, want, argv)
+		}
+		if !all && !strings.Contains(argv, "--cluster-signing-kubelet-client-cert-file=") {
+			t.Errorf("%s: kubelets' client certificates are not signed: %s", p.name, argv)
+		}
 	}
 }

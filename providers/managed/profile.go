@@ -15,6 +15,10 @@ type profile struct {
 	name string
 	// anonymousAuth is kube-apiserver's --anonymous-auth: on in GKE and EKS, off in AKS and Talos.
 	anonymousAuth bool
+	// noAPIServerClientSigner leaves kube-controller-manager without a signer for
+	// kubernetes.io/kube-apiserver-client, as on EKS, whose CA signs no such certificates: an
+	// approved request for it is never issued.
+	noAPIServerClientSigner bool
 	// lbMode is how LoadBalancer Services publish their address: an IP on GKE and AKS, an ELB
 	// hostname on EKS; empty where no cloud load balancer exists (Services of that type pend).
 	lbMode loadbalancer.Mode
@@ -41,11 +45,12 @@ var profiles = []profile{
 		nodeLabels:    map[string]string{"cloud.google.com/gke-nodepool": "default-pool"},
 	},
 	{
-		name:          "eks",
-		anonymousAuth: true,
-		lbMode:        loadbalancer.ModeHostname,
-		nodeName:      func(c string) string { return "eks-" + c + "-ng-0" },
-		nodeLabels:    map[string]string{"eks.amazonaws.com/nodegroup": "ng-0"},
+		name:                    "eks",
+		anonymousAuth:           true,
+		noAPIServerClientSigner: true,
+		lbMode:                  loadbalancer.ModeHostname,
+		nodeName:                func(c string) string { return "eks-" + c + "-ng-0" },
+		nodeLabels:              map[string]string{"eks.amazonaws.com/nodegroup": "ng-0"},
 	},
 	{
 		name:          "aks",
@@ -95,5 +100,6 @@ func (p profile) capabilities() providers.Capabilities {
 		HasExternalLoadBalancer:    p.lbMode != "",
 		IngressTLSPassthrough:      p.ingressPassthrough,
 		AnonymousAuthEnabled:       p.anonymousAuth,
+		KubeAPIServerClientSigner:  !p.noAPIServerClientSigner,
 	}
 }

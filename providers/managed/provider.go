@@ -149,12 +149,11 @@ func (p *provider) clusterConfig(name string, opts providers.CreateOptions) (clu
 	if cfg.HostIP, err = providers.HostIPv4(); err != nil {
 		return cfg, err
 	}
-	if cfg.EtcdClientPort, err = freePort(); err != nil {
+	ports, err := freePorts(2)
+	if err != nil {
 		return cfg, err
 	}
-	if cfg.EtcdPeerPort, err = freePort(); err != nil {
-		return cfg, err
-	}
+	cfg.EtcdClientPort, cfg.EtcdPeerPort = ports[0], ports[1]
 	return cfg, nil
 }
 
@@ -460,14 +459,20 @@ func cacheDir(getenv func(string) string) (string, error) {
 	return filepath.Join(userCache, "sealion"), nil
 }
 
-// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
+// freePorts finds n distinct free ports on 127.0.0.1, listening on all of them at once: a port
+// released before the next is asked for may be handed out again (etcd once got the same port for
+// its clients and its peers, and failed to bind the second).
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 // copyTree copies the regular files below src into dst, keeping relative paths; a missing src

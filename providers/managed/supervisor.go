@@ -147,7 +147,7 @@ func (c *cluster) start(ctx context.Context, announce func(string)) (string, err
 			return err
 		}},
 		{"start kube-controller-manager and kube-scheduler", func() error {
-			if err := c.daemon(&c.controlPlane, "kube-controller-manager", controllerManagerCommand(c.layout, c.config)); err != nil {
+			if err := c.daemon(&c.controlPlane, "kube-controller-manager", controllerManagerCommand(c.layout, c.config, c.profile)); err != nil {
 				return err
 			}
 			return c.daemon(&c.controlPlane, "kube-scheduler", schedulerCommand(c.layout, c.config))
