@@ -99,6 +99,9 @@ type StrategyResult struct {
 	Expected string `json:"expected,omitempty"`
 	// Chosen are the strategies the CredentialIssuer reported successful at the end of the run.
 	Chosen []string `json:"chosen,omitempty"`
+	// Entries are what the CredentialIssuer said of each strategy: at the end of the run, or for
+	// one listed only while a test enabled it, then.
+	Entries []StrategyEntry `json:"entries,omitempty"`
 	Outcome
 	Tests []TestOutcome `json:"tests,omitempty"`
 	// Elapsed is the time its tests took, re-runs included.

@@ -338,3 +338,34 @@ func TestSimulatedLabel(t *testing.T) {
 		t.Errorf("kubeadm label %q", got)
 	}
 }
+
+// Each strategy's entry comes from the first list that has it: the suite's last, then the one
+// saved while a test enabled a strategy auto mode does not list.
+func TestStrategyEntries(t *testing.T) {
+	t.Parallel()
+	last := []byte(`items:
+- status:
+    strategies:
+    - {type: KubeClusterSigningCertificate, status: Success, reason: FetchedKey}
+    - {type: ImpersonationProxy, status: Error, reason: Disabled}
+`)
+	enabled := []byte(`items:
+- status:
+    strategies:
+    - {type: KubeClusterSigningCertificate, status: Error, reason: Disabled}
+    - {type: CertificateSigningRequest, status: Success, reason: SignerAvailable}
+    - {type: ImpersonationProxy, status: Error, reason: Disabled}
+`)
+	got, err := StrategyEntries(last, enabled)
+	want := []StrategyEntry{
+		{"KubeClusterSigningCertificate", "Success", "FetchedKey"},
+		{"ImpersonationProxy", "Error", "Disabled"},
+		{"CertificateSigningRequest", "Success", "SignerAvailable"},
+	}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("StrategyEntries = %v, %v; want %v", got, err, want)
+	}
+	if _, err := StrategyEntries(last, []byte("items: {")); err == nil {
+		t.Error("bad YAML accepted")
+	}
+}

@@ -125,6 +125,13 @@ func nudgeKubeCertAgent(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 // KubeClusterSigningCertificate strategy to satisfy ok, and returns the last one seen.
 func strategyWhen(ctx context.Context, t *testing.T, cfg *envconf.Config, ok func(configv1alpha1.CredentialIssuerStrategy) bool) configv1alpha1.CredentialIssuerStrategy {
 	t.Helper()
+	return strategyOfTypeWhen(ctx, t, cfg, configv1alpha1.StrategyTypeKubeClusterSigningCertificate, ok)
+}
+
+// strategyOfTypeWhen waits up to two minutes for the strategy typ to satisfy ok, and returns the
+// last one seen.
+func strategyOfTypeWhen(ctx context.Context, t *testing.T, cfg *envconf.Config, typ configv1alpha1.StrategyType, ok func(configv1alpha1.CredentialIssuerStrategy) bool) configv1alpha1.CredentialIssuerStrategy {
+	t.Helper()
 	var last configv1alpha1.CredentialIssuerStrategy
 	_ = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		ci, err := conciergeClient(t, cfg).ConfigV1alpha1().CredentialIssuers().Get(ctx, underTest(ctx).CredentialIssuer, metav1.GetOptions{})
@@ -132,7 +139,7 @@ func strategyWhen(ctx context.Context, t *testing.T, cfg *envconf.Config, ok fun
 			return false, nil
 		}
 		for _, s := range ci.Status.Strategies {
-			if s.Type == configv1alpha1.StrategyTypeKubeClusterSigningCertificate {
+			if s.Type == typ {
 				last = s
 				return ok(s), nil
 			}

@@ -16,11 +16,26 @@ import (
 	conciergeclientset "sealion.dev/core/generated/concierge/clientset/versioned"
 )
 
+// Files SaveCredentialIssuersTo writes in a cluster's log folder; the matrix runner reads them.
+const (
+	// CredentialIssuersFile is the CredentialIssuers at the end of a suite.
+	CredentialIssuersFile = "credentialissuers.yaml"
+	// CredentialIssuersCSREnabledFile is the CredentialIssuers while a test had the
+	// CertificateSigningRequest strategy enabled: where the strategy does not serve, auto mode
+	// lists no entry of it at the end.
+	CredentialIssuersCSREnabledFile = "credentialissuers-certificatesigningrequest-enabled.yaml"
+)
+
 // SaveCredentialIssuers writes the CredentialIssuers, status included, to
 // dir/<cluster name>/credentialissuers.yaml at the end of a suite: the strategy the Concierge
-// chose is the first thing a conformance report shows (the matrix runner reads this file).
-// Without a cluster or a dir it does nothing.
+// chose is the first thing a conformance report shows.
 func SaveCredentialIssuers(dir string) env.Func {
+	return SaveCredentialIssuersTo(dir, CredentialIssuersFile)
+}
+
+// SaveCredentialIssuersTo writes the CredentialIssuers, status included, to
+// dir/<cluster name>/file. Without a cluster or a dir it does nothing.
+func SaveCredentialIssuersTo(dir, file string) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		c := ClusterFrom(ctx)
 		if c == nil || dir == "" {
@@ -34,7 +49,7 @@ func SaveCredentialIssuers(dir string) env.Func {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return ctx, err
 		}
-		return ctx, os.WriteFile(filepath.Join(dir, "credentialissuers.yaml"), []byte(out), 0o644)
+		return ctx, os.WriteFile(filepath.Join(dir, file), []byte(out), 0o644)
 	}
 }
 

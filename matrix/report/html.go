@@ -28,7 +28,10 @@ func HTML(w io.Writer, r matrix.Results) error {
 		CSS        template.CSS
 		// Installations are what an installed run found, shown first.
 		Installations []foundInstallation
-	}{r, t, runLine(r), summary(r), flakyCells(r), baselineLine(r), passedOver(t), legend, template.CSS(css()), installations(r)})
+		// Strategies is each group's CredentialIssuer entries, and StrategiesNote explains them.
+		Strategies     strategyGrid
+		StrategiesNote string
+	}{r, t, runLine(r), summary(r), flakyCells(r), baselineLine(r), passedOver(t), legend, template.CSS(css()), installations(r), strategies(r), strategiesNote})
 }
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
@@ -90,6 +93,11 @@ details{margin:.4em 0}
 {{end}}<p>Verdicts: {{range .Legend}}{{template "verdict" .}} {{end}}<br>
 Changes since the baseline: <span class="v v-regression">regression</span> <span class="v v-fixed">fixed</span> <span class="v v-new-pass">new pass</span>.
 A simulated distribution is a cluster built on this machine in the shape of the platform named, not that platform.</p>
+{{with .Strategies}}{{if .Rows}}<h2>Strategies</h2>
+<p>{{$.StrategiesNote}}</p>
+<table><tr><th>cell</th>{{range .Types}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><th><a href="#{{anchor .Group}}">{{.Label}}</a></th>{{range .Cells}}<td>{{or . "not listed"}}</td>{{end}}</tr>
+{{end}}</table>{{end}}{{end}}
 
 {{range .Groups}}{{$g := .}}
 <h2 id="{{anchor .Name}}">{{.Label}} {{.Version.Minor}}{{if .Version.Release}} ({{.Version.Release}}){{end}} {{template "verdict" .Status}}</h2>

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -50,6 +51,20 @@ func Markdown(w io.Writer, r matrix.Results) error {
 		"of the suite's Concierge checks (install, expected strategy, impersonation proxy); its last line the group's wall time " +
 		"(cluster creation and teardown included) and the part its tests took. A simulated distribution is a cluster built on " +
 		"this machine in the shape of the platform named, not that platform.\n")
+	if grid := strategies(r); len(grid.Rows) > 0 {
+		b.WriteString("\n## Strategies\n\n" + strategiesNote + "\n\n| cell |")
+		for _, t := range grid.Types {
+			b.WriteString(" " + t + " |")
+		}
+		b.WriteString("\n|---|" + strings.Repeat("---|", len(grid.Types)) + "\n")
+		for _, row := range grid.Rows {
+			b.WriteString("| " + row.Label + " |")
+			for _, c := range row.Cells {
+				b.WriteString(" " + cmp.Or(c, "not listed") + " |")
+			}
+			b.WriteString("\n")
+		}
+	}
 	if len(n.texts) > 0 {
 		b.WriteString("\n## Notes\n\n")
 		for i, text := range n.texts {

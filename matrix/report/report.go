@@ -165,6 +165,69 @@ func versionHeader(v kubeversions.Version) string {
 	return v.Minor + " (" + v.Release + ")"
 }
 
+// strategyGrid is what each group's CredentialIssuer said of each strategy: a row per group, a
+// column per strategy type.
+type strategyGrid struct {
+	Types []string
+	Rows  []strategyRow
+}
+
+type strategyRow struct {
+	// Group is the group's name (GroupResult.Name); Label its distribution and version.
+	Group, Label string
+	// Cells has one entry per type: "Success (FetchedKey)", or "" where the type was not listed.
+	Cells []string
+}
+
+// knownStrategies orders the grid's columns as the Concierge orders its entries.
+var knownStrategies = []string{"KubeClusterSigningCertificate", "CertificateSigningRequest", "ImpersonationProxy"}
+
+// strategies lays out the groups' strategy entries; empty when no group has any.
+func strategies(r matrix.Results) strategyGrid {
+	var g strategyGrid
+	seen := map[string]bool{}
+	for _, gr := range r.Groups {
+		if gr.Strategy == nil {
+			continue
+		}
+		for _, e := range gr.Strategy.Entries {
+			seen[e.Type] = true
+		}
+	}
+	for _, t := range knownStrategies {
+		if seen[t] {
+			g.Types = append(g.Types, t)
+			delete(seen, t)
+		}
+	}
+	others := make([]string, 0, len(seen))
+	for t := range seen {
+		others = append(others, t)
+	}
+	slices.Sort(others)
+	g.Types = append(g.Types, others...)
+	if len(g.Types) == 0 {
+		return g
+	}
+	for _, gr := range r.Groups {
+		if gr.Strategy == nil || len(gr.Strategy.Entries) == 0 {
+			continue
+		}
+		row := strategyRow{Group: gr.Name(), Label: gr.Label() + " " + gr.Version.Minor, Cells: make([]string, len(g.Types))}
+		for _, e := range gr.Strategy.Entries {
+			row.Cells[slices.Index(g.Types, e.Type)] = e.Status + " (" + e.Reason + ")"
+		}
+		g.Rows = append(g.Rows, row)
+	}
+	return g
+}
+
+// strategiesNote explains the grid.
+const strategiesNote = "What each cell's CredentialIssuer said of each strategy at the end of its run; " +
+	"for a strategy listed only while a test enabled it (CertificateSigningRequest, which auto mode leaves " +
+	"to the others where one of them serves), what it said then. Success: it can issue credentials there; " +
+	"Error: the reason it cannot."
+
 // strategySeen is the strategies the CredentialIssuer reported successful.
 func strategySeen(s matrix.StrategyResult) string {
 	switch {

@@ -298,3 +298,42 @@ func TestInstallationFoundShownFirst(t *testing.T) {
 		t.Error("a run that installed ours names an installation found")
 	}
 }
+
+// Both reports have a column per strategy, a row per cell with entries, in the Concierge's order
+// of strategies; a strategy a cell did not list says so.
+func TestStrategiesByCell(t *testing.T) {
+	t.Parallel()
+	r := sample()
+	r.Groups[0].Strategy.Entries = []matrix.StrategyEntry{
+		{Type: "KubeClusterSigningCertificate", Status: "Success", Reason: "FetchedKey"},
+		{Type: "ImpersonationProxy", Status: "Error", Reason: "Disabled"},
+		{Type: "CertificateSigningRequest", Status: "Success", Reason: "SignerAvailable"},
+	}
+	r.Groups[1].Strategy.Entries = []matrix.StrategyEntry{
+		{Type: "ImpersonationProxy", Status: "Success", Reason: "Listening"},
+		{Type: "CertificateSigningRequest", Status: "Error", Reason: "SignerNotServed"},
+	}
+	var md, page bytes.Buffer
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| cell | KubeClusterSigningCertificate | CertificateSigningRequest | ImpersonationProxy |\n|---|---|---|---|\n",
+		"| kubeadm 1.33 | Success (FetchedKey) | Success (SignerAvailable) | Error (Disabled) |\n",
+		"| gke (simulated GKE) 1.33 | not listed | Error (SignerNotServed) | Success (Listening) |\n",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	if !strings.Contains(page.String(), "<th>CertificateSigningRequest</th>") || !strings.Contains(page.String(), "<td>Error (SignerNotServed)</td>") {
+		t.Errorf("HTML lacks the strategies table:\n%s", page.String())
+	}
+	var none bytes.Buffer
+	if err := Markdown(&none, sample()); err != nil || strings.Contains(none.String(), "## Strategies") {
+		t.Error("a run without entries has a strategies table")
+	}
+}

@@ -173,11 +173,12 @@ func (r *Runner) execute(ctx context.Context, g matrix.Group, p *progress) matri
 	if err != nil {
 		return fail("running go test: %v", err)
 	}
-	chosen, err := chosenStrategies(filepath.Join(dir, "e2e-logs"))
+	chosen, entries, err := savedStrategies(filepath.Join(dir, "e2e-logs"))
 	if err != nil {
 		p.printf("%s: %v", g.Name(), err)
 	}
 	gr := matrix.Attribute(r.Catalog, g, rep, chosen)
+	gr.Strategy.Entries = entries
 	if r.Installed {
 		if gr.Installation, err = installationFound(filepath.Join(dir, "e2e-logs")); err != nil {
 			p.printf("%s: %v", g.Name(), err)
@@ -446,17 +447,34 @@ func (r *Runner) env(g matrix.Group, dir string) []string {
 	return env
 }
 
-// chosenStrategies reads the CredentialIssuer the suite saved; nil when there is none.
-func chosenStrategies(logs string) ([]string, error) {
-	file := savedBySuite(logs, matrix.CredentialIssuersFile)
-	if file == "" {
-		return nil, nil
+// savedStrategies reads the CredentialIssuers the suite saved: the strategies chosen at its end,
+// and every strategy's entry (see matrix.StrategyEntries); nil when it saved none.
+func savedStrategies(logs string) ([]string, []matrix.StrategyEntry, error) {
+	var lists [][]byte
+	for _, name := range []string{matrix.CredentialIssuersFile, matrix.CredentialIssuersCSREnabledFile} {
+		file := savedBySuite(logs, name)
+		if file == "" {
+			continue
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, nil, err
+		}
+		lists = append(lists, data)
 	}
-	data, err := os.ReadFile(file)
+	if len(lists) == 0 {
+		return nil, nil, nil
+	}
+	entries, err := matrix.StrategyEntries(lists...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return matrix.ChosenStrategies(data)
+	// Only the last list says what clients are handed: the others were a test's.
+	if savedBySuite(logs, matrix.CredentialIssuersFile) == "" {
+		return nil, entries, nil
+	}
+	chosen, err := matrix.ChosenStrategies(lists[0])
+	return chosen, entries, err
 }
 
 // installationFound reads the installation the suite found and saved; nil when it saved none

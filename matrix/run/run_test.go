@@ -357,3 +357,31 @@ func TestBuildThatCannotBeMadeHere(t *testing.T) {
 		t.Errorf("%s: %+v", g.Name(), g.Outcome)
 	}
 }
+
+// The strategies chosen come from the suite's last CredentialIssuers only; the entries from it
+// first, then from those saved while a test enabled the CertificateSigningRequest strategy.
+func TestSavedStrategies(t *testing.T) {
+	logs := t.TempDir()
+	cluster := filepath.Join(logs, "sealion-e2e-kubeadm")
+	if err := os.MkdirAll(cluster, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, strategies string) {
+		if err := os.WriteFile(filepath.Join(cluster, name), []byte("items:\n- status:\n    strategies:\n"+strategies), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if chosen, entries, err := savedStrategies(logs); chosen != nil || entries != nil || err != nil {
+		t.Errorf("nothing saved: %v, %v, %v", chosen, entries, err)
+	}
+	write(matrix.CredentialIssuersCSREnabledFile, "    - {type: KubeClusterSigningCertificate, status: Error, reason: Disabled}\n"+
+		"    - {type: CertificateSigningRequest, status: Success, reason: SignerAvailable}\n")
+	write(matrix.CredentialIssuersFile, "    - {type: KubeClusterSigningCertificate, status: Success, reason: FetchedKey}\n")
+	chosen, entries, err := savedStrategies(logs)
+	if err != nil || !slices.Equal(chosen, []string{"KubeClusterSigningCertificate"}) || !slices.Equal(entries, []matrix.StrategyEntry{
+		{Type: "KubeClusterSigningCertificate", Status: "Success", Reason: "FetchedKey"},
+		{Type: "CertificateSigningRequest", Status: "Success", Reason: "SignerAvailable"},
+	}) {
+		t.Errorf("savedStrategies = %v, %v, %v", chosen, entries, err)
+	}
+}

@@ -1178,17 +1178,33 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		kubectl(t, yamlStream(t, withComponent(t, conciergeDeploy, signerComponent)), "apply", "--dry-run=server", "-f", "-")
 		// The CertificateSigningRequest strategy may approve requests for the one signer whose
 		// certificates the API server accepts from clients, and for no other.
-		as := "--as=system:serviceaccount:pinniped-concierge:pinniped-concierge"
+		const concierge = "system:serviceaccount:pinniped-concierge:pinniped-concierge"
 		for _, access := range []string{
 			"create certificatesigningrequests.certificates.k8s.io", "update certificatesigningrequests.certificates.k8s.io --subresource=approval",
-			"approve signers.certificates.k8s.io/kubernetes.io/kube-apiserver-client",
 		} {
-			kubectl(t, nil, append([]string{"auth", "can-i", as}, strings.Fields(access)...)...)
+			kubectl(t, nil, append([]string{"auth", "can-i", "--as=" + concierge}, strings.Fields(access)...)...)
+		}
+		// Signers are no resource kubectl auth can-i can name: ask the authorizer directly.
+		mayApprove := func(signer string) string {
+			review := fmt.Sprintf(`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":%q,`+
+				`"groups":["system:serviceaccounts","system:serviceaccounts:pinniped-concierge","system:authenticated"],`+
+				`"resourceAttributes":{"group":"certificates.k8s.io","resource":"signers","name":%q,"verb":"approve"}}}`, concierge, signer)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, cp.KubectlPath, "--kubeconfig", cp.KubeconfigPath, "create", "-f", "-", "-o", "jsonpath={.status.allowed}")
+			cmd.Stdin = strings.NewReader(review)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("asking whether the Concierge may approve for %s: %v\n%s", signer, err, out)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		if got := mayApprove("kubernetes.io/kube-apiserver-client"); got != "true" {
+			t.Errorf("the Concierge may approve for kubernetes.io/kube-apiserver-client: %q, want true", got)
 		}
 		for _, signer := range []string{"kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving", "example.com/any"} {
-			out, err := exec.Command(cp.KubectlPath, "--kubeconfig", cp.KubeconfigPath, "auth", "can-i", as, "approve", "signers.certificates.k8s.io/"+signer).CombinedOutput()
-			if err == nil || strings.TrimSpace(string(out)) != "no" {
-				t.Errorf("the Concierge may approve for %s: %v %s", signer, err, out)
+			if got := mayApprove(signer); got != "false" {
+				t.Errorf("the Concierge may approve for %s: %q, want false", signer, got)
 			}
 		}
 	})
