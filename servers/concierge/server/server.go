@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
+	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/servingcert"
 	"sealion.dev/servers/concierge/apiserver"
@@ -26,6 +27,7 @@ import (
 	"sealion.dev/servers/concierge/internal/controllers/authenticator"
 	"sealion.dev/servers/concierge/internal/credential"
 	"sealion.dev/servers/concierge/internal/dynamicca"
+	"sealion.dev/servers/concierge/internal/statemetrics"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/leaderelection"
 )
@@ -107,6 +109,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	var authenticators authncache.Cache
 	credential.RegisterMetrics()
+	dynamicca.RegisterMetrics()
 	csrs, csrIssuer, err := c.certificateSigningRequests()
 	if err != nil {
 		return nil, err
@@ -118,7 +121,12 @@ func (c CompletedConfig) New() (*Server, error) {
 	// proxy accepts. The proxy accepts the first two as well (the cluster's client CA signs both).
 	proxySigner := dynamicca.New("impersonation proxy signer")
 	exchanger := &credential.Exchanger{
-		Authenticators: &authenticators, Issuer: dynamicca.FirstLoaded{csrIssuer, signer, proxySigner}, Reserved: c.File.AllowedReservedNames,
+		Authenticators: &authenticators, Reserved: c.File.AllowedReservedNames,
+		Issuer: dynamicca.FirstLoaded{
+			dynamicca.Measured{Strategy: string(configv1alpha1.StrategyTypeCertificateSigningRequest), Issuer: csrIssuer},
+			dynamicca.Measured{Strategy: string(configv1alpha1.StrategyTypeKubeClusterSigningCertificate), Issuer: signer},
+			dynamicca.Measured{Strategy: string(configv1alpha1.StrategyTypeImpersonationProxy), Issuer: proxySigner},
+		},
 		Audit: audit.New(os.Stdout, c.File.Audit.LogUsernamesAndGroups.Enabled()).WithTokenFingerprintKey(c.AuditTokenFingerprintKey),
 	}
 	proxy, err := c.impersonationProxy(signer, proxySigner, exchanger)
@@ -133,6 +141,16 @@ func (c CompletedConfig) New() (*Server, error) {
 		Secrets: c.NamespaceInformers.Core().V1().Secrets(), ConfigMaps: c.NamespaceInformers.Core().V1().ConfigMaps(),
 	}
 	authInformers := c.CRInformers.Authentication().V1alpha1()
+	statemetrics.Register(&statemetrics.Collector{
+		CredentialIssuers:     c.CRInformers.Config().V1alpha1().CredentialIssuers().Lister(),
+		CredentialIssuer:      c.File.Names.CredentialIssuer,
+		JWTAuthenticators:     authInformers.JWTAuthenticators().Lister(),
+		WebhookAuthenticators: authInformers.WebhookAuthenticators().Lister(),
+		Signers: map[string]statemetrics.Expiring{
+			string(configv1alpha1.StrategyTypeKubeClusterSigningCertificate): signer,
+			string(configv1alpha1.StrategyTypeImpersonationProxy):            proxySigner,
+		},
+	})
 	jwts := authenticator.NewJWT(shared, c.ConciergeClient, authInformers.JWTAuthenticators())
 	webhooks := authenticator.NewWebhook(shared, c.ConciergeClient, authInformers.WebhookAuthenticators())
 	s.runners = append(s.runners, jwts, webhooks)

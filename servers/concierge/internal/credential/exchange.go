@@ -79,16 +79,21 @@ type Exchanger struct {
 // certificate can express, issues one. It records the outcome in the metrics.
 func (e *Exchanger) Exchange(ctx context.Context, key authncache.Key, token string) (*Credential, error) {
 	start := e.now()
-	cred, err := e.exchange(ctx, key, token)
-	observe(key.Kind, err, e.now().Sub(start))
-	return cred, err
+	cred, reason := e.exchange(ctx, key, token)
+	observe(key.Kind, reason, e.now().Sub(start))
+	if reason != "" {
+		return nil, ErrAuthenticationFailed
+	}
+	return cred, nil
 }
 
-func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token string) (*Credential, error) {
+// exchange returns the credential, or the reason it refused (one of the failures counter's),
+// which the client never sees: every refusal is ErrAuthenticationFailed to it.
+func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token string) (*Credential, string) {
 	logger := klog.FromContext(ctx).WithValues("authenticator", key)
 	if token == "" {
 		logger.V(4).Info("token credential request refused", "reason", "empty token")
-		return nil, ErrAuthenticationFailed
+		return nil, reasonEmptyToken
 	}
 	e.Audit.Event(ctx, "TokenCredentialRequest Token Received", audit.Fields{}, "tokenID", e.Audit.TokenID(token))
 	authn := auditedAuthenticator{APIGroup: key.APIGroup, Kind: key.Kind, Name: key.Name}
@@ -99,14 +104,15 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 		logger.V(4).Info("token credential request refused", "reason", "token not authenticated", "err", err)
 		e.Audit.Event(ctx, "TokenCredentialRequest Unexpected Error", audit.Fields{},
 			"reason", "authenticator returned an error", "err", err, "authenticator", authn)
-		return nil, ErrAuthenticationFailed
+		return nil, reasonAuthenticatorError
 	}
 	if !ok {
 		logger.V(4).Info("token credential request refused", "reason", "token not authenticated")
 		e.Audit.Event(ctx, "TokenCredentialRequest Authentication Failed", audit.Fields{},
 			"reason", "auth rejected by authenticator", "authenticator", authn)
-		return nil, ErrAuthenticationFailed
+		return nil, reasonNotAuthenticated
 	}
+	refusal := reasonUnsupportedUser
 	reason := unsupportedUser(resp.User)
 	if reason != "" {
 		logger.V(4).Info("token credential request refused", "reason", reason)
@@ -114,6 +120,7 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 		// An authenticator that yields a reserved name is misconfigured or attacked: that is worth
 		// an operator's attention, so it is logged at the default level (names only, never the token).
 		logger.Info("token credential request refused", "reason", reason)
+		refusal = reasonReservedName
 	}
 	if reason != "" {
 		var name, uid string
@@ -125,7 +132,7 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 			audit.Fields{PersonalInfo: []any{"userInfoName", name, "userInfoUID", uid}},
 			"userInfoExtrasCount", extras, "reason", "unsupported value in userInfo returned by authenticator",
 			"err", reason, "authenticator", authn)
-		return nil, ErrAuthenticationFailed
+		return nil, refusal
 	}
 	ttl := e.TTL
 	if ttl == 0 {
@@ -136,7 +143,7 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 		logger.Error(err, "token credential request could not issue a certificate")
 		e.Audit.Event(ctx, "TokenCredentialRequest Unexpected Error", audit.Fields{},
 			"reason", "cert issuer returned an error", "err", err, "authenticator", authn)
-		return nil, ErrAuthenticationFailed
+		return nil, reasonIssuerError
 	}
 	logger.V(4).Info("token credential request succeeded", "username", resp.User.GetName())
 	e.Audit.Event(ctx, "TokenCredentialRequest Authenticated User",
@@ -146,7 +153,7 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 		ExpirationTimestamp:   expires,
 		ClientCertificateData: string(certPEM),
 		ClientKeyData:         string(keyPEM),
-	}, nil
+	}, ""
 }
 
 // auditedAuthenticator names the authenticator in audit events with Pinniped's keys.

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/component-base/metrics/testutil"
 
 	"sealion.dev/core/reservednames"
 	"sealion.dev/servers/concierge/internal/authncache"
@@ -75,6 +76,8 @@ func TestExchange(t *testing.T) {
 		wantGroups []string
 		wantEvents []string
 		wantOUs    []string
+		// wantReason is the failures counter's reason, for a refusal.
+		wantReason string
 	}{
 		{name: "valid", key: known, token: "alice", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}, wantUser: "alice", wantGroups: []string{"devs", "ops"}},
 		{name: "credential id extra is carried", key: known, token: "credid", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}, wantUser: "bob",
@@ -82,19 +85,19 @@ func TestExchange(t *testing.T) {
 		// As Pinniped v0.40+: any extra with a valid key goes into the certificate's OUs.
 		{name: "domain-prefixed extras are carried", key: known, token: "domainextras", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}, wantUser: "dave",
 			wantOUs: []string{"authentication.kubernetes.io/credential-id=JTI=1", "example.com/team=a", "example.com/team=b"}},
-		{name: "empty token", key: known, token: "", wantEvents: nil},
-		{name: "unknown token", key: known, token: "mallory", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authentication Failed"}},
-		{name: "authenticator error", key: known, token: "error", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}},
-		{name: "unknown authenticator", key: authncache.Key{Kind: "JWTAuthenticator", Name: "other"}, token: "alice", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}},
-		{name: "empty username", key: known, token: "noname", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
-		{name: "uid", key: known, token: "uid", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
-		{name: "extra key that is not domain-prefixed", key: known, token: "extras", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
-		{name: "no user in response", key: known, token: "nilresult", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
-		{name: "issuer fails", key: known, token: "alice", issuerErr: errors.New("no CA loaded"), wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}},
-		{name: "reserved username", key: known, token: "admin", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
-		{name: "reserved group", key: known, token: "masters", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
-		{name: "reserved group in another case", key: known, token: "mixedcase", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
-		{name: "reserved group not among the exceptions", key: known, token: "masters", reserved: reservednames.Exceptions{Groups: []string{"system:monitoring"}}, wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}},
+		{name: "empty token", key: known, token: "", wantEvents: nil, wantReason: reasonEmptyToken},
+		{name: "unknown token", key: known, token: "mallory", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authentication Failed"}, wantReason: reasonNotAuthenticated},
+		{name: "authenticator error", key: known, token: "error", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}, wantReason: reasonAuthenticatorError},
+		{name: "unknown authenticator", key: authncache.Key{Kind: "JWTAuthenticator", Name: "other"}, token: "alice", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}, wantReason: reasonAuthenticatorError},
+		{name: "empty username", key: known, token: "noname", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}, wantReason: reasonUnsupportedUser},
+		{name: "uid", key: known, token: "uid", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}, wantReason: reasonUnsupportedUser},
+		{name: "extra key that is not domain-prefixed", key: known, token: "extras", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}, wantReason: reasonUnsupportedUser},
+		{name: "no user in response", key: known, token: "nilresult", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}, wantReason: reasonUnsupportedUser},
+		{name: "issuer fails", key: known, token: "alice", issuerErr: errors.New("no CA loaded"), wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unexpected Error"}, wantReason: reasonIssuerError},
+		{name: "reserved username", key: known, token: "admin", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}, wantReason: reasonReservedName},
+		{name: "reserved group", key: known, token: "masters", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}, wantReason: reasonReservedName},
+		{name: "reserved group in another case", key: known, token: "mixedcase", wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}, wantReason: reasonReservedName},
+		{name: "reserved group not among the exceptions", key: known, token: "masters", reserved: reservednames.Exceptions{Groups: []string{"system:monitoring"}}, wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Unsupported UserInfo"}, wantReason: reasonReservedName},
 		{name: "reserved group allowed by exception", key: known, token: "monitor", reserved: reservednames.Exceptions{Groups: []string{"system:monitoring"}},
 			wantUser: "prometheus", wantGroups: []string{"system:monitoring"}, wantEvents: []string{"TokenCredentialRequest Token Received", "TokenCredentialRequest Authenticated User"}},
 	}
@@ -103,8 +106,19 @@ func TestExchange(t *testing.T) {
 			issuer := &fakeIssuer{err: tt.issuerErr, now: now}
 			var log bytes.Buffer
 			e := &Exchanger{Authenticators: users, Issuer: issuer, Reserved: tt.reserved, Now: func() time.Time { return now }, Audit: audit.New(&log, false)}
+			before := failureCounts(t)
 			cred, err := e.Exchange(context.Background(), tt.key, tt.token)
 			checkEvents(t, log.String(), e.Audit.TokenID(tt.token), tt.token, tt.wantEvents)
+			after := failureCounts(t)
+			for _, reason := range allReasons {
+				want := 0.0
+				if reason == tt.wantReason {
+					want = 1
+				}
+				if got := after[reason] - before[reason]; got != want {
+					t.Errorf("failures{reason=%q} grew by %v, want %v", reason, got, want)
+				}
+			}
 			if tt.wantUser == "" {
 				if !errors.Is(err, ErrAuthenticationFailed) || err.Error() != "authentication failed" || cred != nil {
 					t.Fatalf("got cred=%v err=%v, want the uniform authentication failure", cred, err)
@@ -194,4 +208,21 @@ func TestKnownKindBoundsMetricLabels(t *testing.T) {
 			t.Errorf("knownKind(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+var allReasons = []string{reasonEmptyToken, reasonAuthenticatorError, reasonNotAuthenticated, reasonUnsupportedUser, reasonReservedName, reasonIssuerError}
+
+// failureCounts reads the failures counter of JWTAuthenticator exchanges, by reason.
+func failureCounts(t *testing.T) map[string]float64 {
+	t.Helper()
+	RegisterMetrics() // component-base metrics count nothing until registered
+	counts := map[string]float64{}
+	for _, reason := range allReasons {
+		v, err := testutil.GetCounterMetricValue(failures.WithLabelValues("JWTAuthenticator", reason))
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[reason] = v
+	}
+	return counts
 }

@@ -24,22 +24,43 @@ var (
 		Buckets:        []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1},
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"authenticator_kind"})
+	failures = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "pinniped",
+		Subsystem: "concierge",
+		Name:      "token_credential_request_failures_total",
+		Help: "TokenCredentialRequests refused, by authenticator kind and reason: empty_token, authenticator_error " +
+			"(the authenticator could not decide: an issuer or webhook unreachable, a malformed token), not_authenticated, " +
+			"unsupported_user (a name or value a certificate cannot carry), reserved_name (system: names), issuer_error.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"authenticator_kind", "reason"})
 	registerOnce sync.Once
+)
+
+// The reasons of the failures counter: a fixed set, so that its series stay bounded.
+const (
+	reasonEmptyToken         = "empty_token"
+	reasonAuthenticatorError = "authenticator_error"
+	reasonNotAuthenticated   = "not_authenticated"
+	reasonUnsupportedUser    = "unsupported_user"
+	reasonReservedName       = "reserved_name"
+	reasonIssuerError        = "issuer_error"
 )
 
 // RegisterMetrics adds the exchange metrics to the registry the API server serves at /metrics.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(exchanges, exchangeDuration)
+		legacyregistry.MustRegister(exchanges, exchangeDuration, failures)
 	})
 }
 
-func observe(kind string, err error, d time.Duration) {
+// observe records an exchange; reason is empty for one that succeeded.
+func observe(kind, reason string, d time.Duration) {
 	result := "success"
-	if err != nil {
-		result = "failure"
-	}
 	kind = knownKind(kind)
+	if reason != "" {
+		result = "failure"
+		failures.WithLabelValues(kind, reason).Inc()
+	}
 	exchanges.WithLabelValues(kind, result).Inc()
 	exchangeDuration.WithLabelValues(kind).Observe(d.Seconds())
 }

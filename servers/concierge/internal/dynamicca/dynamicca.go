@@ -93,6 +93,15 @@ func (s *Signer) CABundle() []byte {
 	return ca.Bundle()
 }
 
+// NotAfter is when the current CA certificate expires; false while none is loaded.
+func (s *Signer) NotAfter() (time.Time, bool) {
+	ca := s.current()
+	if ca == nil {
+		return time.Time{}, false
+	}
+	return ca.Certificate().NotAfter, true
+}
+
 // IssueClientCert issues a client certificate from the current CA; see certauthority.CA.
 func (s *Signer) IssueClientCert(_ context.Context, username string, groups, organizationalUnits []string, ttl time.Duration) ([]byte, []byte, time.Time, error) {
 	ca := s.current()
