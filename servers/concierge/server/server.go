@@ -27,6 +27,7 @@ import (
 	"sealion.dev/servers/concierge/internal/controllers/authenticator"
 	"sealion.dev/servers/concierge/internal/credential"
 	"sealion.dev/servers/concierge/internal/dynamicca"
+	"sealion.dev/servers/concierge/internal/impersonator"
 	"sealion.dev/servers/concierge/internal/statemetrics"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/leaderelection"
@@ -110,6 +111,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	var authenticators authncache.Cache
 	credential.RegisterMetrics()
 	dynamicca.RegisterMetrics()
+	impersonator.RegisterMetrics()
 	csrs, csrIssuer, err := c.certificateSigningRequests()
 	if err != nil {
 		return nil, err

@@ -109,6 +109,7 @@ func New(c Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("impersonator: %w", err)
 	}
+	h = withMetrics(h)
 	h = genericapifilters.WithRequestInfo(h, resolver)
 	h = withHopByHopHeadersRemoved(h)
 	h = genericfilters.WithPanicRecovery(h, resolver)

@@ -1,0 +1,93 @@
+package impersonator
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/component-base/metrics/testutil"
+)
+
+// The proxy's metrics count each request by verb, group and code, time the short ones, hold the
+// in-flight gauges while a request runs, and see an upgraded stream as 101.
+func TestMetricsFilter(t *testing.T) {
+	RegisterMetrics() // component-base metrics count nothing until registered
+	gauge := func(kind string) float64 {
+		v, err := testutil.GetGaugeMetricValue(inFlight.WithLabelValues(kind))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	var seen map[string]float64
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = map[string]float64{"short": gauge("short"), "long-running": gauge("long-running")}
+		switch r.URL.Path {
+		case "/api/v1/namespaces/ns/pods/p/exec":
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n"))
+			_ = conn.Close()
+		case "/apis/apps/v1/namespaces/ns/deployments":
+			w.WriteHeader(http.StatusForbidden)
+		default:
+			_, _ = w.Write([]byte("{}"))
+		}
+	})
+	resolver := &genericapirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+	server := httptest.NewServer(genericapifilters.WithRequestInfo(withMetrics(inner), resolver))
+	defer server.Close()
+
+	count := func(verb, group, code string) float64 {
+		v, err := testutil.GetCounterMetricValue(requests.WithLabelValues(verb, group, code))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	timed := func(verb, group string) uint64 {
+		n, err := testutil.GetHistogramMetricCount(requestDuration.WithLabelValues(verb, group))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		method, path, verb, group, code, kind string
+		timed                                 bool
+	}{
+		{http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments", "list", "apps", "403", "short", true},
+		{http.MethodGet, "/api/v1/namespaces/ns/pods?watch=true", "watch", "", "200", "long-running", false},
+		{http.MethodPost, "/api/v1/namespaces/ns/pods/p/exec", "create", "", "101", "long-running", false},
+		{http.MethodGet, "/healthz", "get", "", "200", "short", true},
+	} {
+		countBefore, timedBefore := count(c.verb, c.group, c.code), timed(c.verb, c.group)
+		req, err := http.NewRequest(c.method, server.URL+c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.method, c.path, err)
+		}
+		_ = resp.Body.Close()
+		if got := count(c.verb, c.group, c.code) - countBefore; got != 1 {
+			t.Errorf("%s %s: requests{verb=%s,group=%q,code=%s} grew by %v, want 1", c.method, c.path, c.verb, c.group, c.code, got)
+		}
+		if got := timed(c.verb, c.group) - timedBefore; (got == 1) != c.timed {
+			t.Errorf("%s %s: %d durations observed, want timed=%v", c.method, c.path, got, c.timed)
+		}
+		if seen[c.kind] != 1 {
+			t.Errorf("%s %s: in flight while it ran: %v, want 1 %s", c.method, c.path, seen, c.kind)
+		}
+	}
+	if gauge("short") != 0 || gauge("long-running") != 0 {
+		t.Errorf("in flight after every request ended: short %v, long-running %v", gauge("short"), gauge("long-running"))
+	}
+}
