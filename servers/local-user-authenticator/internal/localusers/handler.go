@@ -37,6 +37,8 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	result := resultInvalid
+	defer func() { reviews.WithLabelValues(result).Inc() }()
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "only POST is allowed", http.StatusMethodNotAllowed)
@@ -58,7 +60,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch review := obj.(type) {
 	case *authenticationv1.TokenReview:
 		review.Status = authenticationv1.TokenReviewStatus{}
+		result = resultRefused
 		if user, ok := h.authenticator.AuthenticateToken(review.Spec.Token); ok {
+			result = resultAuthenticated
 			review.Status = authenticationv1.TokenReviewStatus{
 				Authenticated: true,
 				User:          authenticationv1.UserInfo{Username: user.Username, Groups: user.Groups},
@@ -70,7 +74,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		response = review
 	case *authenticationv1beta1.TokenReview:
 		review.Status = authenticationv1beta1.TokenReviewStatus{}
+		result = resultRefused
 		if user, ok := h.authenticator.AuthenticateToken(review.Spec.Token); ok {
+			result = resultAuthenticated
 			review.Status = authenticationv1beta1.TokenReviewStatus{
 				Authenticated: true,
 				User:          authenticationv1beta1.UserInfo{Username: user.Username, Groups: user.Groups},

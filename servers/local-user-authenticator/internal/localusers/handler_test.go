@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 func userSecret(t *testing.T, namespace, name, password string, groups *string) *corev1.Secret {
@@ -227,5 +228,35 @@ func TestUnknownUserHashIsBcrypt(t *testing.T) {
 	}
 	if err := bcrypt.CompareHashAndPassword(unknownUserHash, []byte("secret")); err != bcrypt.ErrMismatchedHashAndPassword {
 		t.Fatalf("comparing against unknownUserHash: %v", err)
+	}
+}
+
+// Each answer is counted by result; not parallel, so that the counts are this test's.
+func TestHandlerCountsReviews(t *testing.T) {
+	RegisterMetrics() // component-base metrics count nothing until registered
+	handler := NewHandler(newTestAuthenticator(t, testUsers(t)))
+	count := func(result string) float64 {
+		v, err := testutil.GetCounterMetricValue(reviews.WithLabelValues(result))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := map[string]float64{}
+	for _, r := range []string{resultAuthenticated, resultRefused, resultInvalid} {
+		before[r] = count(r)
+	}
+	for _, body := range []string{
+		`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"alice:correct horse"}}`,
+		`{"apiVersion":"authentication.k8s.io/v1beta1","kind":"TokenReview","spec":{"token":"alice:correct horse"}}`,
+		`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"alice:wrong"}}`,
+		`not a review`,
+	} {
+		handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, WebhookPath, strings.NewReader(body)))
+	}
+	for result, want := range map[string]float64{resultAuthenticated: 2, resultRefused: 1, resultInvalid: 1} {
+		if got := count(result) - before[result]; got != want {
+			t.Errorf("reviews{result=%s} grew by %v, want %v", result, got, want)
+		}
 	}
 }

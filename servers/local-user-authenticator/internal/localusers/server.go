@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"sealion.dev/core/certauthority"
@@ -33,6 +34,8 @@ const (
 	ServiceName = "local-user-authenticator"
 	// WebhookPath is where the TokenReview webhook is served.
 	WebhookPath = "/authenticate"
+	// MetricsPath serves the webhook's Prometheus metrics, on the same port.
+	MetricsPath = "/metrics"
 	// ShutdownDelay is how long a stopping server keeps accepting connections, while its pod
 	// leaves the Service's endpoints, as the other servers do.
 	ShutdownDelay = 5 * time.Second
@@ -93,8 +96,11 @@ func Serve(ctx context.Context, listener net.Listener, client kubernetes.Interfa
 		return err
 	}
 
+	RegisterMetrics()
 	mux := http.NewServeMux()
 	mux.Handle(WebhookPath, NewHandler(NewAuthenticator(lister)))
+	// Counts and the process's own figures only: nothing a caller could learn a user from.
+	mux.Handle(MetricsPath, legacyregistry.Handler())
 	server := &http.Server{
 		Handler:           mux,
 		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{serving}},

@@ -6,10 +6,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +75,23 @@ func TestServeWithKubernetesWebhookClient(t *testing.T) {
 	}
 	if _, err := client.CoreV1().Secrets(DefaultNamespace).Get(context.Background(), CABundleSecretName, metav1.GetOptions{}); err == nil {
 		t.Error("CA bundle was published in a Secret although a file was requested")
+	}
+
+	// The same port serves the metrics, where the reviews above are counted.
+	httpClient, err := rest.HTTPClientFor(&rest.Config{Host: "https://" + address, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := httpClient.Get("https://" + address + MetricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`pinniped_local_user_authenticator_token_reviews_total{result="authenticated"}`, `pinniped_local_user_authenticator_token_reviews_total{result="refused"}`} {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %s, without %s:\n%s", MetricsPath, resp.Status, want, body)
+		}
 	}
 }
 
