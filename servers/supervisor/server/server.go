@@ -31,6 +31,7 @@ import (
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
+	"sealion.dev/servers/supervisor/internal/oauth/token"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 	"sealion.dev/servers/supervisor/internal/sni"
 	"sealion.dev/servers/supervisor/internal/tokenseal"
@@ -114,6 +115,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	oidcClients := c.CRInformers.Config().V1alpha1().OIDCClients()
 	// SessionRevocations too, so that every replica refuses the sessions they end at once.
 	sessionRevocations := c.CRInformers.Config().V1alpha1().SessionRevocations()
+	token.RegisterMetrics()
 	endpoints := oauth.New(storage, registry).WithClients(&provider.OIDCClients{
 		Clients:       oidcClients.Lister().OIDCClients(c.Namespace),
 		Secrets:       secrets.Lister().Secrets(c.Namespace),

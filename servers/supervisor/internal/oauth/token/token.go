@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/token/jwt"
@@ -46,6 +47,12 @@ func New(p *provider.Provider) http.Handler {
 // at the next refresh.
 func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	obs := &observation{federationDomain: p.Issuer.Name, grant: grantLabel(r.PostForm.Get("grant_type")), idpType: "unknown", result: "success", start: time.Now()}
+	defer obs.record()
+	writeError := func(ar fosite.AccessRequester, err error) {
+		obs.result = resultLabel(err)
+		p.OAuth.WriteAccessError(ctx, w, ar, err)
+	}
 	p.AuditParams(ctx, r.Form, auditedParams)
 	client, basic := provider.ClientID(r)
 	if basic {
@@ -59,6 +66,7 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 		fositeCtx = provider.WithoutNewComparisons(ctx)
 	}
 	if r.PostForm.Get("grant_type") == provider.GrantDeviceCode && !p.pollDevice(w, r) {
+		obs.result = "polled" // answered by the device poll: pending, slowed down, denied or expired
 		return
 	}
 	ar, err := p.OAuth.NewAccessRequest(fositeCtx, r, sessions.NewSession())
@@ -73,7 +81,7 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 			// nothing, and counting it would let made-up client IDs crowd out the real ones.
 			p.ClientFailures.Failed(client, source)
 		}
-		p.OAuth.WriteAccessError(ctx, w, ar, err)
+		writeError(ar, err)
 		return
 	}
 	exchange := ar.GetGrantTypes().ExactOne(provider.GrantTokenExchange)
@@ -82,28 +90,34 @@ func (p endpoint) token(w http.ResponseWriter, r *http.Request) {
 		p.Audit.Event(ctx, "Session Found", audit.Fields{SessionID: ar.GetID()})
 	}
 	s, ok := ar.GetSession().(*sessions.Session)
+	if ok && s.Custom.ProviderType != "" {
+		obs.idpType = s.Custom.ProviderType
+	}
 	if ok && !exchange {
 		if err := p.continueSession(s, ar); err != nil {
-			p.OAuth.WriteAccessError(ctx, w, ar, err)
+			writeError(ar, err)
 			return
 		}
 		if ar.GetGrantTypes().ExactOne(provider.GrantRefreshToken) {
 			warnings, err := p.refreshUpstream(ctx, s, ar)
 			if err != nil {
-				p.OAuth.WriteAccessError(ctx, w, ar, err)
+				writeError(ar, err)
 				return
 			}
 			addWarnings(w.Header(), warnings)
 		}
 	}
 	resp, err := p.OAuth.NewAccessResponse(ctx, ar)
+	if exchange && ok && s.Custom.ProviderType != "" {
+		obs.idpType = s.Custom.ProviderType // known once the grant has found the login's session
+	}
 	if ar.GetGrantTypes().ExactOne(provider.GrantAuthorizationCode) && lostCodeRace(err) {
 		// fosite answers a storage failure with server_error; losing a race for a code is a
 		// replay (RFC 6749 4.1.2).
 		err = fosite.ErrInvalidGrant.WithHint("The authorization code has already been used.").WithWrap(err)
 	}
 	if err != nil {
-		p.OAuth.WriteAccessError(ctx, w, ar, err)
+		writeError(ar, err)
 		return
 	}
 	// The ID token of a code or a refresh, the access token of an exchange: a cluster's
@@ -374,6 +388,11 @@ func (t *tokenExchange) PopulateTokenEndpointResponse(ctx context.Context, r fos
 		return fosite.ErrAccessDenied.WithHintf("No username found in session. Ensure that the %q scope was requested and granted at the authorization endpoint.", provider.ScopeUsername)
 	}
 	t.Audit.Event(ctx, "Session Found", audit.Fields{SessionID: orig.GetID()})
+	if exchanged, ok := r.GetSession().(*sessions.Session); ok {
+		// The exchange stores nothing; this names the login's identity provider type in the token
+		// endpoint's metrics.
+		exchanged.Custom.ProviderType = s.Custom.ProviderType
+	}
 	now := t.Now().UTC()
 	// The session's identity was checked at login and at each refresh; checking it again here
 	// covers sessions stored before an operator narrowed the reserved-name exceptions.
