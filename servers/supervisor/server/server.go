@@ -116,6 +116,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	// SessionRevocations too, so that every replica refuses the sessions they end at once.
 	sessionRevocations := c.CRInformers.Config().V1alpha1().SessionRevocations()
 	token.RegisterMetrics()
+	sessions.RegisterMetrics()
 	endpoints := oauth.New(storage, registry).WithClients(&provider.OIDCClients{
 		Clients:       oidcClients.Lister().OIDCClients(c.Namespace),
 		Secrets:       secrets.Lister().Secrets(c.Namespace),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,9 +42,12 @@ const (
 // resourceVersion), so that a record used since, or a new Secret of the same name, stays. When
 // the list's continuation expires during a long sweep, the rest waits for the next sweep.
 func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
+	start := time.Now()
 	var mu sync.Mutex
 	deleted := 0
 	var errs []error
+	live := map[string]int{} // the records that stay, by type, for the metrics
+	complete := false
 	opts := metav1.ListOptions{Limit: gcPageSize}
 	for {
 		list, err := s.secrets.List(ctx, opts)
@@ -59,6 +63,9 @@ func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
 		for i := range list.Items {
 			secret := &list.Items[i]
 			if !s.expired(secret) {
+				if typ := secret.Labels[TypeLabel]; slices.Contains(recordTypes, typ) && secret.Type == SecretType(typ) {
+					live[typ]++
+				}
 				continue
 			}
 			g.Go(func() error {
@@ -76,11 +83,14 @@ func (s *Storage) GarbageCollect(ctx context.Context) (int, error) {
 		}
 		_ = g.Wait()
 		if list.Continue == "" {
+			complete = true
 			break
 		}
 		opts.Continue = list.Continue
 	}
-	return deleted, errors.Join(errs...)
+	err := errors.Join(errs...)
+	observeSweep(start, deleted, live, complete, err)
+	return deleted, err
 }
 
 // expired reports whether secret asks to be collected, and its time has passed.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/metrics/testutil"
 
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/supervisor/internal/connectors"
@@ -52,9 +53,20 @@ func TestGarbageCollect(t *testing.T) {
 	s := NewStorage(clientset.CoreV1().Secrets(namespace), noConnectors{}, sessionstest.Keys()).WithAudit(audit.New(&log, false))
 	s.now = func() time.Time { return now }
 
+	RegisterMetrics() // component-base metrics count nothing until registered
+	collectedBefore, _ := testutil.GetCounterMetricValue(gcCollected)
+	runsBefore, _ := testutil.GetCounterMetricValue(gcRuns.WithLabelValues("success"))
 	n, err := s.GarbageCollect(context.Background())
 	if err != nil || n != 4 {
 		t.Fatalf("GarbageCollect() = %d, %v; want 4 deleted", n, err)
+	}
+	// The sweep is counted, with what it deleted and the records that stay: of our types only,
+	// whether they expire later, cannot say when, or never.
+	collected, _ := testutil.GetCounterMetricValue(gcCollected)
+	runs, _ := testutil.GetCounterMetricValue(gcRuns.WithLabelValues("success"))
+	live, _ := testutil.GetGaugeMetricValue(liveRecords.WithLabelValues(typeAccessToken))
+	if collected-collectedBefore != 4 || runs-runsBefore != 1 || live != 3 {
+		t.Errorf("metrics: %v collected, %v sweeps, %v live access-token records; want 4, 1, 3", collected-collectedBefore, runs-runsBefore, live)
 	}
 	// Secrets without a readable record are deleted without an audit event (TestGarbageCollectAudit).
 	if got := log.String(); got != "" {
