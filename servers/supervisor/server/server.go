@@ -31,8 +31,8 @@ import (
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/oauth"
 	"sealion.dev/servers/supervisor/internal/oauth/provider"
-	"sealion.dev/servers/supervisor/internal/oauth/token"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
+	"sealion.dev/servers/supervisor/internal/oauth/token"
 	"sealion.dev/servers/supervisor/internal/sni"
 	"sealion.dev/servers/supervisor/internal/tokenseal"
 )
@@ -117,6 +117,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	sessionRevocations := c.CRInformers.Config().V1alpha1().SessionRevocations()
 	token.RegisterMetrics()
 	sessions.RegisterMetrics()
+	connectors.RegisterMetrics()
 	endpoints := oauth.New(storage, registry).WithClients(&provider.OIDCClients{
 		Clients:       oidcClients.Lister().OIDCClients(c.Namespace),
 		Secrets:       secrets.Lister().Secrets(c.Namespace),
