@@ -30,6 +30,7 @@ import (
 	"sealion.dev/servers/concierge/internal/impersonator"
 	"sealion.dev/servers/concierge/internal/statemetrics"
 	"sealion.dev/servers/internal/audit"
+	"sealion.dev/servers/internal/fairqueue"
 	"sealion.dev/servers/internal/leaderelection"
 )
 
@@ -112,6 +113,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	credential.RegisterMetrics()
 	dynamicca.RegisterMetrics()
 	impersonator.RegisterMetrics()
+	fairqueue.RegisterMetrics()
 	csrs, csrIssuer, err := c.certificateSigningRequests()
 	if err != nil {
 		return nil, err

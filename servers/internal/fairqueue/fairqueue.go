@@ -52,6 +52,7 @@ const (
 
 // Limiter admits requests to at most Config.Concurrency seats.
 type Limiter struct {
+	name    string
 	qs      fq.QueueSet
 	maxWait time.Duration
 }
@@ -74,6 +75,7 @@ func New(c Config) (*Limiter, error) {
 		return nil, fmt.Errorf("fairqueue %s: %w", c.Name, err)
 	}
 	return &Limiter{
+		name:    c.Name,
 		qs:      completer.Complete(fq.DispatchingConfig{ConcurrencyLimit: c.Concurrency, ConcurrencyDenominator: c.Concurrency}),
 		maxWait: c.MaxWait,
 	}, nil
@@ -122,6 +124,7 @@ func WithFairQueuing(next http.Handler, reads, writes *Limiter, exempt func(*htt
 			l = reads
 		}
 		if !l.Do(r.Context(), clientaddr.Source(r), func() { next.ServeHTTP(w, r) }) {
+			rejected.WithLabelValues(l.name).Inc()
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 			http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
 		}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/component-base/metrics/testutil"
 )
 
 func newLimiter(t *testing.T, c Config) *Limiter {
@@ -194,11 +196,17 @@ func TestWithFairQueuing(t *testing.T) {
 			t.Errorf("%s while the writes are full: %d, want it served through the reads", method, w.Code)
 		}
 	}
-	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, "get", "BREW"} {
+	RegisterMetrics() // component-base metrics count nothing until registered
+	before, _ := testutil.GetCounterMetricValue(rejected.WithLabelValues(t.Name()))
+	refused := []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, "get", "BREW"}
+	for _, method := range refused {
 		w := serve(method, "/")
 		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
 			t.Errorf("%s while the writes are full: %d, Retry-After %q, want 429 and 1", method, w.Code, w.Header().Get("Retry-After"))
 		}
+	}
+	if after, _ := testutil.GetCounterMetricValue(rejected.WithLabelValues(t.Name())); after-before != float64(len(refused)) {
+		t.Errorf("requests_rejected_total{queue=%q} grew by %v, want %d", t.Name(), after-before, len(refused))
 	}
 	if w := serve(http.MethodPost, "/?watch=true"); w.Code != http.StatusNoContent {
 		t.Errorf("an exempt request while the writes are full: %d, want it served", w.Code)

@@ -18,6 +18,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // the JSON log format
 	"k8s.io/klog/v2"
 
+	"sealion.dev/servers/internal/fairqueue"
 	"sealion.dev/servers/internal/leaderelection"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
 	"sealion.dev/servers/supervisor/internal/connectors"
@@ -118,6 +119,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	token.RegisterMetrics()
 	sessions.RegisterMetrics()
 	connectors.RegisterMetrics()
+	fairqueue.RegisterMetrics()
 	endpoints := oauth.New(storage, registry).WithClients(&provider.OIDCClients{
 		Clients:       oidcClients.Lister().OIDCClients(c.Namespace),
 		Secrets:       secrets.Lister().Secrets(c.Namespace),
