@@ -23,6 +23,7 @@ import (
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/servingcert"
 	"sealion.dev/servers/concierge/apiserver"
+	"sealion.dev/servers/concierge/internal/authenticator/authnmetrics"
 	"sealion.dev/servers/concierge/internal/authncache"
 	"sealion.dev/servers/concierge/internal/controllers/authenticator"
 	"sealion.dev/servers/concierge/internal/credential"
@@ -110,6 +111,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		loaders = append(loaders, loader{"the kube cert agent controller", agent})
 	}
 	var authenticators authncache.Cache
+	authnmetrics.RegisterMetrics()
 	credential.RegisterMetrics()
 	dynamicca.RegisterMetrics()
 	impersonator.RegisterMetrics()

@@ -40,6 +40,7 @@ import (
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	"sealion.dev/core/cabundle"
+	"sealion.dev/servers/concierge/internal/authenticator/authnmetrics"
 	"sealion.dev/servers/concierge/internal/authenticator/checks"
 )
 
@@ -161,11 +162,14 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 		return fail(authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonInvalidAuthenticator,
 			"could not initialize jwt authenticator: %v", err)
 	}
-	// The key set outlives New: its context is cancelled by Close, not by ctx.
+	// The key set outlives New: its context is cancelled by Close, not by ctx. Its fetches, made
+	// while serving exchanges, are counted.
 	lifecycleCtx, cancel := context.WithCancel(oidc.ClientContext(context.Background(), client))
+	keyClient := &http.Client{Transport: authnmetrics.Transport(authnmetrics.KindJWT, client.Transport), Timeout: client.Timeout}
+	remote := oidc.NewRemoteKeySet(oidc.ClientContext(lifecycleCtx, keyClient), discovered.JWKSURL)
 	token, err := upstreamoidc.New(lifecycleCtx, upstreamoidc.Options{
 		JWTAuthenticator:     upstreamCfg,
-		KeySet:               &seededKeySet{seed: keys, remote: oidc.NewRemoteKeySet(lifecycleCtx, discovered.JWKSURL)},
+		KeySet:               &seededKeySet{seed: keys, remote: remote},
 		Client:               client, // for distributed claims
 		SupportedSigningAlgs: SigningAlgorithms,
 	})

@@ -10,9 +10,11 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	"sealion.dev/core/testing/oidcissuer"
+	"sealion.dev/servers/concierge/internal/authenticator/authnmetrics"
 	"sealion.dev/servers/concierge/internal/authenticator/checks"
 )
 
@@ -122,6 +124,8 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatalf("token before rotation rejected: %v", err)
 	}
 	fetchesBefore := iss.JWKSRequests()
+	authnmetrics.RegisterMetrics() // component-base metrics count nothing until registered
+	countedBefore := keySetFetches(t)
 
 	if err := iss.RotateKeys(); err != nil {
 		t.Fatal(err)
@@ -135,6 +139,9 @@ func TestKeyRotation(t *testing.T) {
 	}
 	if iss.JWKSRequests() <= fetchesBefore {
 		t.Errorf("JWKS fetched %d times before and %d after rotation; want a refetch", fetchesBefore, iss.JWKSRequests())
+	}
+	if counted := keySetFetches(t); counted < countedBefore+1 {
+		t.Errorf("authenticator_upstream_requests_total{JWTAuthenticator,success} went from %v to %v; want the refetch counted", countedBefore, counted)
 	}
 	// go-oidc hands the refetched keys to the waiting verification a moment before it replaces
 	// its cache, so a verification in that moment still sees the old keys.
@@ -284,4 +291,29 @@ func TestNewAuthenticatorValidMessage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keySetFetches reads the key set fetches that succeeded from the registry the Concierge serves.
+func keySetFetches(t *testing.T) float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "pinniped_concierge_authenticator_upstream_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["authenticator_kind"] == authnmetrics.KindJWT && labels["result"] == "success" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatal("no pinniped_concierge_authenticator_upstream_requests_total{JWTAuthenticator,success} series")
+	return 0
 }

@@ -23,6 +23,7 @@ import (
 
 	authv1alpha1 "sealion.dev/core/apis/concierge/authentication/v1alpha1"
 	"sealion.dev/core/cabundle"
+	"sealion.dev/servers/concierge/internal/authenticator/authnmetrics"
 	"sealion.dev/servers/concierge/internal/authenticator/checks"
 )
 
@@ -116,6 +117,9 @@ func New(ctx context.Context, cfg Config) (*Authenticator, checks.List) {
 		// logins at 5 a second for the whole Concierge. Load is bounded by the callers instead.
 		QPS: -1,
 	}
+	restConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return authnmetrics.Transport(authnmetrics.KindWebhook, rt)
+	})
 	if _, err := rest.HTTPClientFor(restConfig); err != nil {
 		return fail(authv1alpha1.ConditionAuthenticatorValid, authv1alpha1.ReasonUnableToCreateClient,
 			"unable to create client for this webhook: %v", err)
