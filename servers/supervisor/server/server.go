@@ -116,6 +116,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	oidcClients := c.CRInformers.Config().V1alpha1().OIDCClients()
 	// SessionRevocations too, so that every replica refuses the sessions they end at once.
 	sessionRevocations := c.CRInformers.Config().V1alpha1().SessionRevocations()
+	federationdomain.RegisterMetrics()
 	token.RegisterMetrics()
 	sessions.RegisterMetrics()
 	connectors.RegisterMetrics()

@@ -32,6 +32,10 @@ const (
 	Algorithm = string(jose.ES256)
 )
 
+// GeneratedAtAnnotation records on a JWKS Secret when its key was generated (RFC 3339), so that the
+// key's age survives in-place replacement; a Secret without it holds a key as old as the Secret.
+const GeneratedAtAnnotation = "supervisor.sealion.dev/key-generated-at"
+
 // JWKSSecretName is the name of the JWKS Secret of the FederationDomain named fdName.
 func JWKSSecretName(fdName string) string { return fdName + "-jwks" }
 

@@ -171,6 +171,7 @@ func (c *Controller) sync(ctx context.Context) error {
 
 	var errs []error
 	var issuers []*issuer.Issuer
+	keysGenerated := map[string]time.Time{}
 	csrfKey, err := c.ensureCSRFKey(ctx)
 	if err != nil {
 		errs = append(errs, err)
@@ -191,6 +192,7 @@ func (c *Controller) sync(ctx context.Context) error {
 		}
 		var secrets configv1alpha1.FederationDomainSecrets
 		if k != nil {
+			keysGenerated[r.fd.Name] = k.jwksGenerated
 			secrets = k.secrets
 		} else {
 			secrets = r.fd.Status.Secrets // keep what was recorded until the keys are back
@@ -203,6 +205,7 @@ func (c *Controller) sync(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	c.certs.Set(c.certificates(ctx, results))
+	recordKeys(keysGenerated)
 	return errors.Join(errs...)
 }
 

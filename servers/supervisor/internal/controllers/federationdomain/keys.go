@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 // keys are the keys of one FederationDomain, read from (or just written to) their Secrets.
 type keys struct {
 	jwks                                                 *signingkeys.JWKS
+	jwksGenerated                                        time.Time
 	tokenSigningKey, stateSigningKey, stateEncryptionKey []byte
 	secrets                                              configv1alpha1.FederationDomainSecrets
 }
@@ -30,6 +32,8 @@ type keySecret struct {
 	owner    *metav1.OwnerReference
 	generate func() (map[string][]byte, error)
 	parse    func(map[string][]byte) error
+	// generated, when set, receives the time the key in the Secret was generated.
+	generated *time.Time
 }
 
 // ensureKeys makes sure every key Secret of fd exists, is readable and is owned by fd, and returns
@@ -40,6 +44,7 @@ func (c *Controller) ensureKeys(ctx context.Context, fd *configv1alpha1.Federati
 	owner := c.ownerReference(fd)
 	jwksSecret := keySecret{
 		name: signingkeys.JWKSSecretName(fd.Name), typ: signingkeys.JWKSSecretType, owner: &owner, generate: signingkeys.NewJWKS,
+		generated: &k.jwksGenerated,
 		parse: func(data map[string][]byte) (err error) {
 			k.jwks, err = signingkeys.ParseJWKS(data)
 			return err
@@ -127,6 +132,7 @@ func (c *Controller) ensureKeySecret(ctx context.Context, want keySecret) error 
 		// Not one of ours: a user's Secret is never overwritten.
 		return fmt.Errorf("the Secret %s exists with type %q instead of %q; delete it so that the key can be generated", want.name, existing.Type, want.typ)
 	case ownedBy(existing, want.owner) && want.parse(existing.Data) == nil:
+		want.noteGenerated(existing)
 		return nil
 	}
 	data, err := want.generate()
@@ -142,10 +148,12 @@ func (c *Controller) ensureKeySecret(ctx context.Context, want keySecret) error 
 		updated.Labels = map[string]string{}
 	}
 	maps.Copy(updated.Labels, c.cfg.Labels)
+	updated.Annotations = want.annotate(updated.Annotations)
 	if _, err := c.kube.CoreV1().Secrets(c.cfg.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("replacing the unusable key in Secret %s: %w", want.name, err)
 	}
 	klog.FromContext(ctx).Info("replaced an unusable key", "secret", want.name)
+	want.noteGenerated(updated)
 	return want.parse(data)
 }
 
@@ -155,7 +163,7 @@ func (c *Controller) createKeySecret(ctx context.Context, want keySecret) error 
 		return err
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: want.name, Namespace: c.cfg.Namespace, Labels: maps.Clone(c.cfg.Labels)},
+		ObjectMeta: metav1.ObjectMeta{Name: want.name, Namespace: c.cfg.Namespace, Labels: maps.Clone(c.cfg.Labels), Annotations: want.annotate(nil)},
 		Type:       want.typ,
 		Data:       data,
 	}
@@ -170,6 +178,7 @@ func (c *Controller) createKeySecret(ctx context.Context, want keySecret) error 
 			return getErr
 		}
 		if live.Type == want.typ && ownedBy(live, want.owner) && want.parse(live.Data) == nil {
+			want.noteGenerated(live)
 			return nil
 		}
 		return fmt.Errorf("the Secret %s was created meanwhile and is not usable yet; will retry", want.name)
@@ -178,7 +187,36 @@ func (c *Controller) createKeySecret(ctx context.Context, want keySecret) error 
 		return fmt.Errorf("creating Secret %s: %w", want.name, err)
 	}
 	klog.FromContext(ctx).Info("generated a key", "secret", want.name)
+	want.noteGenerated(secret)
 	return want.parse(data)
+}
+
+// annotate returns annotations (a copy) recording that the key was generated now, for a key whose
+// age is reported; the others' Secrets stay exactly as upstream writes them.
+func (want keySecret) annotate(annotations map[string]string) map[string]string {
+	if want.generated == nil {
+		return annotations
+	}
+	out := maps.Clone(annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[signingkeys.GeneratedAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+	return out
+}
+
+// noteGenerated hands want.generated the time the key in secret was generated: its annotation, or
+// for a Secret written before the annotation existed, the Secret's creation (keys were replaced in
+// place only when unreadable, so that is the key's time but for those rare cases).
+func (want keySecret) noteGenerated(secret *corev1.Secret) {
+	if want.generated == nil {
+		return
+	}
+	if t, err := time.Parse(time.RFC3339, secret.Annotations[signingkeys.GeneratedAtAnnotation]); err == nil {
+		*want.generated = t
+		return
+	}
+	*want.generated = secret.CreationTimestamp.Time
 }
 
 // ownerReference makes fd the controller of a key Secret, so that deleting fd deletes its keys.
