@@ -8,7 +8,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 cd "${root}"
 
 # Every file update.sh writes: the generated trees, zz_generated files next to the types, the
-# copies of the Concierge and Supervisor CRDs in their install manifests, and the API reference.
+# copies of the Concierge and Supervisor CRDs in their install manifests, and the reference pages.
 generated_files() {
 	{
 		find core/generated -type f 2>/dev/null || true
@@ -17,6 +17,7 @@ generated_files() {
 		echo docs/reference/api.md
 		echo docs/reference/conditions.md
 		echo docs/reference/config.md
+		echo docs/reference/metrics.md
 	} | LC_ALL=C sort
 }
 

@@ -1,7 +1,7 @@
 // Command docgen writes the reference pages of the docs from the sources, so that they cannot drift
 // from the code: the API reference from the CRDs (every field users can set or read, as the API
 // server validates it), the status conditions from the API types' doc comments, and the servers'
-// configuration keys from their config types. Run from the
+// configuration keys from their config types, and the metrics from their declarations. Run from the
 // tools module: go run ./docgen [--repo-root ..] (tools/codegen/update.sh runs it;
 // verify-generate fails when a page is stale).
 package main
@@ -28,7 +28,7 @@ func main() {
 	}
 }
 
-// write writes docs/reference/api.md, conditions.md and config.md.
+// write writes docs/reference/api.md, conditions.md, config.md and metrics.md.
 func write(root string) error {
 	api, err := reference(filepath.Join(root, "core", "generated", "crds"))
 	if err != nil {
@@ -42,6 +42,10 @@ func write(root string) error {
 	if err != nil {
 		return err
 	}
+	metrics, err := metricsReference(root)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Join(root, "docs", "reference")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -52,7 +56,10 @@ func write(root string) error {
 	if err := os.WriteFile(filepath.Join(dir, "conditions.md"), conds, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "config.md"), config, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "config.md"), config, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "metrics.md"), metrics, 0o644)
 }
 
 // reference renders every CRD in dir, grouped by API group, kinds in alphabetical order.

@@ -19,7 +19,8 @@ var (
 		Name:      "token_requests_total",
 		Help: "Token endpoint requests, by FederationDomain, grant (authorization_code: a login completed; refresh_token; " +
 			"token_exchange: a cluster's ID token; device_code; other), the identity provider type of the session (unknown " +
-			"before one is found) and result: success, or the OAuth error code answered (invalid_grant, invalid_client, ...).",
+			"before one is found) and result: success, polled (a device poll answered pending, slow_down, denied or expired), " +
+			"or the OAuth error code answered (invalid_grant, invalid_client, ...).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"federation_domain", "grant_type", "identity_provider_type", "result"})
 	tokenDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
