@@ -94,3 +94,6 @@ done
 
 echo "Writing the reference pages (docs/reference) from the CRDs and the API types"
 (cd "${tools}" && go run ./docgen --repo-root "${root}")
+
+echo "Writing the charts' Grafana dashboards (files/dashboard.json)"
+(cd "${tools}" && go run ./dashboards --repo-root "${root}")

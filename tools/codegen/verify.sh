@@ -8,7 +8,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 cd "${root}"
 
 # Every file update.sh writes: the generated trees, zz_generated files next to the types, the
-# copies of the Concierge and Supervisor CRDs in their install manifests, and the reference pages.
+# copies of the Concierge and Supervisor CRDs in their install manifests, the reference pages and
+# the charts' dashboards.
 generated_files() {
 	{
 		find core/generated -type f 2>/dev/null || true
@@ -18,6 +19,8 @@ generated_files() {
 		echo docs/reference/conditions.md
 		echo docs/reference/config.md
 		echo docs/reference/metrics.md
+		echo servers/concierge/deploy/chart/files/dashboard.json
+		echo servers/supervisor/deploy/chart/files/dashboard.json
 	} | LC_ALL=C sort
 }
 

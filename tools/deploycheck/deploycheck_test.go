@@ -116,8 +116,10 @@ func everyOption(chart string) map[string]any {
 		"namespace":     "tuna",
 		"networkPolicy": map[string]any{"enabled": true},
 	}
-	if chart != usersChart { // the local-user-authenticator serves no metrics
+	if chart != usersChart { // the local-user-authenticator's metrics need no ServiceMonitor
 		values["serviceMonitor"] = map[string]any{"enabled": true}
+		values["prometheusRule"] = map[string]any{"enabled": true}
+		values["grafanaDashboard"] = map[string]any{"enabled": true}
 	}
 	return values
 }
@@ -450,8 +452,12 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 				t.Fatal("no objects")
 			}
 			for _, obj := range objects {
-				if obj.GetKind() == "ServiceMonitor" { // not in the scheme: the Prometheus Operator's
+				switch obj.GetKind() { // not in the scheme: the Prometheus Operator's
+				case "ServiceMonitor":
 					decodeServiceMonitor(t, obj)
+					continue
+				case "PrometheusRule":
+					decodePrometheusRule(t, obj)
 					continue
 				}
 				if err := decodeStrict(decoder, obj); err != nil {
