@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 
 	"sealion.dev/servers/internal/audit"
@@ -67,6 +68,19 @@ func TestGarbageCollect(t *testing.T) {
 	live, _ := testutil.GetGaugeMetricValue(liveRecords.WithLabelValues(typeAccessToken))
 	if collected-collectedBefore != 4 || runs-runsBefore != 1 || live != 3 {
 		t.Errorf("metrics: %v collected, %v sweeps, %v live access-token records; want 4, 1, 3", collected-collectedBefore, runs-runsBefore, live)
+	}
+	// A type without a record is served as 0, not left out.
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(`
+# HELP pinniped_supervisor_session_records [ALPHA] Session records (Secrets) not yet expired, by storage type, as the leading replica's last complete sweep found them: oidc counts logins, refresh-token their current and retired refresh tokens.
+# TYPE pinniped_supervisor_session_records gauge
+pinniped_supervisor_session_records{type="access-token"} 3
+pinniped_supervisor_session_records{type="authcode"} 0
+pinniped_supervisor_session_records{type="device"} 0
+pinniped_supervisor_session_records{type="oidc"} 0
+pinniped_supervisor_session_records{type="pkce"} 0
+pinniped_supervisor_session_records{type="refresh-token"} 0
+`), "pinniped_supervisor_session_records"); err != nil {
+		t.Error(err)
 	}
 	// Secrets without a readable record are deleted without an audit event (TestGarbageCollectAudit).
 	if got := log.String(); got != "" {

@@ -52,7 +52,7 @@ func RegisterMetrics() {
 }
 
 // observeSweep records a sweep: its result, what it deleted, and, when it listed every record,
-// the live records by type.
+// the live records of each type.
 func observeSweep(start time.Time, deleted int, live map[string]int, complete bool, err error) {
 	result := "success"
 	if err != nil {
@@ -62,9 +62,9 @@ func observeSweep(start time.Time, deleted int, live map[string]int, complete bo
 	gcCollected.Add(float64(deleted))
 	gcDuration.Observe(time.Since(start).Seconds())
 	if complete {
-		liveRecords.Reset()
-		for typ, n := range live {
-			liveRecords.WithLabelValues(typ).Set(float64(n))
+		// Every type, those without a record at 0: a graph shows none, not a gap.
+		for _, typ := range recordTypes {
+			liveRecords.WithLabelValues(typ).Set(float64(live[typ]))
 		}
 	}
 }
