@@ -37,7 +37,7 @@ func TestDefaultCatalog(t *testing.T) {
 			unbuilt = append(unbuilt, p.Name)
 		}
 	}
-	if !slices.Equal(built, []string{"webhook", "dex-browser", "ldap", "ad", "github", "supervisor", "device", "sessions", "kubeapps", "faults", "upgrade"}) || len(unbuilt) != 0 {
+	if !slices.Equal(built, []string{"webhook", "dex-browser", "ldap", "ad", "github", "supervisor", "device", "sessions", "kubeapps", "faults", "upgrade", "metrics"}) || len(unbuilt) != 0 {
 		t.Errorf("built paths %v, not built %v", built, unbuilt)
 	}
 }

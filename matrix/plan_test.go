@@ -38,12 +38,12 @@ func TestPlanExpandsEverything(t *testing.T) {
 	}
 	// Six versioned distributions x six minors, and existing once, each with six identity paths,
 	// the faults and upgrade paths on kubeadm and gke only, the kubeapps path on gke, eks and
-	// aks, and the device and sessions paths on kubeadm.
+	// aks, and the device, sessions and metrics paths on kubeadm.
 	if len(groups) != 6*6+1 {
 		t.Fatalf("%d groups", len(groups))
 	}
 	cells := CellNames(groups)
-	if len(cells) != 37*6+2*6+3*6+2*6+6+6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
+	if len(cells) != 37*6+2*6+3*6+2*6+6+6+6 || cells[0] != "kubeadm/1.31/webhook" || cells[len(cells)-1] != "existing/cluster/supervisor" {
 		t.Errorf("%d cells, first %s, last %s", len(cells), cells[0], cells[len(cells)-1])
 	}
 	for _, c := range cells {
