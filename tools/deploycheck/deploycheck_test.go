@@ -1468,8 +1468,8 @@ func TestChartNetworkPolicy(t *testing.T) {
 
 // The opt-in ServiceMonitor has Prometheus scrape /metrics where the server serves it, on its
 // aggregated API's port, through that API's Service alone, verifying the certificate the server
-// issues for that Service with the CA it publishes. The local-user-authenticator serves no metrics,
-// and its chart has no ServiceMonitor.
+// issues for that Service with the CA it publishes. The local-user-authenticator's metrics need no
+// credential, and its chart has no ServiceMonitor.
 func TestChartServiceMonitor(t *testing.T) {
 	type names struct{ apiService, servingCertificateSecret string }
 	for name, c := range map[string]struct {
