@@ -123,7 +123,7 @@ func fileMetrics(f *ast.File, rel string) ([]metric, error) {
 						errs = append(errs, err.Error())
 						return false
 					}
-					descs[n.Names[0+i].Name] = m
+					descs[n.Names[i].Name] = m
 					return false
 				}
 			}
