@@ -628,6 +628,37 @@ func TestSupervisorChartValues(t *testing.T) {
 	}
 }
 
+// The charts' tracing values become the servers' tracing key, which the servers accept; off by
+// default, the key is absent.
+func TestChartsRenderTracing(t *testing.T) {
+	on := map[string]any{"tracing": map[string]any{"enabled": true, "endpoint": "otel-agent.monitoring.svc:4317", "samplingRatePerMillion": 250}}
+	// Each server's tracing key, as JSON: null when absent.
+	for name, tracing := range map[string]func(values map[string]any) string{
+		"concierge": func(values map[string]any) string {
+			return toJSON(t, conciergeConfig(t, render(t, conciergeChart, values), releaseNamespace).Tracing)
+		},
+		"supervisor": func(values map[string]any) string {
+			return toJSON(t, supervisorConfig(t, render(t, supervisorChart, values), releaseNamespace).Tracing)
+		},
+	} {
+		if got := tracing(nil); got != "null" {
+			t.Errorf("%s: traces by default: %s", name, got)
+		}
+		if got, want := tracing(on), `{"endpoint":"otel-agent.monitoring.svc:4317","samplingRatePerMillion":250}`; got != want {
+			t.Errorf("%s: tracing %s, want %s", name, got, want)
+		}
+	}
+}
+
+func toJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
 func TestChartRendersKubeCertAgentSettings(t *testing.T) {
 	objects := render(t, conciergeChart, map[string]any{"kubeCertAgent": map[string]any{
 		"image": "example.com/agent:1", "imagePullSecrets": []any{"pull"}, "priorityClassName": "system-cluster-critical",

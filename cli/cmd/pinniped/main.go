@@ -9,12 +9,13 @@ import (
 	"syscall"
 
 	"sealion.dev/cli/internal/cmd/root"
+	"sealion.dev/cli/internal/cmdtrace"
 	"sealion.dev/cli/internal/deps"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := root.NewCommand(deps.Default()).ExecuteContext(ctx)
+	err := root.NewCommand(deps.Default()).ExecuteContext(cmdtrace.Join(ctx, os.Getenv))
 	stop()
 	if err != nil {
 		os.Exit(1)

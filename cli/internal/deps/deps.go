@@ -16,6 +16,7 @@ import (
 	authenticationclient "sealion.dev/core/generated/concierge/clientset/versioned/typed/authentication/v1alpha1"
 	configclient "sealion.dev/core/generated/concierge/clientset/versioned/typed/config/v1alpha1"
 	identityclient "sealion.dev/core/generated/concierge/clientset/versioned/typed/identity/v1alpha1"
+	"sealion.dev/core/tracing"
 )
 
 // Deps is passed to every command's NewCommand.
@@ -93,6 +94,8 @@ type conciergeClient struct {
 }
 
 func newConciergeClient(cfg *rest.Config) (ConciergeClient, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(tracing.Transport)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	loginv1alpha1 "sealion.dev/core/apis/concierge/login/v1alpha1"
 	loginclient "sealion.dev/core/generated/concierge/clientset/versioned/typed/login/v1alpha1"
 	"sealion.dev/core/groupsuffix"
+	"sealion.dev/core/tracing"
 )
 
 // Authenticator kinds a TokenCredentialRequest can name.
@@ -97,6 +98,7 @@ func New(cfg Config) (*Client, error) {
 		UserAgent:       "pinniped",
 	}
 	restCfg.Wrap(groupsuffix.Transport(cfg.APIGroupSuffix))
+	restCfg.Wrap(tracing.Transport)
 	// The login group's typed client, not the clientset: the clientset's discovery client links
 	// client-go's scheme of every built-in API, whose initialisation every kubectl call would pay.
 	login, err := loginclient.NewForConfig(restCfg)

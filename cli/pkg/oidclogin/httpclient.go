@@ -5,10 +5,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"net/http"
+
+	"sealion.dev/core/tracing"
 )
 
 // NewHTTPClient returns a client for talking to an issuer: it trusts only the CA certificates of
-// caBundle (PEM), or the system's when caBundle is empty, and times out after HTTPTimeout.
+// caBundle (PEM), or the system's when caBundle is empty, and times out after HTTPTimeout. Within
+// a traced command its requests are spans, and carry the trace on to the issuer.
 func NewHTTPClient(caBundle []byte) (*http.Client, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
@@ -19,5 +22,5 @@ func NewHTTPClient(caBundle []byte) (*http.Client, error) {
 		}
 		transport.TLSClientConfig.RootCAs = pool
 	}
-	return &http.Client{Transport: transport, Timeout: HTTPTimeout}, nil
+	return &http.Client{Transport: tracing.Transport(transport), Timeout: HTTPTimeout}, nil
 }

@@ -59,6 +59,9 @@ type Config struct {
 	AllowedReservedNames reservednames.Exceptions `json:"allowedReservedNames"`
 	// Audit configures the audit events.
 	Audit Audit `json:"audit"`
+	// Tracing exports OpenTelemetry traces of the aggregated API (TokenCredentialRequests, their
+	// authenticators' calls to issuers and webhooks) to an OTLP/gRPC collector; off when absent.
+	Tracing *serverboot.Tracing `json:"tracing,omitempty"`
 	// CredentialIssuerCreatedByInstall says the install creates the CredentialIssuer (and creates
 	// it again on upgrade), as the Helm chart's hook does once the Concierge runs: the Concierge
 	// then waits for it instead of creating it when it is missing, which would make Helm's
@@ -272,6 +275,9 @@ func (c *Config) validate() error {
 		}
 	}
 	if err := c.Log.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := serverboot.ValidateTracing(c.Tracing); err != nil {
 		errs = append(errs, err)
 	}
 	if u := c.Discovery.URL; u != nil {

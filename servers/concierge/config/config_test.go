@@ -72,7 +72,8 @@ func TestParseErrors(t *testing.T) {
 			doc:  minimal + "api:\n  servingCertificate:\n    durationSeconds: 10\n    renewBeforeSeconds: 20\n",
 			want: []string{"api.servingCertificate"},
 		},
-		"half a signer": {doc: minimal + "signer:\n  certificateFile: /a\n", want: []string{"signer"}},
+		"half a signer":          {doc: minimal + "signer:\n  certificateFile: /a\n", want: []string{"signer"}},
+		"negative sampling rate": {doc: minimal + "tracing: {samplingRatePerMillion: -1}\n", want: []string{"tracing.samplingRatePerMillion: Invalid value: -1"}},
 		"bad agent settings": {
 			doc:  minimal + "  agentServiceAccount: Bad_SA\nkubeCertAgent:\n  namePrefix: \"-\"\n  image: \" x\"\n  imagePullSecrets: [ok, \"no way\"]\n  priorityClassName: UPPER\n",
 			want: []string{"kubeCertAgent.namePrefix", "names.agentServiceAccount", "kubeCertAgent.imagePullSecrets[1]", "kubeCertAgent.priorityClassName", "kubeCertAgent.image"},

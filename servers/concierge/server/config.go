@@ -16,6 +16,7 @@ import (
 	"sealion.dev/servers/concierge/apiserver"
 	"sealion.dev/servers/concierge/config"
 	"sealion.dev/servers/internal/leaderelection"
+	"sealion.dev/servers/internal/serverboot"
 )
 
 // defaultSignerReloadInterval is how often the signer's files are re-read, when the configuration
@@ -55,6 +56,9 @@ type Config struct {
 	// AuditTokenFingerprintKey keys the audit events' token fingerprints (audit.TokenID): the
 	// installation's, from its Secret. Empty, the audit logger uses a random key of its own.
 	AuditTokenFingerprintKey []byte
+	// Tracer exports the spans of the aggregated API when the configuration file asks for traces;
+	// nil, nothing is traced.
+	Tracer *serverboot.Tracer
 }
 
 type completedConfig struct {

@@ -124,6 +124,10 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	tracer, err := serverboot.NewTracer(context.Background(), file.Tracing, "pinniped-concierge")
+	if err != nil {
+		return nil, err
+	}
 	generic, err := aggregatedapi.RecommendedConfig(aggregatedapi.Options{
 		BindAddress:             net.ParseIP(o.BindAddress),
 		Port:                    int(*file.AggregatedAPIServerPort),
@@ -136,6 +140,7 @@ func (o *Options) Config() (*Config, error) {
 		Versions:                []schema.GroupVersion{scheme.LoginGV, scheme.IdentityGV},
 		Cert:                    serving.Provider(),
 		TLS:                     file.TLSProfile,
+		Tracer:                  tracer.Provider(),
 	})
 	if err != nil {
 		return nil, err
@@ -156,6 +161,7 @@ func (o *Options) Config() (*Config, error) {
 		Serving:                  serving,
 		APIServer:                generic,
 		AuditTokenFingerprintKey: auditKey,
+		Tracer:                   tracer,
 	}, nil
 }
 

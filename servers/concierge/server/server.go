@@ -33,6 +33,7 @@ import (
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/fairqueue"
 	"sealion.dev/servers/internal/leaderelection"
+	"sealion.dev/servers/internal/serverboot"
 )
 
 // NewCommand returns the pinniped-concierge command.
@@ -74,6 +75,8 @@ type Server struct {
 	// suffix and port are logged when the server starts.
 	suffix string
 	port   int64
+	// tracer exports the last spans once everything has stopped.
+	tracer *serverboot.Tracer
 }
 
 // informerFactory starts the informers asked of it so far.
@@ -96,6 +99,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		serving:   c.Serving,
 		suffix:    *c.File.APIGroupSuffix,
 		port:      *c.File.AggregatedAPIServerPort,
+		tracer:    c.Tracer,
 	}
 	// loaders fill what exchanges are served from; the replica is ready once each has tried.
 	var loaders []loader
@@ -203,6 +207,7 @@ func loadedCheck(loaders []loader) healthz.HealthChecker {
 // Run starts the Concierge and blocks until ctx ends or the API server fails, and then until
 // the controllers have stopped.
 func (s *Server) Run(ctx context.Context) error {
+	defer s.tracer.Flush(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	logger := klog.FromContext(ctx)

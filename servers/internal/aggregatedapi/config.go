@@ -22,6 +22,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/discovery"
 	"k8s.io/component-base/compatibility"
+	basetracing "k8s.io/component-base/tracing"
 	baseversion "k8s.io/component-base/version"
 
 	generatedopenapi "sealion.dev/core/generated/openapi"
@@ -70,6 +71,9 @@ type Options struct {
 	Cert dynamiccertificates.CertKeyContentProvider
 	// TLS is the server's TLS profile.
 	TLS tlsprofile.Profile
+	// Tracer, when the server traces, makes the spans of its requests, continuing the traces the
+	// kube-apiserver's aggregator passes on; nil, the library's default, traces nothing.
+	Tracer basetracing.TracerProvider
 }
 
 // RecommendedConfig builds a generic API server configuration for o. Nothing is stored (no etcd),
@@ -113,6 +117,9 @@ func RecommendedConfig(o Options) (*genericapiserver.RecommendedConfig, error) {
 		return nil, fmt.Errorf("configuring the API server: %w", err)
 	}
 	c.SecureServing.Cert = o.Cert
+	if o.Tracer != nil {
+		c.TracerProvider = o.Tracer
+	}
 	// A stopping replica leaves its Service's endpoints at once, but the aggregator and
 	// kube-proxy follow only within seconds: from the start of its shutdown the server fails
 	// /readyz and keeps serving for ShutdownDelay, then finishes the requests in flight.

@@ -1,5 +1,5 @@
 // Package serverboot holds what each of our servers does first: structured logging at the
-// configured level, and a client configuration for the cluster it serves.
+// configured level, a client configuration for the cluster it serves, and its trace exporter.
 package serverboot
 
 import (

@@ -54,6 +54,9 @@ type Config struct {
 	AllowedReservedNames reservednames.Exceptions `json:"allowedReservedNames"`
 	// Audit configures the audit events.
 	Audit Audit `json:"audit"`
+	// Tracing exports OpenTelemetry traces of the endpoints, their upstream calls and the aggregated
+	// API to an OTLP/gRPC collector; off when absent.
+	Tracing *serverboot.Tracing `json:"tracing,omitempty"`
 }
 
 // Audit configures the audit events, with Pinniped's keys.
@@ -219,6 +222,9 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("names.apiService: the serving certificate Secret name %q is not valid: %s", c.Names.ServingCertificateSecret(), strings.Join(problems, "; ")))
 	}
 	if err := c.Log.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := serverboot.ValidateTracing(c.Tracing); err != nil {
 		errs = append(errs, err)
 	}
 	profile, err := tlsprofile.New(c.TLS.OneDotTwo.AllowedCiphers)

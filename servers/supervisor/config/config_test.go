@@ -58,6 +58,7 @@ aggregatedAPIServerPort: 10443
 aggregatedAPIServerDisableAdmissionPlugins: [NamespaceLifecycle]
 oidc: {ignoreUserInfoEndpoint: {whenIssuerExactlyMatches: ["https://issuer.example.com"]}}
 upstreams: {connectTimeoutSeconds: 3}
+tracing: {endpoint: "otel-collector.monitoring.svc:4317", samplingRatePerMillion: 100}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +75,9 @@ upstreams: {connectTimeoutSeconds: 3}
 	}
 	if got := c.Upstreams.ConnectTimeout(); got != 3*time.Second {
 		t.Errorf("upstreams.connectTimeoutSeconds: %v, want 3s", got)
+	}
+	if tr := c.Tracing; tr == nil || *tr.Endpoint != "otel-collector.monitoring.svc:4317" || *tr.SamplingRatePerMillion != 100 {
+		t.Errorf("tracing %+v", tr)
 	}
 	if got := c.TLSProfile.CipherNames(); !slices.Equal(got, []string{"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"}) {
 		t.Errorf("TLS 1.2 ciphers %v", got)
@@ -117,6 +121,9 @@ endpoints:
 		{name: "ignored issuers not a list", doc: minimal + "oidc: {ignoreUserInfoEndpoint: {whenIssuerExactlyMatches: https://a}}\n", want: []string{"whenIssuerExactlyMatches"}},
 		{name: "upstream connect timeout of zero", doc: minimal + "upstreams: {connectTimeoutSeconds: 0}\n", want: []string{"upstreams.connectTimeoutSeconds: must be within 1-300, got 0"}},
 		{name: "upstream connect timeout too long", doc: minimal + "upstreams: {connectTimeoutSeconds: 301}\n", want: []string{"upstreams.connectTimeoutSeconds: must be within 1-300, got 301"}},
+		{name: "tracing to an HTTP URL, sampling more than all", doc: minimal + "tracing: {endpoint: \"http://collector:4318\", samplingRatePerMillion: 1000001}\n", want: []string{
+			"tracing.samplingRatePerMillion: Invalid value: 1000001", "tracing.endpoint: Invalid value: \"http://collector:4318\": unsupported scheme: http",
+		}},
 		{name: "tcp without a port", doc: minimal + "endpoints: {https: {network: tcp, address: localhost}}\n", want: []string{"is not host:port"}},
 	}
 	for _, tt := range tests {

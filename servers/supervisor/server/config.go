@@ -15,6 +15,7 @@ import (
 	"sealion.dev/core/servingcert"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/leaderelection"
+	"sealion.dev/servers/internal/serverboot"
 	"sealion.dev/servers/supervisor/apiserver"
 	"sealion.dev/servers/supervisor/config"
 )
@@ -85,6 +86,9 @@ type Config struct {
 	MaxQueueWait                                     time.Duration
 	// AuditOutput receives the audit events, one JSON line each; os.Stdout by default.
 	AuditOutput io.Writer
+	// Tracer exports the spans of the endpoints and the aggregated API when the configuration file
+	// asks for traces; nil, nothing is traced.
+	Tracer *serverboot.Tracer
 	// AuditTokenFingerprintKey keys the audit events' token fingerprints (audit.TokenID): the
 	// installation's, from its Secret. Empty, the audit logger uses a random key of its own.
 	AuditTokenFingerprintKey []byte

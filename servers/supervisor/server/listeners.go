@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"sealion.dev/core/tracing"
 	"sealion.dev/servers/internal/fairqueue"
 	"sealion.dev/servers/supervisor/config"
 	"sealion.dev/servers/supervisor/internal/sni"
@@ -39,13 +40,14 @@ const maxHeaderBytes = 64 << 10
 // listeners share one in-flight limit, and answer the probes (/healthz, and /readyz from ready)
 // outside it, so that a flood does not fail them and get the pod restarted. A connection served
 // the bootstrap certificate gets nothing but the probes. Every request is audited, the probes
-// only when the configuration asks.
+// only when the configuration asks, and traced when the configuration asks, the probes never.
 func (c completedConfig) listen(handler http.Handler, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error), ready *readiness) ([]*listener, error) {
 	limited, err := c.queuing(handler)
 	if err != nil {
 		return nil, err
 	}
-	handler = withProbes(limited, ready)
+	// The span of a request covers its wait in the queues; the probes make none.
+	handler = withProbes(tracing.Handler(limited, c.Tracer.Provider(), "pinniped-supervisor"), ready)
 	handler = withoutBootstrapConnections(handler)
 	handler = withAudit(handler, c.audit, c.File.Audit.LogInternalPaths.Enabled())
 	httpsConfig := c.File.TLSProfile.ServerConfig()

@@ -20,6 +20,7 @@ import (
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	"sealion.dev/core/groupsuffix"
 	"sealion.dev/core/servingcert"
+	"sealion.dev/core/tracing"
 	"sealion.dev/servers/internal/aggregatedapi"
 	"sealion.dev/servers/internal/audit"
 	"sealion.dev/servers/internal/leaderelection"
@@ -96,7 +97,10 @@ func (o *Options) Config() (*Config, error) {
 	// client-side limit caps logins per second (25 requests/s allowed 1.9 logins/s in make bench).
 	// The API server's priority and fairness already bounds what this client may take.
 	restConfig.QPS = -1
-	kubeClient, err := kubernetes.NewForConfig(restConfig)
+	// Within a traced login, the session storage's requests to the API server are spans too.
+	servingConfig := rest.CopyConfig(restConfig)
+	servingConfig.Wrap(tracing.Transport)
+	kubeClient, err := kubernetes.NewForConfig(servingConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +147,10 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	tracer, err := serverboot.NewTracer(context.Background(), file.Tracing, "pinniped-supervisor")
+	if err != nil {
+		return nil, err
+	}
 	generic, err := aggregatedapi.RecommendedConfig(aggregatedapi.Options{
 		BindAddress:             net.ParseIP(o.BindAddress),
 		Port:                    int(*file.AggregatedAPIServerPort),
@@ -155,6 +163,7 @@ func (o *Options) Config() (*Config, error) {
 		Versions:                []schema.GroupVersion{scheme.ClientSecretGV},
 		TLS:                     file.TLSProfile,
 		Cert:                    serving.Provider(),
+		Tracer:                  tracer.Provider(),
 	})
 	if err != nil {
 		return nil, err
@@ -164,6 +173,7 @@ func (o *Options) Config() (*Config, error) {
 		Namespace:                o.Namespace,
 		DeploymentName:           o.DeploymentName,
 		AuditTokenFingerprintKey: auditKey,
+		Tracer:                   tracer,
 		KubeClient:               kubeClient,
 		SupervisorClient:         supervisorClient,
 		Elector:                  elector,

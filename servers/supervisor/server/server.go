@@ -20,6 +20,7 @@ import (
 
 	"sealion.dev/servers/internal/fairqueue"
 	"sealion.dev/servers/internal/leaderelection"
+	"sealion.dev/servers/internal/serverboot"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/kinds"
@@ -74,6 +75,8 @@ type Server struct {
 	runners   []runner
 	api       *aggregatedAPI
 	listeners []*listener
+	// tracer exports the last spans once everything has stopped.
+	tracer *serverboot.Tracer
 	// suffix, namespace and apiPort are logged when the server starts.
 	suffix, namespace string
 	apiPort           int64
@@ -193,6 +196,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		}), runFunc(storage.WatchAccessTokens)},
 		api:       api,
 		listeners: listeners,
+		tracer:    c.Tracer,
 		suffix:    *c.File.APIGroupSuffix,
 		namespace: c.Namespace,
 		apiPort:   *c.File.AggregatedAPIServerPort,
@@ -202,6 +206,7 @@ func (c CompletedConfig) New() (*Server, error) {
 // Run starts the Supervisor and blocks until ctx ends or a listener or the aggregated API fails;
 // it then waits for the listeners to finish their in-flight requests.
 func (s *Server) Run(ctx context.Context) error {
+	defer s.tracer.Flush(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The controllers write once this replica leads; on the way out it hands the Lease over.

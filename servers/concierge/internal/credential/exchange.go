@@ -5,12 +5,16 @@
 package credential
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"sealion.dev/core/reservednames"
+	"sealion.dev/core/tracing"
 	"sealion.dev/servers/concierge/internal/authncache"
 	"sealion.dev/servers/concierge/internal/certextra"
 	"sealion.dev/servers/internal/audit"
@@ -79,8 +84,10 @@ type Exchanger struct {
 // certificate can express, issues one. It records the outcome in the metrics.
 func (e *Exchanger) Exchange(ctx context.Context, key authncache.Key, token string) (*Credential, error) {
 	start := e.now()
+	ctx, span := tracing.Start(ctx, "exchange token")
 	cred, reason := e.exchange(ctx, key, token)
 	observe(key.Kind, reason, e.now().Sub(start))
+	endSpan(span, key.Kind, reason)
 	if reason != "" {
 		return nil, ErrAuthenticationFailed
 	}
@@ -97,7 +104,9 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 	}
 	e.Audit.Event(ctx, "TokenCredentialRequest Token Received", audit.Fields{}, "tokenID", e.Audit.TokenID(token))
 	authn := auditedAuthenticator{APIGroup: key.APIGroup, Kind: key.Kind, Name: key.Name}
-	resp, ok, err := e.Authenticators.AuthenticateToken(ctx, key, token)
+	authnCtx, authnSpan := tracing.Start(ctx, "authenticate token")
+	resp, ok, err := e.Authenticators.AuthenticateToken(authnCtx, key, token)
+	authnSpan.End()
 	if err != nil {
 		// The error can quote token contents (claims), so it is logged at debug level only; the
 		// audit event, written for the operator, carries it as Pinniped's does.
@@ -138,7 +147,9 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	certPEM, keyPEM, expires, err := e.Issuer.IssueClientCert(ctx, resp.User.GetName(), resp.User.GetGroups(), certextra.OrganizationalUnits(resp.User.GetExtra()), ttl)
+	issueCtx, issueSpan := tracing.Start(ctx, "issue client certificate")
+	certPEM, keyPEM, expires, err := e.Issuer.IssueClientCert(issueCtx, resp.User.GetName(), resp.User.GetGroups(), certextra.OrganizationalUnits(resp.User.GetExtra()), ttl)
+	issueSpan.End()
 	if err != nil {
 		logger.Error(err, "token credential request could not issue a certificate")
 		e.Audit.Event(ctx, "TokenCredentialRequest Unexpected Error", audit.Fields{},
@@ -154,6 +165,19 @@ func (e *Exchanger) exchange(ctx context.Context, key authncache.Key, token stri
 		ClientCertificateData: string(certPEM),
 		ClientKeyData:         string(keyPEM),
 	}, ""
+}
+
+// endSpan ends an exchange's span with the authenticator's kind and the result: success or the
+// failure's reason, never the token or what the authenticator said of it.
+func endSpan(span trace.Span, kind, reason string) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attribute.String("pinniped.authenticator_kind", knownKind(kind)), attribute.String("pinniped.result", cmp.Or(reason, "success")))
+	if reason != "" {
+		span.SetStatus(codes.Error, reason)
+	}
+	span.End()
 }
 
 // auditedAuthenticator names the authenticator in audit events with Pinniped's keys.

@@ -15,6 +15,7 @@ import (
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	idpclient "sealion.dev/core/generated/supervisor/clientset/versioned/typed/idp/v1alpha1"
 	idpinformers "sealion.dev/core/generated/supervisor/informers/externalversions/idp/v1alpha1"
+	"sealion.dev/core/tracing"
 	"sealion.dev/servers/internal/tlsprofile"
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
@@ -70,13 +71,14 @@ func (s Settings) Dialer() *net.Dialer {
 }
 
 // HTTPTransport is a transport to HTTPS upstreams with tlsConfig that connects, and completes
-// the TLS handshake, within the connect timeout; otherwise net/http's default transport.
-func (s Settings) HTTPTransport(tlsConfig *tls.Config) *http.Transport {
+// the TLS handshake, within the connect timeout; otherwise net/http's default transport. Within a
+// recorded trace each request is a span, and the upstream gets the trace context.
+func (s Settings) HTTPTransport(tlsConfig *tls.Config) http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = s.Dialer().DialContext
 	t.TLSHandshakeTimeout = s.connectTimeout()
 	t.TLSClientConfig = tlsConfig
-	return t
+	return tracing.Transport(t)
 }
 
 // Factory opens an object: it checks the object with its inputs, probes the upstream, and

@@ -1,17 +1,22 @@
 package connectors
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"sealion.dev/core/tracing"
 	"sealion.dev/servers/supervisor/internal/issuer"
 )
 
-// The operations Observe records: each a call to the upstream.
+// The operations a Call records: each a call to the upstream.
 const (
 	OpPassword = "password" // PasswordConnector.Authenticate
 	OpExchange = "exchange" // BrowserConnector.Exchange, the code of a browser login
@@ -44,14 +49,37 @@ func RegisterMetrics() {
 	registerOnce.Do(func() { legacyregistry.MustRegister(upstreamCalls, upstreamDuration) })
 }
 
-// Observe records a call to an upstream of type typ that started at start and ended with err.
-func Observe(typ issuer.IdentityProviderType, operation string, start time.Time, err error) {
+// Call is one call to an upstream, timed for the metrics and, within a recorded trace, a span
+// ("upstream password", ...) whose children are the call's HTTP requests.
+type Call struct {
+	typ, operation string
+	start          time.Time
+	span           trace.Span
+}
+
+// StartCall begins a call to an upstream of type typ; the call is made with the context returned.
+func StartCall(ctx context.Context, typ issuer.IdentityProviderType, operation string) (context.Context, Call) {
 	t := string(typ)
 	if !knownType(typ) {
 		t = "unknown"
 	}
-	upstreamCalls.WithLabelValues(t, operation, callResult(err)).Inc()
-	upstreamDuration.WithLabelValues(t, operation).Observe(time.Since(start).Seconds())
+	ctx, span := tracing.Start(ctx, "upstream "+operation)
+	return ctx, Call{typ: t, operation: operation, start: time.Now(), span: span}
+}
+
+// End records the call's outcome, err. The span gets the result's name, never the error's text,
+// which can quote what a user typed.
+func (c Call) End(err error) {
+	result := callResult(err)
+	upstreamCalls.WithLabelValues(c.typ, c.operation, result).Inc()
+	upstreamDuration.WithLabelValues(c.typ, c.operation).Observe(time.Since(c.start).Seconds())
+	if c.span.IsRecording() {
+		c.span.SetAttributes(attribute.String("pinniped.identity_provider_type", c.typ), attribute.String("pinniped.result", result))
+		if err != nil {
+			c.span.SetStatus(codes.Error, result)
+		}
+		c.span.End()
+	}
 }
 
 func callResult(err error) string {

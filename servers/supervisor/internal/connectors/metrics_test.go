@@ -1,10 +1,10 @@
 package connectors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"k8s.io/component-base/metrics/testutil"
 
@@ -12,7 +12,7 @@ import (
 )
 
 // Each call is counted by type, operation and what came of it; a type not ours is "unknown".
-func TestObserve(t *testing.T) {
+func TestCallMetrics(t *testing.T) {
 	RegisterMetrics() // component-base metrics count nothing until registered
 	for _, c := range []struct {
 		typ    issuer.IdentityProviderType
@@ -26,7 +26,8 @@ func TestObserve(t *testing.T) {
 		{"made-up", nil, [3]string{"unknown", OpPassword, "success"}},
 	} {
 		before, _ := testutil.GetCounterMetricValue(upstreamCalls.WithLabelValues(c.labels[:]...))
-		Observe(c.typ, OpPassword, time.Now(), c.err)
+		_, call := StartCall(context.Background(), c.typ, OpPassword)
+		call.End(c.err)
 		after, _ := testutil.GetCounterMetricValue(upstreamCalls.WithLabelValues(c.labels[:]...))
 		if after-before != 1 {
 			t.Errorf("%s, %v: upstream_requests_total%v grew by %v, want 1", c.typ, c.err, c.labels, after-before)

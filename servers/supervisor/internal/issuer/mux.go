@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Router is what Endpoints mount their routes on.
@@ -83,5 +86,29 @@ func (r *issuerRouter) Handle(path string, h http.Handler) {
 		r.errs = append(r.errs, fmt.Errorf("FederationDomain %s/%s: the route %s is already served by another issuer", r.iss.Namespace, r.iss.Name, key))
 		return
 	}
-	r.routes[key] = h
+	r.routes[key] = traced(h, path, r.iss.Name)
+}
+
+// traced names the request's span after the route, relative to the issuer, and the
+// FederationDomain: span names stay as few as the routes, whatever paths clients send.
+func traced(h http.Handler, route, federationDomain string) http.Handler {
+	fd := attribute.String("pinniped.federation_domain", federationDomain)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// Behind IsRecording: the name and the attribute would allocate on every request.
+		if span := trace.SpanFromContext(req.Context()); span.IsRecording() {
+			span.SetName(method(req.Method) + " " + route)
+			span.SetAttributes(fd)
+		}
+		h.ServeHTTP(w, req)
+	})
+}
+
+// method is a request's method, or _OTHER for one outside HTTP's own, as OpenTelemetry's
+// conventions name it.
+func method(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "_OTHER"
 }

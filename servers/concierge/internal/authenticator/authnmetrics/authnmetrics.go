@@ -1,4 +1,4 @@
-// Package authnmetrics counts the requests authenticators make while serving logins to the
+// Package authnmetrics counts (and, within a trace, records as spans) the requests authenticators make while serving logins to the
 // services they trust (a JWTAuthenticator's issuer key set, a WebhookAuthenticator's endpoint), so
 // that an issuer or a webhook failing shows on a graph before users report it.
 package authnmetrics
@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"sealion.dev/core/tracing"
 )
 
 // The kinds of authenticator, as the exchange metrics of the credential package name them.
@@ -43,12 +45,11 @@ func RegisterMetrics() {
 	})
 }
 
-// Transport counts each request rt makes for an authenticator of the given kind.
+// Transport counts each request rt makes for an authenticator of the given kind; within a
+// recorded trace (an exchange's) each request is a span too, and the issuer or webhook gets the
+// trace context.
 func Transport(kind string, rt http.RoundTripper) http.RoundTripper {
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	return counted{kind: kind, next: rt}
+	return counted{kind: kind, next: tracing.Transport(rt)}
 }
 
 type counted struct {

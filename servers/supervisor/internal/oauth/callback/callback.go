@@ -4,7 +4,6 @@ package callback
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/ory/fosite"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -52,9 +51,9 @@ func (p callbacks) callback(w http.ResponseWriter, r *http.Request) {
 		p.OAuth.WriteAuthorizeError(ctx, w, ar, fosite.ErrInvalidRequest.WithHintf("identity provider %q does not log in through the callback", res.IDP.DisplayName))
 		return
 	}
-	start := time.Now()
-	user, err := browser.Exchange(ctx, p.ConnectorLogin(res), q.Get("code"), connectors.BrowserSecrets{Nonce: st.Nonce, PKCEVerifier: st.PKCEVerifier})
-	connectors.Observe(res.IDP.Type, connectors.OpExchange, start, err)
+	callCtx, call := connectors.StartCall(ctx, res.IDP.Type, connectors.OpExchange)
+	user, err := browser.Exchange(callCtx, p.ConnectorLogin(res), q.Get("code"), connectors.BrowserSecrets{Nonce: st.Nonce, PKCEVerifier: st.PKCEVerifier})
+	call.End(err)
 	if err != nil {
 		p.OAuth.WriteAuthorizeError(ctx, w, ar, p.LoginError(ctx, res, err))
 		return

@@ -230,9 +230,9 @@ func (p *Provider) PasswordLogin(ctx context.Context, res *Resolved, username, p
 	if !ok {
 		return nil, ErrNoPasswordFlow
 	}
-	start := time.Now()
-	user, err := conn.Authenticate(ctx, p.ConnectorLogin(res), username, password)
-	connectors.Observe(res.IDP.Type, connectors.OpPassword, start, err)
+	callCtx, call := connectors.StartCall(ctx, res.IDP.Type, connectors.OpPassword)
+	user, err := conn.Authenticate(callCtx, p.ConnectorLogin(res), username, password)
+	call.End(err)
 	var refused *connectors.Error
 	if errors.As(err, &refused) && !refused.Unavailable {
 		p.Audit.Event(ctx, "Incorrect Username Or Password", audit.Fields{})

@@ -155,9 +155,9 @@ func (s *Storage) revokeUpstream(ctx context.Context, namespace, requestID strin
 	if !ok {
 		return nil
 	}
-	start := time.Now()
-	revoked, err := revoker.Revoke(ctx, sess.Custom.Session)
-	connectors.Observe(typ, connectors.OpRevoke, start, err)
+	callCtx, call := connectors.StartCall(ctx, typ, connectors.OpRevoke)
+	revoked, err := revoker.Revoke(callCtx, sess.Custom.Session)
+	call.End(err)
 	if err == nil && revoked != "" {
 		s.audit.Event(ctx, "Upstream OIDC Token Revoked", audit.Fields{SessionID: requestID}, "type", revoked)
 	}

@@ -215,11 +215,11 @@ func (p endpoint) refreshUpstream(ctx context.Context, s *sessions.Session, ar f
 	if !ok {
 		return nil, refusedRefresh("identity provider %q cannot re-check its users", res.IDP.DisplayName)
 	}
-	start := time.Now()
-	up, err := conn.Refresh(ctx, p.ConnectorLogin(res), connectors.Identity{
+	callCtx, call := connectors.StartCall(ctx, res.IDP.Type, connectors.OpRefresh)
+	up, err := conn.Refresh(callCtx, p.ConnectorLogin(res), connectors.Identity{
 		Subject: s.Subject, Username: s.Custom.UpstreamUsername, Groups: s.Custom.UpstreamGroups, Session: s.Custom.Session,
 	})
-	connectors.Observe(res.IDP.Type, connectors.OpRefresh, start, err)
+	call.End(err)
 	if err != nil {
 		return nil, p.refreshError(ctx, res, err)
 	}
