@@ -127,7 +127,7 @@ func setUp(ctx context.Context) (*environment, error) {
 			return e, err
 		}
 	}
-	e.supervisorProcess, err = e.startSupervisor(ctx, "supervisor")
+	e.supervisorProcess, err = e.startSupervisor(ctx, "supervisor", "")
 	if err != nil {
 		return e, err
 	}
@@ -170,8 +170,8 @@ func (e *environment) installCRDs(ctx context.Context) error {
 
 // startSupervisor starts a replica of the Supervisor named name (for its files in e.dir) on new
 // ports and waits until it answers /healthz, which it does from the start, with the bootstrap
-// certificate.
-func (e *environment) startSupervisor(ctx context.Context, name string) (*supervisorProcess, error) {
+// certificate. extraConfig ends its configuration file (YAML keys at the top level).
+func (e *environment) startSupervisor(ctx context.Context, name, extraConfig string) (*supervisorProcess, error) {
 	p := &supervisorProcess{}
 	var apiAddress string
 	for _, addr := range []*string{&p.address, &p.httpAddress, &apiAddress} {
@@ -198,7 +198,7 @@ endpoints:
   https: {network: tcp, address: "%s"}
   http: {network: tcp, address: "%s"}
 aggregatedAPIServerPort: %d
-`, defaultTLSSecret, p.address, p.httpAddress, p.apiPort)
+%s`, defaultTLSSecret, p.address, p.httpAddress, p.apiPort, extraConfig)
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		return nil, err
 	}

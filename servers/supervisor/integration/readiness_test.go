@@ -63,7 +63,7 @@ func TestNewReplicaIsReadyOnlyOnceItServes(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	second, err := env.startSupervisor(ctx, "second-replica")
+	second, err := env.startSupervisor(ctx, "second-replica", "")
 	if second != nil {
 		t.Cleanup(second.stop)
 	}
