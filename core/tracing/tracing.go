@@ -51,6 +51,10 @@ type transport struct {
 	next, traced http.RoundTripper
 }
 
+// WrappedRoundTripper is the transport underneath, as client-go's wrappers expose theirs
+// (k8s.io/apimachinery/pkg/util/net.RoundTripperWrapper).
+func (t *transport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !trace.SpanContextFromContext(r.Context()).IsValid() {
 		return t.next.RoundTrip(r)

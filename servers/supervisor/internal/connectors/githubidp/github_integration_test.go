@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/fixtures/github"
@@ -267,7 +268,7 @@ func TestSupervisorWithGitHubDotCom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	transport := client.Transport.(*http.Transport)
+	transport := client.Transport.(utilnet.RoundTripperWrapper).WrappedRoundTripper().(*http.Transport)
 	transport.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if addr != "github.com:443" && addr != "api.github.com:443" {
 			return nil, fmt.Errorf("test dials only GitHub, not %s", addr)
