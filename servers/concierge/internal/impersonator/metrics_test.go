@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
@@ -77,6 +78,11 @@ func TestMetricsFilter(t *testing.T) {
 			t.Fatalf("%s %s: %v", c.method, c.path, err)
 		}
 		_ = resp.Body.Close()
+		// A hijacked connection's client reads the 101 before the handler returns and the request
+		// is counted: wait for it, a little.
+		for deadline := time.Now().Add(5 * time.Second); count(c.verb, c.group, c.code) == countBefore && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		if got := count(c.verb, c.group, c.code) - countBefore; got != 1 {
 			t.Errorf("%s %s: requests{verb=%s,group=%q,code=%s} grew by %v, want 1", c.method, c.path, c.verb, c.group, c.code, got)
 		}
@@ -86,6 +92,9 @@ func TestMetricsFilter(t *testing.T) {
 		if seen[c.kind] != 1 {
 			t.Errorf("%s %s: in flight while it ran: %v, want 1 %s", c.method, c.path, seen, c.kind)
 		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); gauge("long-running") != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	if gauge("short") != 0 || gauge("long-running") != 0 {
 		t.Errorf("in flight after every request ended: short %v, long-running %v", gauge("short"), gauge("long-running"))
