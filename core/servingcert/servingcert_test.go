@@ -25,6 +25,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"sealion.dev/core/certauthority"
+	"sealion.dev/core/testing/fakewatch"
 )
 
 const (
@@ -110,6 +111,7 @@ func newFixture(t *testing.T, cfg func(*Config), kubeObjects []runtime.Object, a
 		clk:  clocktesting.NewFakeClock(t0),
 		ctx:  ctx,
 	}
+	watches := fakewatch.Record(f.kube, f.agg)
 	config := testConfig(f.clk)
 	if cfg != nil {
 		cfg(&config)
@@ -122,6 +124,7 @@ func newFixture(t *testing.T, cfg func(*Config), kubeObjects []runtime.Object, a
 	require.True(t, cache.WaitForCacheSync(ctx.Done(),
 		f.c.secretInformers.Core().V1().Secrets().Informer().HasSynced,
 		f.c.apiServiceInformers.Apiregistration().V1().APIServices().Informer().HasSynced))
+	watches.Wait(t, 5*time.Second, "secrets", "apiservices")
 	f.kube.ClearActions()
 	f.agg.ClearActions()
 	return f

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -31,6 +30,7 @@ import (
 	conciergefake "sealion.dev/core/generated/concierge/clientset/versioned/fake"
 	conciergeinformers "sealion.dev/core/generated/concierge/informers/externalversions"
 	authlisters "sealion.dev/core/generated/concierge/listers/authentication/v1alpha1"
+	"sealion.dev/core/testing/fakewatch"
 	"sealion.dev/core/testing/oidcissuer"
 	"sealion.dev/servers/concierge/internal/authncache"
 )
@@ -91,9 +91,7 @@ func newEnv(t *testing.T, opts envOptions, kubeObjects ...runtime.Object) *env {
 		kube:      kubefake.NewClientset(kubeObjects...),
 		cache:     &authncache.Cache{},
 	}
-	watches := make(chan string, 16)
-	signalWatches(&e.concierge.Fake, e.concierge.Tracker(), watches)
-	signalWatches(&e.kube.Fake, e.kube.Tracker(), watches)
+	watches := fakewatch.Record(e.concierge, e.kube)
 	if opts.setup != nil {
 		opts.setup(e)
 	}
@@ -142,39 +140,8 @@ func newEnv(t *testing.T, opts envOptions, kubeObjects ...runtime.Object) *env {
 		}
 	})
 
-	want := []string{"configmaps", "jwtauthenticators", "secrets", "webhookauthenticators"}
-	var seen []string
-	timeout := time.After(waitTimeout)
-	for len(seen) < len(want) {
-		select {
-		case r := <-watches:
-			if !slices.Contains(seen, r) {
-				seen = append(seen, r)
-			}
-		case <-timeout:
-			t.Fatalf("informers established watches on %v; want %v", seen, want)
-		}
-	}
-	slices.Sort(seen)
-	if !slices.Equal(seen, want) {
-		t.Fatalf("informers watch %v; want %v", seen, want)
-	}
+	watches.Wait(t, waitTimeout, "configmaps", "jwtauthenticators", "secrets", "webhookauthenticators")
 	return e
-}
-
-// signalWatches serves watches from tracker and reports each resource once its watch is registered.
-func signalWatches(f *k8stesting.Fake, tracker k8stesting.ObjectTracker, started chan<- string) {
-	f.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
-		w, err := tracker.Watch(action.GetResource(), action.GetNamespace())
-		if err != nil {
-			return true, nil, err
-		}
-		select {
-		case started <- action.GetResource().Resource:
-		default:
-		}
-		return true, w, nil
-	})
 }
 
 func (e *env) key(kind, name string) authncache.Key {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,7 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/concierge/config/v1alpha1"
 	conciergefake "sealion.dev/core/generated/concierge/clientset/versioned/fake"
 	conciergeinformers "sealion.dev/core/generated/concierge/informers/externalversions"
+	"sealion.dev/core/testing/fakewatch"
 	"sealion.dev/servers/concierge/internal/dynamicca"
 )
 
@@ -70,6 +72,7 @@ func newTestController(t *testing.T, spec configv1alpha1.ImpersonationProxySpec,
 	kube := kubefake.NewClientset(objects...)
 	ci := &configv1alpha1.CredentialIssuer{ObjectMeta: metav1.ObjectMeta{Name: "ci"}, Spec: configv1alpha1.CredentialIssuerSpec{ImpersonationProxy: &spec}}
 	concierge := conciergefake.NewSimpleClientset(ci)
+	watches := fakewatch.Record(kube, concierge)
 	kubeInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace("ns"))
 	ciInf := conciergeinformers.NewSharedInformerFactory(concierge, 0)
 	tc := &testController{kube: kube, status: &recorder{}, signer: dynamicca.New("test"), addr: make(chan string, 1)}
@@ -93,6 +96,7 @@ func newTestController(t *testing.T, spec configv1alpha1.ImpersonationProxySpec,
 	ciInf.Start(ctx.Done())
 	kubeInf.WaitForCacheSync(ctx.Done())
 	ciInf.WaitForCacheSync(ctx.Done())
+	watches.Wait(t, 5*time.Second, "credentialissuers", "services", "secrets")
 	t.Cleanup(func() { tc.c.listener.stop(context.Background(), 0) })
 	return tc
 }

@@ -31,6 +31,7 @@ import (
 	"sealion.dev/core/certauthority"
 	conciergefake "sealion.dev/core/generated/concierge/clientset/versioned/fake"
 	conciergeinformers "sealion.dev/core/generated/concierge/informers/externalversions"
+	"sealion.dev/core/testing/fakewatch"
 	"sealion.dev/servers/concierge/internal/credentialissuer"
 	"sealion.dev/servers/concierge/internal/dynamicca"
 	"sealion.dev/servers/internal/leaderelection"
@@ -134,6 +135,7 @@ func newWorld(t *testing.T, cfg Config, kubeObjects []runtime.Object, conciergeO
 		signer:    dynamicca.New("test signer"),
 		clock:     clocktesting.NewFakeClock(t0),
 	}
+	watches := fakewatch.Record(w.kube, w.concierge)
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
@@ -161,6 +163,7 @@ func newWorld(t *testing.T, cfg Config, kubeObjects []runtime.Object, conciergeO
 	for typ, ok := range crInformers.WaitForCacheSync(ctx.Done()) {
 		require.True(t, ok, "informer for %v did not sync", typ)
 	}
+	watches.Wait(t, 5*time.Second, "pods", "nodes", "deployments", "credentialissuers")
 	w.kube.ClearActions()
 	w.concierge.ClearActions()
 	return w

@@ -31,6 +31,7 @@ import (
 	"sealion.dev/core/certauthority"
 	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	"sealion.dev/core/testing/fakewatch"
 	"sealion.dev/servers/supervisor/internal/connectors/kinds"
 	"sealion.dev/servers/supervisor/internal/issuer"
 	"sealion.dev/servers/supervisor/internal/signingkeys"
@@ -84,6 +85,7 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 		supervisor: supervisorfake.NewSimpleClientset(supervisorObjects...),
 		published:  &recorder{},
 	}
+	watches := fakewatch.Record(e.kube, e.supervisor)
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(namespace))
 	crFactory := supervisorinformers.NewSharedInformerFactoryWithOptions(e.supervisor, 0, supervisorinformers.WithNamespace(namespace))
 	c, err := New(Config{
@@ -112,6 +114,11 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 			}
 		}
 	}
+	resources := []string{"secrets", "federationdomains"}
+	for _, k := range kinds.All {
+		resources = append(resources, strings.ToLower(k.Name)+"s")
+	}
+	watches.Wait(t, 10*time.Second, resources...)
 	return e
 }
 

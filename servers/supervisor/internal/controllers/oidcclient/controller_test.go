@@ -16,6 +16,7 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
+	"sealion.dev/core/testing/fakewatch"
 	"sealion.dev/servers/supervisor/internal/clientcheck"
 	"sealion.dev/servers/supervisor/internal/clientsecrets"
 )
@@ -42,6 +43,7 @@ func TestStatus(t *testing.T) {
 	}
 	kube := kubefake.NewClientset()
 	supervisor := supervisorfake.NewSimpleClientset(client)
+	watches := fakewatch.Record(kube, supervisor)
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(namespace))
 	crFactory := supervisorinformers.NewSharedInformerFactoryWithOptions(supervisor, 0, supervisorinformers.WithNamespace(namespace))
 	c := New(namespace, supervisor, Informers{
@@ -55,6 +57,7 @@ func TestStatus(t *testing.T) {
 		kubeFactory.Shutdown()
 		crFactory.Shutdown()
 	})
+	watches.Wait(t, 10*time.Second, "oidcclients", "secrets")
 	go c.Run(ctx)
 
 	// waitFor waits until the stored status has phase, total secrets and the conditions want

@@ -31,6 +31,7 @@ import (
 	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	idplisters "sealion.dev/core/generated/supervisor/listers/idp/v1alpha1"
+	"sealion.dev/core/testing/fakewatch"
 	"sealion.dev/core/testing/oidcissuer"
 	"sealion.dev/servers/supervisor/internal/connectors"
 	"sealion.dev/servers/supervisor/internal/connectors/githubidp"
@@ -65,6 +66,7 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 		registry:   &connectors.Registry{},
 		now:        time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 	}
+	watches := fakewatch.Record(e.kube, e.supervisor)
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(namespace))
 	e.idps = supervisorinformers.NewSharedInformerFactoryWithOptions(e.supervisor, 0, supervisorinformers.WithNamespace(namespace))
 	e.c = New(Config{Namespace: namespace, Labels: map[string]string{"app": "supervisor"}}, Clients{Supervisor: e.supervisor, Kube: e.kube}, kinds.All, Informers{
@@ -93,6 +95,11 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 			t.Fatal("informers did not sync")
 		}
 	}
+	resources := []string{"secrets", "configmaps"}
+	for _, k := range kinds.All {
+		resources = append(resources, strings.ToLower(k.Name)+"s")
+	}
+	watches.Wait(t, 10*time.Second, resources...)
 	return e
 }
 
