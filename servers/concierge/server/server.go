@@ -117,7 +117,8 @@ func (c CompletedConfig) New() (*Server, error) {
 	var authenticators authncache.Cache
 	authnmetrics.RegisterMetrics()
 	credential.RegisterMetrics()
-	dynamicca.RegisterMetrics()
+	dynamicca.RegisterMetrics(string(configv1alpha1.StrategyTypeCertificateSigningRequest),
+		string(configv1alpha1.StrategyTypeKubeClusterSigningCertificate), string(configv1alpha1.StrategyTypeImpersonationProxy))
 	impersonator.RegisterMetrics()
 	fairqueue.RegisterMetrics()
 	csrs, csrIssuer, err := c.certificateSigningRequests()

@@ -110,7 +110,7 @@ func TestExchange(t *testing.T) {
 			cred, err := e.Exchange(context.Background(), tt.key, tt.token)
 			checkEvents(t, log.String(), e.Audit.TokenID(tt.token), tt.token, tt.wantEvents)
 			after := failureCounts(t)
-			for _, reason := range allReasons {
+			for _, reason := range reasons {
 				want := 0.0
 				if reason == tt.wantReason {
 					want = 1
@@ -210,14 +210,12 @@ func TestKnownKindBoundsMetricLabels(t *testing.T) {
 	}
 }
 
-var allReasons = []string{reasonEmptyToken, reasonAuthenticatorError, reasonNotAuthenticated, reasonUnsupportedUser, reasonReservedName, reasonIssuerError}
-
 // failureCounts reads the failures counter of JWTAuthenticator exchanges, by reason.
 func failureCounts(t *testing.T) map[string]float64 {
 	t.Helper()
 	RegisterMetrics() // component-base metrics count nothing until registered
 	counts := map[string]float64{}
-	for _, reason := range allReasons {
+	for _, reason := range reasons {
 		v, err := testutil.GetCounterMetricValue(failures.WithLabelValues("JWTAuthenticator", reason))
 		if err != nil {
 			t.Fatal(err)

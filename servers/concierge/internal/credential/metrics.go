@@ -46,10 +46,22 @@ const (
 	reasonIssuerError        = "issuer_error"
 )
 
-// RegisterMetrics adds the exchange metrics to the registry the API server serves at /metrics.
+var reasons = []string{reasonEmptyToken, reasonAuthenticatorError, reasonNotAuthenticated, reasonUnsupportedUser, reasonReservedName, reasonIssuerError}
+
+// RegisterMetrics adds the exchange metrics to the registry the API server serves at /metrics,
+// every series of the authenticator kinds at zero: rate() over a series born at 1 counts nothing,
+// so a replica's first exchanges (or first refusals) would never show.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(exchanges, exchangeDuration, failures)
+		for _, kind := range []string{"JWTAuthenticator", "WebhookAuthenticator"} {
+			exchanges.WithLabelValues(kind, "success")
+			exchanges.WithLabelValues(kind, "failure")
+			exchangeDuration.WithLabelValues(kind)
+			for _, reason := range reasons {
+				failures.WithLabelValues(kind, reason)
+			}
+		}
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"sealion.dev/core/certauthority"
+	"sealion.dev/servers/internal/metricstest"
 )
 
 // failing answers err to every request.
@@ -21,7 +22,7 @@ func (f failing) IssueClientCert(context.Context, string, []string, []string, ti
 // A chain of measured issuers counts each certificate under the strategy that issued it, and each
 // failure under the one that failed; an issuer with nothing loaded is passed over uncounted.
 func TestMeasured(t *testing.T) {
-	RegisterMetrics() // component-base metrics count nothing until registered
+	registerStrategies()
 	ca, err := certauthority.New("cluster", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -73,5 +74,24 @@ func TestMeasured(t *testing.T) {
 	}
 	if agentTimes, csrTimes, proxyTimes := samples("KubeClusterSigningCertificate"), samples("CertificateSigningRequest"), samples("ImpersonationProxy"); agentTimes != 3 || csrTimes != 1 || proxyTimes != 0 {
 		t.Errorf("durations observed: agent %d, CSR %d, proxy %d; want 3, 1, 0", agentTimes, csrTimes, proxyTimes)
+	}
+}
+
+// registerStrategies registers the metrics as the Concierge does; component-base metrics count
+// nothing until registered, and only the first registration counts.
+func registerStrategies() {
+	RegisterMetrics("CertificateSigningRequest", "KubeClusterSigningCertificate", "ImpersonationProxy")
+}
+
+// Each strategy's series are served from the start, at zero, so that rate() sees its first
+// certificate.
+func TestStrategiesServedAtZero(t *testing.T) {
+	registerStrategies()
+	for _, strategy := range []string{"CertificateSigningRequest", "KubeClusterSigningCertificate", "ImpersonationProxy"} {
+		for _, result := range []string{"success", "failure"} {
+			if !metricstest.HasSeries(t, "pinniped_concierge_client_certificates_issued_total", map[string]string{"strategy": strategy, "result": result}) {
+				t.Errorf("no series for %s %s", strategy, result)
+			}
+		}
 	}
 }

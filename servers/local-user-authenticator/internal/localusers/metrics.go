@@ -26,7 +26,13 @@ var (
 	registerOnce sync.Once
 )
 
-// RegisterMetrics adds the webhook's metrics to the registry served at MetricsPath.
+// RegisterMetrics adds the webhook's metrics to the registry served at MetricsPath, every result
+// at zero: rate() over a series born at 1 counts nothing.
 func RegisterMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(reviews) })
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(reviews)
+		for _, result := range []string{resultAuthenticated, resultRefused, resultInvalid} {
+			reviews.WithLabelValues(result)
+		}
+	})
 }
