@@ -1,11 +1,8 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -16,34 +13,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"sealion.dev/core/testing/metricstest"
 	"sealion.dev/e2e/steps"
-	"sealion.dev/fixtures/tunnel"
 )
-
-// metricsReader is the suite's stand-in for Prometheus: a ServiceAccount allowed only get on the
-// non-resource URL /metrics, as the ServiceMonitor's Prometheus is (kube-prometheus-stack's role).
-const metricsReader = "sealion-e2e-metrics-reader"
-
-// scrapeTarget is a server's /metrics as the charts' ServiceMonitor (or, for the
-// local-user-authenticator, a plain scrape config) names it: a Service, its port named https, the
-// name its certificate is for and the Secret key holding the CA that signs it.
-type scrapeTarget struct {
-	title, namespace, service string
-	caSecret                  string // key caCertificate
-	// authorized: the endpoint wants Prometheus' token (the aggregated API servers' /metrics).
-	authorized bool
-}
 
 // TestMetricsThroughServices scrapes every server's /metrics as Prometheus does through the
 // charts' ServiceMonitors: each pod behind the Service, HTTPS verified against the CA the server
@@ -54,32 +31,37 @@ type scrapeTarget struct {
 func TestMetricsThroughServices(t *testing.T) {
 	var kube kubernetes.Interface
 	var allowed, denied string
-	var targets []scrapeTarget
+	var targets []steps.ScrapeTarget
 	f := features.New("metrics through the Services, as Prometheus scrapes them").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			kube = kubeClient(t, cfg)
 			setUpLocalUsers(ctx, t, cfg)
-			allowed = metricsReaderToken(ctx, t, kube, true)
-			denied = metricsReaderToken(ctx, t, kube, false)
+			var err error
+			if allowed, err = steps.MetricsReaderToken(ctx, kube, true); err != nil {
+				t.Fatal(err)
+			}
+			if denied, err = steps.MetricsReaderToken(ctx, kube, false); err != nil {
+				t.Fatal(err)
+			}
 			inst := underTest(ctx)
-			targets = []scrapeTarget{{"Concierge", inst.Concierge.Namespace, inst.Concierge.Name("api"), inst.Concierge.Name("api-tls-serving-certificate"), true}}
+			targets = []steps.ScrapeTarget{steps.ServerMetrics("Concierge", inst.Concierge)}
 			if inst.Supervisor != nil {
 				supervisorHost(ctx, t, cfg) // installs it where no test has yet
-				targets = append(targets, scrapeTarget{"Supervisor", inst.Supervisor.Namespace, inst.Supervisor.Name("api"), inst.Supervisor.Name("api-tls-serving-certificate"), true})
+				targets = append(targets, steps.ServerMetrics("Supervisor", *inst.Supervisor))
 			}
-			targets = append(targets, scrapeTarget{"local-user-authenticator", "local-user-authenticator", "local-user-authenticator", "api-serving-cert", false})
+			targets = append(targets, steps.LocalUserAuthenticatorMetrics)
 			return ctx
 		}).
 		Assess("a token without get on /metrics is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			for _, target := range targets {
-				if !target.authorized {
+				if !target.Authorized {
 					continue
 				}
 				if _, status := scrapeAll(ctx, t, cfg, kube, target, denied); status != http.StatusForbidden {
-					t.Errorf("%s: a token without the permission got %d, want 403", target.title, status)
+					t.Errorf("%s: a token without the permission got %d, want 403", target.Title, status)
 				}
 				if _, status := scrapeAll(ctx, t, cfg, kube, target, ""); status != http.StatusForbidden && status != http.StatusUnauthorized {
-					t.Errorf("%s: no token got %d, want 401 or 403", target.title, status)
+					t.Errorf("%s: no token got %d, want 401 or 403", target.Title, status)
 				}
 			}
 			return ctx
@@ -121,11 +103,11 @@ func TestMetricsThroughServices(t *testing.T) {
 			proxy := proxyServes(steps.ClusterFrom(ctx).Info)
 			for _, target := range targets {
 				token := ""
-				if target.authorized {
+				if target.Authorized {
 					token = allowed
 				}
 				families := scrapeOK(ctx, t, cfg, kube, target, token)
-				if target.title == "Supervisor" {
+				if target.Title == "Supervisor" {
 					// The leader's collector sweeps every 30 s: its counters appear with its first sweep.
 					err := wait.PollUntilContextTimeout(ctx, 5*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 						families = scrapeOK(ctx, t, cfg, kube, target, token)
@@ -137,28 +119,24 @@ func TestMetricsThroughServices(t *testing.T) {
 				}
 				for name := range families {
 					if strings.HasPrefix(name, "pinniped_") && documented[name] == "" {
-						t.Errorf("%s serves %s, which docs/reference/metrics.md does not list", target.title, name)
+						t.Errorf("%s serves %s, which docs/reference/metrics.md does not list", target.Title, name)
 					}
 				}
 				for name, server := range documented {
-					if !strings.Contains(server, target.title) || families[name] != nil {
+					if !strings.Contains(server, target.Title) || families[name] != nil {
 						continue
 					}
 					if why := notYetServed(name, proxy); why != "" {
-						t.Logf("%s: %s not served yet, as expected: %s", target.title, name, why)
+						t.Logf("%s: %s not served yet, as expected: %s", target.Title, name, why)
 						continue
 					}
-					t.Errorf("%s does not serve %s", target.title, name)
+					t.Errorf("%s does not serve %s", target.Title, name)
 				}
 			}
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			_ = kube.RbacV1().ClusterRoleBindings().Delete(ctx, metricsReader, metav1.DeleteOptions{})
-			_ = kube.RbacV1().ClusterRoles().Delete(ctx, metricsReader, metav1.DeleteOptions{})
-			for _, sa := range []string{metricsReader, metricsReader + "-denied"} {
-				_ = kube.CoreV1().ServiceAccounts("default").Delete(ctx, sa, metav1.DeleteOptions{})
-			}
+			steps.DeleteMetricsReaders(ctx, kube)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -207,104 +185,36 @@ func documentedMetrics(t *testing.T) map[string]string {
 	return out
 }
 
-// metricsReaderToken makes a ServiceAccount and returns a token for it; allowed binds it to a
-// ClusterRole of get on /metrics alone.
-func metricsReaderToken(ctx context.Context, t *testing.T, kube kubernetes.Interface, allowed bool) string {
-	t.Helper()
-	name := metricsReader
-	if !allowed {
-		name += "-denied"
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
-	// A run stopped before its teardown leaves these behind, the same as they would be made.
-	if _, err := kube.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if allowed {
-		role := &rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}},
-		}
-		if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-		if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	tr, err := kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
-}
-
 // scrapeOK scrapes every pod of target and fails unless each answered 200.
-func scrapeOK(ctx context.Context, t *testing.T, cfg *envconf.Config, kube kubernetes.Interface, target scrapeTarget, token string) map[string]*dto.MetricFamily {
+func scrapeOK(ctx context.Context, t *testing.T, cfg *envconf.Config, kube kubernetes.Interface, target steps.ScrapeTarget, token string) map[string]*dto.MetricFamily {
 	t.Helper()
 	families, status := scrapeAll(ctx, t, cfg, kube, target, token)
 	if status != http.StatusOK {
-		t.Fatalf("%s: /metrics answered %d", target.title, status)
+		t.Fatalf("%s: /metrics answered %d", target.Title, status)
 	}
 	return families
 }
 
-// scrapeAll scrapes /metrics of every ready pod behind target's Service, as Prometheus scrapes a
-// ServiceMonitor's endpoints, and returns the families of all pods together and the worst status.
-func scrapeAll(ctx context.Context, t *testing.T, cfg *envconf.Config, kube kubernetes.Interface, target scrapeTarget, token string) (map[string]*dto.MetricFamily, int) {
+// scrapeAll scrapes /metrics of every pod behind target's Service and returns the families of all
+// pods together and the worst status.
+func scrapeAll(ctx context.Context, t *testing.T, cfg *envconf.Config, kube kubernetes.Interface, target steps.ScrapeTarget, token string) (map[string]*dto.MetricFamily, int) {
 	t.Helper()
-	svc, err := kube.CoreV1().Services(target.namespace).Get(ctx, target.service, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var port *corev1.ServicePort
-	for i, p := range svc.Spec.Ports {
-		if p.Name == "https" || len(svc.Spec.Ports) == 1 {
-			port = &svc.Spec.Ports[i]
-		}
-	}
-	if port == nil {
-		t.Fatalf("Service %s/%s has no port named https", target.namespace, target.service)
-	}
-	secret, err := kube.CoreV1().Secrets(target.namespace).Get(ctx, target.caSecret, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(secret.Data["caCertificate"]) {
-		t.Fatalf("Secret %s/%s holds no CA", target.namespace, target.caSecret)
-	}
-	pods, err := kube.CoreV1().Pods(target.namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(svc.Spec.Selector).String()})
+	scrapes, err := steps.Scrape(ctx, cfg.Client().RESTConfig(), kube, target, token)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := map[string]*dto.MetricFamily{}
-	worst, scraped := 0, 0
-	for _, pod := range pods.Items {
-		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+	worst := 0
+	for _, s := range scrapes {
+		worst = max(worst, s.Status)
+		if s.Status != http.StatusOK {
 			continue
 		}
-		podPort := port.TargetPort.IntValue()
-		for _, c := range pod.Spec.Containers {
-			for _, p := range c.Ports {
-				if port.TargetPort.StrVal != "" && p.Name == port.TargetPort.StrVal {
-					podPort = int(p.ContainerPort)
-				}
-			}
-		}
-		dial, stop, err := tunnel.Forward(ctx, cfg.Client().RESTConfig(), kube, target.namespace, pod.Name, podPort)
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(bytes.NewReader(s.Body))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("scraping %s: %v", s.Pod, err)
 		}
-		families, status := scrape(ctx, t, dial, tunnel.ServiceHost(target.service, target.namespace), roots, token)
-		stop()
-		scraped++
-		worst = max(worst, status)
 		for name, f := range families {
 			if all[name] == nil {
 				all[name] = &dto.MetricFamily{Name: f.Name, Type: f.Type}
@@ -312,60 +222,14 @@ func scrapeAll(ctx context.Context, t *testing.T, cfg *envconf.Config, kube kube
 			all[name].Metric = append(all[name].Metric, f.Metric...)
 		}
 	}
-	if scraped == 0 {
-		t.Fatalf("no running pod behind Service %s/%s", target.namespace, target.service)
-	}
 	return all, worst
-}
-
-// scrape gets https://host/metrics through dial, verifying the certificate for host against roots.
-func scrape(ctx context.Context, t *testing.T, dial tunnel.DialFunc, host string, roots *x509.CertPool, token string) (map[string]*dto.MetricFamily, int) {
-	t.Helper()
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12},
-	}}
-	defer client.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://%s/metrics", host), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("scraping %s: %v", host, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, resp.StatusCode
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("scraping %s: %v", host, err)
-	}
-	return families, resp.StatusCode
 }
 
 // sum adds the values of the counter or gauge series of name whose labels include want.
 func sum(families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
-	f := families[name]
-	if f == nil {
-		return 0
-	}
 	total := 0.0
-	for _, m := range f.Metric {
-		have := map[string]string{}
-		for _, l := range m.Label {
-			have[l.GetName()] = l.GetValue()
-		}
-		matches := true
-		for k, v := range want {
-			matches = matches && have[k] == v
-		}
-		if matches {
+	for _, m := range families[name].GetMetric() {
+		if metricstest.Matches(m, want) {
 			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}

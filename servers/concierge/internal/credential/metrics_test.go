@@ -3,7 +3,7 @@ package credential
 import (
 	"testing"
 
-	"sealion.dev/servers/internal/metricstest"
+	"sealion.dev/core/testing/metricstest"
 )
 
 // Every series of the authenticator kinds is served from the start, at zero, so that rate() sees a

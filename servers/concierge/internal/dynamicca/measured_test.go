@@ -9,7 +9,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"sealion.dev/core/certauthority"
-	"sealion.dev/servers/internal/metricstest"
+	"sealion.dev/core/testing/metricstest"
 )
 
 // failing answers err to every request.

@@ -3,7 +3,7 @@ package localusers
 import (
 	"testing"
 
-	"sealion.dev/servers/internal/metricstest"
+	"sealion.dev/core/testing/metricstest"
 )
 
 // Every result is served from the start, at zero, so that rate() sees the first review.

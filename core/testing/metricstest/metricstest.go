@@ -1,9 +1,11 @@
-// Package metricstest reads the servers' metrics registry in tests: whether a series is served.
+// Package metricstest reads Prometheus metrics in tests: whether a series with given labels is
+// served, by the servers' registry or by a scrape.
 package metricstest
 
 import (
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
@@ -20,18 +22,24 @@ func HasSeries(t testing.TB, name string, want map[string]string) bool {
 			continue
 		}
 		for _, m := range f.Metric {
-			have := map[string]string{}
-			for _, l := range m.Label {
-				have[l.GetName()] = l.GetValue()
-			}
-			matches := true
-			for k, v := range want {
-				matches = matches && have[k] == v
-			}
-			if matches {
+			if Matches(m, want) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// Matches says whether m's labels include want.
+func Matches(m *dto.Metric, want map[string]string) bool {
+	for k, v := range want {
+		found := false
+		for _, l := range m.Label {
+			found = found || (l.GetName() == k && l.GetValue() == v)
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
