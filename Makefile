@@ -218,11 +218,11 @@ demo-prepare: ## what make demo prepares before its cluster, each step timed (ne
 	@$(PHASE) "the release $(DEV_RELEASE_VERSION) for this machine" -- \
 		bash -c 'cd tools && $(GO) run ./release --version $(DEV_RELEASE_VERSION) --repo-root $(CURDIR) --registry "" --platforms linux/$$($(GO) env GOARCH)'
 	@$(if $(filter kind,$(DEMO_PROVIDER)),$(PHASE) "Docker and the kind node image" -- $(MAKE) --no-print-directory $(if $(KIND_NODE_IMAGE),docker-engine,kind-node-image))
-	@$(PHASE) "the demo program" -- $(GO) build -o $(BIN)/demo ./e2e/demo
+	@$(PHASE) "the demo program and its dashboard renderer" -- bash -c '$(GO) build -o $(BIN)/demo ./e2e/demo && cd tools && $(GO) build -o $(BIN)/dashboardrender ./dashboardrender'
 
 .PHONY: demo
 demo: demo-prepare ## a local cluster (DEMO_PROVIDER, default kubeadm) with the Concierge and a demo user's login; Ctrl-C deletes it (needs ALLOW_HOST_CHANGES=true)
-	@rc=0; $(BIN)/demo --provider $(DEMO_PROVIDER) --log $(DEMO_LOGS)/demo.log || rc=$$?; \
+	@rc=0; $(BIN)/demo --provider $(DEMO_PROVIDER) --log $(DEMO_LOGS)/demo.log --dashboard-renderer $(BIN)/dashboardrender || rc=$$?; \
 	$(if $(filter kind,$(DEMO_PROVIDER)),$(DOCKER_ENGINE) stop;) exit $$rc
 
 .PHONY: demo-down

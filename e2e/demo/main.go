@@ -1,7 +1,9 @@
 // Command demo starts a local cluster with the Concierge, the local-user-authenticator and Dex,
 // logs a demo user in through the pinniped CLI (a password with `login static`, then Dex in a
-// headless browser with `login oidc`), shows kubectl working with the short-lived certificates, and
-// hands over a kubeconfig to try: the project's main job on one machine (`make demo`). The cluster
+// headless browser with `login oidc`), shows kubectl working with the short-lived certificates,
+// draws the Concierge's Grafana dashboard over those logins from scrapes of its /metrics (with
+// --dashboard-renderer), and hands over a kubeconfig to try: the project's main job on one machine
+// (`make demo`). The cluster
 // lives until the demo is interrupted, then it is deleted; `make demo-down` removes one left behind.
 package main
 
@@ -43,6 +45,7 @@ func main() {
 	down := flag.Bool("down", false, "delete the demo cluster instead")
 	out := flag.String("out", steps.RepoPath("_output/demo"), "folder for the demo user's kubeconfig")
 	logPath := flag.String("log", "", "file for the progress of the cluster provider and the e2e steps (default: standard error)")
+	renderer := flag.String("dashboard-renderer", "", "tools/dashboardrender built: the Concierge's dashboard over the logins is drawn into --out (make demo builds it)")
 	flag.Parse()
 	terminal := os.Stderr
 	if *logPath != "" {
@@ -57,7 +60,7 @@ func main() {
 		os.Stderr = f
 	}
 	restore := takeTerminal()
-	err := run(*providerName, *down, *out)
+	err := run(*providerName, *down, *out, *renderer)
 	restore()
 	switch {
 	case errors.Is(err, errStopped):
@@ -71,7 +74,7 @@ func main() {
 // errStopped is the user's Ctrl-C (or a SIGTERM): a request to stop, not a failure.
 var errStopped = errors.New("stopped by a signal")
 
-func run(providerName string, down bool, out string) (err error) {
+func run(providerName string, down bool, out, renderer string) (err error) {
 	// Interrupting the demo deletes the cluster: its containerd and kubelet live in this process.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -138,6 +141,17 @@ func run(providerName string, down bool, out string) (err error) {
 	}
 	defer os.RemoveAll(check)
 
+	var rec *recording
+	if renderer != "" {
+		record := step("scrape the Concierge's metrics every "+scrapeInterval.String()+" as Prometheus would", func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+			rec, err = startRecording(ctx, cfg, filepath.Join(out, "metrics"))
+			return ctx, err
+		})
+		if ctx, err = record(ctx, cfg); err != nil {
+			return err
+		}
+	}
+
 	fmt.Println("\n==> pinny logs in with a password through `pinniped login static`")
 	static, err := getKubeconfig(ctx, cli, cfg.KubeconfigFile(), filepath.Join(check, "static"),
 		"--concierge-authenticator-type", "webhook", "--concierge-authenticator-name", "local-users", "--static-token", "pinny:"+staticPassword)
@@ -151,6 +165,12 @@ func run(providerName string, down bool, out string) (err error) {
 	fmt.Println("\n==> pinny logs in through Dex in a headless browser with `pinniped login oidc`")
 	if err := showBrowserLogin(ctx, cli, cfg.KubeconfigFile(), filepath.Join(check, "oidc"), idp.CABundle, dexUser); err != nil {
 		return err
+	}
+
+	if rec != nil {
+		if err := showDashboard(ctx, renderer, rec, filepath.Join(out, "concierge-dashboard.png")); err != nil {
+			return err
+		}
 	}
 
 	kubeconfig, err := getKubeconfig(ctx, cli, cfg.KubeconfigFile(), out,

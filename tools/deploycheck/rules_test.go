@@ -12,17 +12,14 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/histogram"
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
-	"github.com/prometheus/prometheus/tsdb/chunks"
-	"github.com/prometheus/prometheus/util/annotations"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"sealion.dev/tools/internal/promseries"
 )
 
 // The charts' alert rule files, in Prometheus' format.
@@ -203,58 +200,25 @@ func evaluate(t *testing.T, engine *promql.Engine, series, expr string) int {
 	return len(v)
 }
 
-// loaded serves series given in promqltest's notation, one per line, a sample a minute from 0: a
-// storage in memory, since Prometheus' test storage (its TSDB) would build half of its remote
-// write clients into the test.
+// loaded serves series given in promqltest's notation, one per line, a sample a minute from 0.
 func loaded(t *testing.T, series string) storage.Queryable {
 	t.Helper()
-	var all []storage.Series
+	var all []promseries.Series
 	for _, line := range strings.Split(strings.TrimSpace(series), "\n") {
 		lbls, values, err := parser.NewParser(parser.Options{}).ParseSeriesDesc(strings.TrimSpace(line))
 		if err != nil {
 			t.Fatalf("%s: %v", line, err)
 		}
-		var samples []chunks.Sample
+		s := promseries.Series{Labels: lbls}
 		for i, v := range values {
 			if !v.Omitted {
-				samples = append(samples, floatSample{t: int64(i) * time.Minute.Milliseconds(), f: v.Value})
+				s.Samples = append(s.Samples, promseries.Sample{T: int64(i) * time.Minute.Milliseconds(), V: v.Value})
 			}
 		}
-		all = append(all, storage.NewListSeries(lbls, samples))
+		all = append(all, s)
 	}
-	slices.SortFunc(all, func(a, b storage.Series) int { return labels.Compare(a.Labels(), b.Labels()) })
-	return &storage.MockQueryable{MockQuerier: &storage.MockQuerier{
-		SelectMockFunction: func(_ bool, _ *storage.SelectHints, matchers ...*labels.Matcher) storage.SeriesSet {
-			var selected []storage.Series
-			for _, s := range all {
-				if matchAll(s.Labels(), matchers) {
-					selected = append(selected, s)
-				}
-			}
-			return &seriesSet{series: selected, i: -1}
-		},
-	}}
+	return promseries.Queryable(all)
 }
-
-func matchAll(l labels.Labels, matchers []*labels.Matcher) bool {
-	for _, m := range matchers {
-		if !m.Matches(l.Get(m.Name)) {
-			return false
-		}
-	}
-	return true
-}
-
-// seriesSet iterates a slice of series.
-type seriesSet struct {
-	series []storage.Series
-	i      int
-}
-
-func (s *seriesSet) Next() bool                        { s.i++; return s.i < len(s.series) }
-func (s *seriesSet) At() storage.Series                { return s.series[s.i] }
-func (s *seriesSet) Err() error                        { return nil }
-func (s *seriesSet) Warnings() annotations.Annotations { return nil }
 
 // selectedMetrics names the metrics expr selects, histograms by their family's name.
 func selectedMetrics(expr parser.Expr) []string {
@@ -369,17 +333,3 @@ func TestChartRulesAndDashboard(t *testing.T) {
 		})
 	}
 }
-
-// floatSample is one sample of a float series.
-type floatSample struct {
-	t int64
-	f float64
-}
-
-func (s floatSample) T() int64                      { return s.t }
-func (s floatSample) ST() int64                     { return 0 }
-func (s floatSample) F() float64                    { return s.f }
-func (s floatSample) H() *histogram.Histogram       { return nil }
-func (s floatSample) FH() *histogram.FloatHistogram { return nil }
-func (s floatSample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
-func (s floatSample) Copy() chunks.Sample           { return s }
