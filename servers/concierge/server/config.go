@@ -56,8 +56,8 @@ type Config struct {
 	// AuditTokenFingerprintKey keys the audit events' token fingerprints (audit.TokenID): the
 	// installation's, from its Secret. Empty, the audit logger uses a random key of its own.
 	AuditTokenFingerprintKey []byte
-	// Tracer exports the spans of the aggregated API when the configuration file asks for traces;
-	// nil, nothing is traced.
+	// Tracer exports the spans of the aggregated API and the impersonation proxy when the
+	// configuration file asks for traces; nil, nothing is traced.
 	Tracer *serverboot.Tracer
 }
 

@@ -72,6 +72,7 @@ func (c completedConfig) impersonationProxy(clusterSigner, proxySigner *dynamicc
 		Authorizer:                 authz,
 		TokenCredentialRequests:    impersonator.TokenCredentialRequestHandler(loginGroup, exchanger),
 		TokenCredentialRequestPath: impersonator.TokenCredentialRequestPath(loginGroup),
+		TracerProvider:             c.Tracer.Provider(),
 	})
 	if err != nil {
 		return nil, err

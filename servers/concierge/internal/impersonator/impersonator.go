@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
@@ -41,6 +43,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"sealion.dev/core/tracing"
 	"sealion.dev/servers/concierge/internal/certextra"
 	"sealion.dev/servers/internal/drain"
 )
@@ -63,6 +66,11 @@ type Config struct {
 	// DefaultMaxMutatingRequestsInFlight when zero, MaxQueueWait DefaultMaxQueueWait.
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
 	MaxQueueWait                                     time.Duration
+	// TracerProvider, when the Concierge traces, makes a span of each request (continuing the
+	// client's trace, as the kube-apiserver would) and passes the trace on to the kube-apiserver
+	// in place of the client's traceparent. Nil makes no span, and a client's trace context
+	// reaches the kube-apiserver as the client sent it, as without the proxy.
+	TracerProvider trace.TracerProvider
 }
 
 // FlushInterval is how often streamed responses (watches, logs -f) are flushed to the client.
@@ -74,13 +82,14 @@ func New(c Config) (http.Handler, error) {
 	if c.APIServer == nil || c.Authenticator == nil || c.Authorizer == nil {
 		return nil, errors.New("impersonator: APIServer, Authenticator and Authorizer are required")
 	}
-	asServiceAccount, err := newForwarder(c.APIServer)
+	traced := c.TracerProvider != nil
+	asServiceAccount, err := newForwarder(c.APIServer, traced)
 	if err != nil {
 		return nil, fmt.Errorf("impersonator: proxy transport with the ServiceAccount's credentials: %w", err)
 	}
 	// Anonymous requests and passed-through tokens reach the kube-apiserver with no credentials of
 	// ours, so it decides about them exactly as it would without the proxy.
-	withoutCredentials, err := newForwarder(rest.AnonymousClientConfig(c.APIServer))
+	withoutCredentials, err := newForwarder(rest.AnonymousClientConfig(c.APIServer), traced)
 	if err != nil {
 		return nil, fmt.Errorf("impersonator: proxy transport without credentials: %w", err)
 	}
@@ -110,7 +119,10 @@ func New(c Config) (http.Handler, error) {
 		return nil, fmt.Errorf("impersonator: %w", err)
 	}
 	h = withMetrics(h)
+	h = withSpanNamed(h)
 	h = genericapifilters.WithRequestInfo(h, resolver)
+	// After the hop-by-hop headers are gone: a client's trace context is an end-to-end header.
+	h = tracing.Handler(h, c.TracerProvider, "impersonation proxy")
 	h = withHopByHopHeadersRemoved(h)
 	h = genericfilters.WithPanicRecovery(h, resolver)
 	return h, nil
@@ -152,7 +164,7 @@ type forwarder struct {
 	requests *httputil.ReverseProxy
 }
 
-func newForwarder(c *rest.Config) (*forwarder, error) {
+func newForwarder(c *rest.Config, traced bool) (*forwarder, error) {
 	host, _, err := rest.DefaultServerUrlFor(c)
 	if err != nil {
 		return nil, err
@@ -197,7 +209,29 @@ func newForwarder(c *rest.Config) (*forwarder, error) {
 		ErrorHandler:  errorResponder{}.Error,
 		ErrorLog:      klog.NewStandardLogger("ERROR"),
 	}
+	if traced {
+		// Upgrades keep the upgrade-aware handler's own transports: their server span covers the
+		// stream, and the kube-apiserver gets the client's trace context as sent.
+		requests.Transport = tracing.Transport(rt)
+	}
 	return &forwarder{upgrades: upgrades, requests: requests}, nil
+}
+
+// withSpanNamed names the request's span (when one is recording) after its verb, a bounded set,
+// and notes the resource and its group: a name made of the path would let a client mint as many
+// span names as it likes.
+func withSpanNamed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+			if info, ok := genericapirequest.RequestInfoFrom(r.Context()); ok {
+				span.SetName("impersonation proxy " + info.Verb)
+				if info.IsResourceRequest {
+					span.SetAttributes(attribute.String("k8s.resource", info.Resource), attribute.String("k8s.api_group", info.APIGroup))
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -111,14 +111,23 @@ func (k *fakeKube) last() (http.Header, string) {
 // testProxy is the proxy in front of kube, forwarding as the ServiceAccount "concierge-sa", with
 // testTokens and the allowAll authorizer; served over TLS for HTTP/1.1 only unless http2.
 func testProxy(t testing.TB, kube *fakeKube, http2 bool) *httptest.Server {
+	return testProxyWith(t, kube, http2, nil)
+}
+
+// testProxyWith is testProxy with the Config changed by change.
+func testProxyWith(t testing.TB, kube *fakeKube, http2 bool, change func(*Config)) *httptest.Server {
 	authn := unionauth.NewFailOnError(bearertoken.New(testTokens), anonymous.NewAuthenticator(nil))
-	handler, err := New(Config{
+	c := Config{
 		APIServer:                  &rest.Config{Host: kube.URL, BearerToken: "concierge-sa", TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
 		Authenticator:              authn,
 		Authorizer:                 allowAll,
 		TokenCredentialRequests:    http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }),
 		TokenCredentialRequestPath: "/apis/login.concierge.pinniped.dev/v1alpha1/tokencredentialrequests",
-	})
+	}
+	if change != nil {
+		change(&c)
+	}
+	handler, err := New(c)
 	require.NoError(t, err)
 	front := httptest.NewUnstartedServer(handler)
 	front.EnableHTTP2 = http2

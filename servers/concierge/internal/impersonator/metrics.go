@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/endpoints/responsewriter"
 	"k8s.io/component-base/metrics"
@@ -20,14 +21,14 @@ var (
 		Namespace:      "pinniped",
 		Subsystem:      "concierge",
 		Name:           "impersonation_proxy_requests_total",
-		Help:           "Requests the impersonation proxy answered, by Kubernetes verb, API group (empty for the core group and for non-resource paths) and HTTP status code (101 for upgraded streams: exec, attach, port-forward).",
+		Help:           "Requests the impersonation proxy answered, by Kubernetes verb (other for a method Kubernetes does not use), API group (empty for the core group and for non-resource paths, unknown when the answer was not a success: a client may name any group) and HTTP status code (101 for upgraded streams: exec, attach, port-forward).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"verb", "group", "code"})
 	requestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace:      "pinniped",
 		Subsystem:      "concierge",
 		Name:           "impersonation_proxy_request_duration_seconds",
-		Help:           "Time the impersonation proxy took to answer a request that is not long-running (watches and streams are left out, as the kube-apiserver leaves them out of its own), by verb and API group.",
+		Help:           "Time the impersonation proxy took to answer a request that is not long-running (watches and streams are left out, as the kube-apiserver leaves them out of its own), by verb and API group (as for the requests counter).",
 		Buckets:        []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"verb", "group"})
@@ -63,11 +64,31 @@ func withMetrics(next http.Handler) http.Handler {
 		start := time.Now()
 		recorder := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(responsewriter.WrapForHTTP1Or2(recorder), r)
-		requests.WithLabelValues(verb, group, strconv.Itoa(recorder.status())).Inc()
+		code := recorder.status()
+		verb, group = boundedLabels(verb, group, code)
+		requests.WithLabelValues(verb, group, strconv.Itoa(code)).Inc()
 		if !longRunning {
 			requestDuration.WithLabelValues(verb, group).Observe(time.Since(start).Seconds())
 		}
 	})
+}
+
+// verbs are the verbs of RequestInfo: Kubernetes' own and, for non-resource paths, the methods it
+// serves. A client may send any method, and a non-resource request's verb is its method.
+var verbs = sets.New("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection",
+	"proxy", "post", "put", "head", "options")
+
+// boundedLabels keeps the verb and group labels to a set the cluster bounds, whatever a client
+// sends: a verb not in verbs is other, and a group the kube-apiserver did not answer with
+// success for is unknown (a refusal, even one by authorization, comes for a made-up group too).
+func boundedLabels(verb, group string, code int) (string, string) {
+	if !verbs.Has(verb) && verb != "unknown" { // unknown: a request without RequestInfo
+		verb = "other"
+	}
+	if code >= 400 && group != "" {
+		group = "unknown"
+	}
+	return verb, group
 }
 
 // statusRecorder notes the status code written, and 101 for a connection taken over for a stream.

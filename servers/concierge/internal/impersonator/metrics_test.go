@@ -1,14 +1,17 @@
 package impersonator
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 )
 
@@ -63,7 +66,8 @@ func TestMetricsFilter(t *testing.T) {
 		method, path, verb, group, code, kind string
 		timed                                 bool
 	}{
-		{http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments", "list", "apps", "403", "short", true},
+		{http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments", "list", "unknown", "403", "short", true},
+		{http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments/d", "get", "apps", "200", "short", true},
 		{http.MethodGet, "/api/v1/namespaces/ns/pods?watch=true", "watch", "", "200", "long-running", false},
 		{http.MethodPost, "/api/v1/namespaces/ns/pods/p/exec", "create", "", "101", "long-running", false},
 		{http.MethodGet, "/healthz", "get", "", "200", "short", true},
@@ -98,5 +102,60 @@ func TestMetricsFilter(t *testing.T) {
 	}
 	if gauge("short") != 0 || gauge("long-running") != 0 {
 		t.Errorf("in flight after every request ended: short %v, long-running %v", gauge("short"), gauge("long-running"))
+	}
+}
+
+// A client that sends made-up methods and API groups, authenticated or not, adds no series:
+// the verb and group labels stay within what the cluster bounds.
+func TestMetricsLabelsBoundedAgainstMadeUpRequests(t *testing.T) {
+	RegisterMetrics()
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/apis/made-up") {
+			w.WriteHeader(http.StatusNotFound) // as the kube-apiserver answers a group it does not serve
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+	})
+	resolver := &genericapirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+	server := httptest.NewServer(genericapifilters.WithRequestInfo(withMetrics(inner), resolver))
+	defer server.Close()
+	series := func() int {
+		families, err := legacyregistry.DefaultGatherer.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range families {
+			if strings.HasPrefix(f.GetName(), "pinniped_concierge_impersonation_proxy_request") {
+				n += len(f.Metric)
+			}
+		}
+		return n
+	}
+	send := func(i int) {
+		for _, req := range []struct{ method, path string }{
+			{"GET", fmt.Sprintf("/apis/made-up-%d.example.com/v1/things", i)},
+			{fmt.Sprintf("VERB%d", i), "/api/v1/pods"},
+			{fmt.Sprintf("VERB%d", i), fmt.Sprintf("/not-a-resource-%d", i)},
+			{"PATCH", fmt.Sprintf("/apis/forbidden-%d.example.com/v1/namespaces/ns/things/x", i)},
+		} {
+			r, err := http.NewRequest(req.method, server.URL+req.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+		}
+	}
+	send(0) // the bounded series these requests make
+	before := series()
+	for i := 1; i <= 100; i++ {
+		send(i)
+	}
+	if after := series(); after != before {
+		t.Errorf("100 rounds of made-up methods and groups made %d new series", after-before)
 	}
 }
