@@ -129,7 +129,7 @@ func TestLoad(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.certPEM, ca.Bundle())
 			// A loaded CA must be able to sign, and what it signs must verify against its bundle.
-			certPEM, _, err := ca.IssueClientCert("alice", nil, nil, time.Minute)
+			certPEM, _, _, err := ca.IssueClientCert("alice", nil, nil, time.Minute)
 			require.NoError(t, err)
 			verify(t, ca, certPEM, x509.ExtKeyUsageClientAuth, "")
 		})
@@ -208,7 +208,7 @@ func TestIssueClientCert(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			certPEM, keyPEM, err := tt.ca.IssueClientCert(tt.username, tt.groups, nil, 5*time.Minute)
+			certPEM, keyPEM, notAfter, err := tt.ca.IssueClientCert(tt.username, tt.groups, nil, 5*time.Minute)
 			require.NoError(t, err)
 
 			cert := verify(t, tt.ca, certPEM, x509.ExtKeyUsageClientAuth, "")
@@ -219,6 +219,7 @@ func TestIssueClientCert(t *testing.T) {
 			assert.False(t, cert.IsCA)
 			assert.Equal(t, fixedNow.Add(-ClockSkew), cert.NotBefore)
 			assert.Equal(t, fixedNow.Add(5*time.Minute), cert.NotAfter)
+			assert.Equal(t, cert.NotAfter, notAfter)
 			assert.LessOrEqual(t, cert.SerialNumber.BitLen(), 128)
 			assert.Positive(t, cert.SerialNumber.Sign())
 			assert.Equal(t, tt.ca.Certificate().SubjectKeyId, cert.AuthorityKeyId)
@@ -233,9 +234,9 @@ func TestIssueClientCert(t *testing.T) {
 func TestIssueClientCertFreshKeyAndSerial(t *testing.T) {
 	ca, err := New("ec", time.Hour)
 	require.NoError(t, err)
-	cert1, key1, err := ca.IssueClientCert("alice", nil, nil, time.Minute)
+	cert1, key1, _, err := ca.IssueClientCert("alice", nil, nil, time.Minute)
 	require.NoError(t, err)
-	cert2, key2, err := ca.IssueClientCert("alice", nil, nil, time.Minute)
+	cert2, key2, _, err := ca.IssueClientCert("alice", nil, nil, time.Minute)
 	require.NoError(t, err)
 	assert.NotEqual(t, key1, key2)
 	c1, _ := pem.Decode(cert1)
@@ -264,14 +265,14 @@ func TestIssueServingCert(t *testing.T) {
 func TestIssueErrors(t *testing.T) {
 	ca, err := New("errors", time.Hour)
 	require.NoError(t, err)
-	_, _, err = ca.IssueClientCert("alice", nil, nil, 0)
+	_, _, _, err = ca.IssueClientCert("alice", nil, nil, 0)
 	assert.ErrorContains(t, err, `issue certificate for "alice": ttl must be positive`)
 	_, _, err = ca.IssueServingCert("nothing", nil, nil, time.Hour)
 	assert.ErrorContains(t, err, "need at least one DNS name or IP address")
 
 	expired, err := Load(ca.Bundle(), ca.PrivateKeyPEM(), WithClock(func() time.Time { return time.Now().Add(2 * time.Hour) }))
 	require.NoError(t, err)
-	_, _, err = expired.IssueClientCert("alice", nil, nil, time.Minute)
+	_, _, _, err = expired.IssueClientCert("alice", nil, nil, time.Minute)
 	assert.ErrorContains(t, err, `issue certificate for "alice": CA "CN=errors" expired at`)
 }
 
@@ -299,10 +300,27 @@ func BenchmarkIssueClientCert(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := bc.ca.IssueClientCert("alice", groups, nil, 5*time.Minute); err != nil {
+				if _, _, _, err := bc.ca.IssueClientCert("alice", groups, nil, 5*time.Minute); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+// The expiry IssueClientCert returns is the certificate's as encoded, to the second, whatever the
+// clock's fraction and zone.
+func TestIssueClientCertReturnsEncodedExpiry(t *testing.T) {
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	now := time.Date(2026, 12, 6, 18, 0, 0, 999_999_999, zone)
+	ca, err := New("test", time.Hour, WithClock(func() time.Time { return now }))
+	require.NoError(t, err)
+	certPEM, _, notAfter, err := ca.IssueClientCert("alice", nil, nil, 90*time.Second+time.Millisecond)
+	require.NoError(t, err)
+	block, _ := pem.Decode(certPEM)
+	require.NotNil(t, block)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	assert.Equal(t, cert.NotAfter, notAfter)
+	assert.Equal(t, time.Date(2026, 12, 6, 12, 31, 31, 0, time.UTC), notAfter)
 }

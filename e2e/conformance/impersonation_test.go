@@ -206,7 +206,7 @@ func TestImpersonationProxy(t *testing.T) {
 // mintCert issues a client certificate with ca and returns it as a TLS certificate.
 func mintCert(t *testing.T, ca *certauthority.CA, username string, groups []string, ttl time.Duration) *tls.Certificate {
 	t.Helper()
-	certPEM, keyPEM, err := ca.IssueClientCert(username, groups, nil, ttl)
+	certPEM, keyPEM, _, err := ca.IssueClientCert(username, groups, nil, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}

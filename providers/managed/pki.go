@@ -88,10 +88,10 @@ func writePKI(l layout, hostIP net.IP, nodeName, server string) error {
 	if files[apiserverCertFile], files[apiserverKeyFile], err = ca.IssueServingCert("kube-apiserver", dnsNames, ips, certLifetime); err != nil {
 		return err
 	}
-	if files[kubeletClientCertFile], files[kubeletClientKeyFile], err = ca.IssueClientCert("kube-apiserver-kubelet-client", []string{"system:masters"}, nil, certLifetime); err != nil {
+	if files[kubeletClientCertFile], files[kubeletClientKeyFile], _, err = ca.IssueClientCert("kube-apiserver-kubelet-client", []string{"system:masters"}, nil, certLifetime); err != nil {
 		return err
 	}
-	if files[proxyClientCertFile], files[proxyClientKeyFile], err = frontProxyCA.IssueClientCert(proxyClientName, nil, nil, certLifetime); err != nil {
+	if files[proxyClientCertFile], files[proxyClientKeyFile], _, err = frontProxyCA.IssueClientCert(proxyClientName, nil, nil, certLifetime); err != nil {
 		return err
 	}
 	if files[saPublicKeyFile], files[saPrivateKeyFile], err = serviceAccountKeys(); err != nil {
@@ -103,7 +103,7 @@ func writePKI(l layout, hostIP net.IP, nodeName, server string) error {
 		}
 	}
 	for _, id := range clientIdentities(nodeName) {
-		certPEM, keyPEM, err := ca.IssueClientCert(id.user, id.groups, nil, certLifetime)
+		certPEM, keyPEM, _, err := ca.IssueClientCert(id.user, id.groups, nil, certLifetime)
 		if err != nil {
 			return err
 		}

@@ -44,7 +44,7 @@ func TestIssueRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	inProcess := func(context.Context, int) error {
-		_, _, err := ca.IssueClientCert("pinny", []string{"seals"}, nil, 5*time.Minute)
+		_, _, _, err := ca.IssueClientCert("pinny", []string{"seals"}, nil, 5*time.Minute)
 		return err
 	}
 	viaCSR := func(ctx context.Context, _ int) error {

@@ -12,8 +12,6 @@ package dynamicca
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -108,19 +106,11 @@ func (s *Signer) IssueClientCert(_ context.Context, username string, groups, org
 	if ca == nil {
 		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", s.name, ErrNoCA)
 	}
-	certPEM, keyPEM, err := ca.IssueClientCert(username, groups, organizationalUnits, ttl)
+	certPEM, keyPEM, notAfter, err := ca.IssueClientCert(username, groups, organizationalUnits, ttl)
 	if err != nil {
 		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", s.name, err)
 	}
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return nil, nil, time.Time{}, fmt.Errorf("%s: issued no PEM certificate", s.name)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return nil, nil, time.Time{}, fmt.Errorf("%s: %w", s.name, err)
-	}
-	return certPEM, keyPEM, cert.NotAfter, nil
+	return certPEM, keyPEM, notAfter, nil
 }
 
 func (s *Signer) current() *certauthority.CA {

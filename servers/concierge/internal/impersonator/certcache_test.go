@@ -63,7 +63,7 @@ func requestWithCerts(t *testing.T, certPEMs ...[]byte) *http.Request {
 
 func issue(t *testing.T, ca *certauthority.CA, name string, groups []string, ttl time.Duration) []byte {
 	t.Helper()
-	certPEM, _, err := ca.IssueClientCert(name, groups, nil, ttl)
+	certPEM, _, _, err := ca.IssueClientCert(name, groups, nil, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestCertificateUserReadsExtras(t *testing.T) {
 	}
 
 	extra := map[string][]string{"example.com/team": {"a", "b"}, "authentication.kubernetes.io/credential-id": {"JTI=1"}}
-	certPEM, _, err := ca.IssueClientCert("alice", []string{"devs"}, certextra.OrganizationalUnits(extra), time.Minute)
+	certPEM, _, _, err := ca.IssueClientCert("alice", []string{"devs"}, certextra.OrganizationalUnits(extra), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestCertificateUserReadsExtras(t *testing.T) {
 		{"no-domain=x"},
 		{"example.com/a=b", "=x"},
 	} {
-		certPEM, _, err := ca.IssueClientCert("bob", nil, ous, time.Minute)
+		certPEM, _, _, err := ca.IssueClientCert("bob", nil, ous, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

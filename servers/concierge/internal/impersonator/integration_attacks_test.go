@@ -40,7 +40,7 @@ const selfSubjectReviewPath = "/apis/authentication.k8s.io/v1/selfsubjectreviews
 // clientTLS is a TLS configuration for the proxy with a client certificate of ca.
 func (p *proxyUnderTest) clientTLS(t *testing.T, ca *certauthority.CA, username string, groups, ous []string) *tls.Config {
 	t.Helper()
-	certPEM, keyPEM, err := ca.IssueClientCert(username, groups, ous, time.Hour)
+	certPEM, keyPEM, _, err := ca.IssueClientCert(username, groups, ous, time.Hour)
 	require.NoError(t, err)
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	require.NoError(t, err)

@@ -130,7 +130,7 @@ func (p *proxyUnderTest) kubeconfig(t *testing.T, name, username string, groups 
 	t.Helper()
 	auth := &clientcmdapi.AuthInfo{Token: token}
 	if token == "" {
-		certPEM, keyPEM, err := p.signer.IssueClientCert(username, groups, nil, time.Hour)
+		certPEM, keyPEM, _, err := p.signer.IssueClientCert(username, groups, nil, time.Hour)
 		require.NoError(t, err)
 		auth = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
 	}
