@@ -98,6 +98,31 @@ func createFederationDomain(t *testing.T, name string, spec configv1alpha1.Feder
 	return fd
 }
 
+// createLDAPIssuer makes a FederationDomain named name at https://host:<port>/path, served with
+// its own TLS Secret and one LDAPIdentityProvider (whose server need not exist: an issuer is served
+// once its identity providers exist, reachable or not), and returns the issuer.
+func createLDAPIssuer(t *testing.T, name, host, path string) string {
+	t.Helper()
+	createTLSSecret(t, name+"-tls", host)
+	createObject(t, env.supervisor.IdpV1alpha1().LDAPIdentityProviders(supervisorNamespace).Create, &idpv1alpha1.LDAPIdentityProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-ldap"},
+		Spec:       idpv1alpha1.LDAPIdentityProviderSpec{Host: "ldap.example.test", Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: "bind"}},
+	})
+	t.Cleanup(func() {
+		_ = env.supervisor.IdpV1alpha1().LDAPIdentityProviders(supervisorNamespace).Delete(context.Background(), name+"-ldap", metav1.DeleteOptions{})
+	})
+	issuer := fmt.Sprintf("https://%s:%d/%s", host, env.port, path)
+	createFederationDomain(t, name, configv1alpha1.FederationDomainSpec{
+		Issuer: issuer,
+		TLS:    &configv1alpha1.FederationDomainTLSSpec{SecretName: name + "-tls"},
+		IdentityProviders: []configv1alpha1.FederationDomainIdentityProvider{{
+			DisplayName: "Corp LDAP",
+			ObjectRef:   corev1.TypedLocalObjectReference{APIGroup: ptr.To(idpv1alpha1.GroupName), Kind: "LDAPIdentityProvider", Name: name + "-ldap"},
+		}},
+	})
+	return issuer
+}
+
 // waitForConditions waits until the FederationDomain's conditions have the given status/reason
 // (types not named must be True) and returns it.
 func waitForConditions(t *testing.T, name string, phase configv1alpha1.Phase, want map[string]string) *configv1alpha1.FederationDomain {

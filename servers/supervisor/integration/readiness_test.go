@@ -8,37 +8,13 @@ import (
 	"net/http"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-
-	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
-	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 )
 
 // A replica started while a FederationDomain exists reports itself ready only once it serves that
 // issuer: a Service that sends requests by readiness never sends it one it would answer with a
 // 404 or the bootstrap certificate. Found as a fault test's failed refreshes after a pod restart.
 func TestNewReplicaIsReadyOnlyOnceItServes(t *testing.T) {
-	createTLSSecret(t, "readiness-tls", "readiness.example.test")
-	// An issuer is served once its identity providers exist, reachable or not.
-	createObject(t, env.supervisor.IdpV1alpha1().LDAPIdentityProviders(supervisorNamespace).Create, &idpv1alpha1.LDAPIdentityProvider{
-		ObjectMeta: metav1.ObjectMeta{Name: "readiness-ldap"},
-		Spec:       idpv1alpha1.LDAPIdentityProviderSpec{Host: "ldap.example.test", Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: "bind"}},
-	})
-	t.Cleanup(func() {
-		_ = env.supervisor.IdpV1alpha1().LDAPIdentityProviders(supervisorNamespace).Delete(context.Background(), "readiness-ldap", metav1.DeleteOptions{})
-	})
-	issuer := fmt.Sprintf("https://readiness.example.test:%d/ready", env.port)
-	createFederationDomain(t, "readiness", configv1alpha1.FederationDomainSpec{
-		Issuer: issuer,
-		TLS:    &configv1alpha1.FederationDomainTLSSpec{SecretName: "readiness-tls"},
-		IdentityProviders: []configv1alpha1.FederationDomainIdentityProvider{{
-			DisplayName: "Corp LDAP",
-			ObjectRef:   corev1.TypedLocalObjectReference{APIGroup: ptr.To(idpv1alpha1.GroupName), Kind: "LDAPIdentityProvider", Name: "readiness-ldap"},
-		}},
-	})
+	issuer := createLDAPIssuer(t, "readiness", "readiness.example.test", "ready")
 	roots := x509.NewCertPool()
 	roots.AddCert(env.ca.Certificate())
 	discovery := issuer + "/.well-known/openid-configuration"

@@ -13,12 +13,6 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-
-	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
-	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 )
 
 // collector is an OTLP/gRPC trace receiver that keeps what it is sent, by service.
@@ -66,23 +60,7 @@ func TestTracesReachTheCollector(t *testing.T) {
 	go func() { _ = server.Serve(ln) }()
 	t.Cleanup(server.Stop)
 
-	createTLSSecret(t, "traced-tls", "traced.example.test")
-	createObject(t, env.supervisor.IdpV1alpha1().LDAPIdentityProviders(supervisorNamespace).Create, &idpv1alpha1.LDAPIdentityProvider{
-		ObjectMeta: metav1.ObjectMeta{Name: "traced-ldap"},
-		Spec:       idpv1alpha1.LDAPIdentityProviderSpec{Host: "ldap.example.test", Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: "bind"}},
-	})
-	t.Cleanup(func() {
-		_ = env.supervisor.IdpV1alpha1().LDAPIdentityProviders(supervisorNamespace).Delete(context.Background(), "traced-ldap", metav1.DeleteOptions{})
-	})
-	issuer := fmt.Sprintf("https://traced.example.test:%d/traced", env.port)
-	createFederationDomain(t, "traced", configv1alpha1.FederationDomainSpec{
-		Issuer: issuer,
-		TLS:    &configv1alpha1.FederationDomainTLSSpec{SecretName: "traced-tls"},
-		IdentityProviders: []configv1alpha1.FederationDomainIdentityProvider{{
-			DisplayName: "Corp LDAP",
-			ObjectRef:   corev1.TypedLocalObjectReference{APIGroup: ptr.To(idpv1alpha1.GroupName), Kind: "LDAPIdentityProvider", Name: "traced-ldap"},
-		}},
-	})
+	issuer := createLDAPIssuer(t, "traced", "traced.example.test", "traced")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
