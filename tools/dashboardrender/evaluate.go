@@ -104,7 +104,7 @@ func evaluate(ctx context.Context, b *board, s *scrapes) ([]panel, error) {
 	// The points end at the last scrape, a step apart, as far back as the first: a range that
 	// started at the first scrape could end just before the last one and miss it.
 	end := s.times[len(s.times)-1]
-	start := end.Add(-s.times[len(s.times)-1].Sub(s.times[0]).Truncate(step))
+	start := end.Add(-end.Sub(s.times[0]).Truncate(step))
 	rate := s.rateInterval()
 	var out []panel
 	for _, spec := range b.panels {

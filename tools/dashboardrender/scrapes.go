@@ -150,8 +150,8 @@ func formatLe(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
-// rateInterval is Grafana's $__rate_interval for a panel whose step is the scrape interval:
-// max($__interval + scrape interval, 4 x scrape interval).
+// rateInterval is Grafana's $__rate_interval, max($__interval + scrape interval, 4 x scrape
+// interval), for panels whose step ($__interval) is the scrape interval: four intervals.
 func (s *scrapes) rateInterval() time.Duration {
-	return max(2*s.interval, 4*s.interval)
+	return 4 * s.interval
 }
