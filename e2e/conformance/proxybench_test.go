@@ -217,17 +217,24 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 				id       string
 				transfer func(config *rest.Config, ns, pod string) func(context.Context) (time.Duration, error)
 			}{{"exec", execTransfer}, {"port-forward", forwardTransfer}} {
-				rates, err := streamThroughput(ctx, map[string]func(context.Context) (time.Duration, error){
+				s, err := streamThroughput(ctx, split, map[string]func(context.Context) (time.Duration, error){
 					"direct": op.transfer(directConfig, ns, pod), "proxy": op.transfer(proxyConfig, ns, pod), "proxy-pod": op.transfer(podConfig, ns, pod),
 				})
 				if err != nil {
 					t.Fatalf("%s: %v", op.id, err)
 				}
 				for _, path := range []string{"direct", "proxy", "proxy-pod"} {
-					loadrun.Write(os.Stdout, "ProxyStream/operation="+op.id+"/path="+path, loadrun.Figure{Value: rates[path], Unit: loadrun.MBPerSecond})
+					loadrun.Write(os.Stdout, "ProxyStream/operation="+op.id+"/path="+path, loadrun.Figure{Value: s.rate[path], Unit: loadrun.MBPerSecond})
+					for _, process := range s.processes {
+						loadrun.Write(os.Stdout, "ProxyStreamCPU/operation="+op.id+"/path="+path+"/process="+process,
+							loadrun.Figure{Value: float64(s.cpuPerMB[path][process].Microseconds()), Unit: loadrun.CPUMicrosPerMB})
+					}
+					for _, group := range s.cpuGroups {
+						t.Logf("%s %s: the %s CPUs were %.0f%% busy while the bytes flowed", op.id, path, group, 100*s.busy[path][group])
+					}
 				}
-				loadrun.Write(os.Stdout, "ProxyStreamOverDirect/operation="+op.id, loadrun.Figure{Value: rates["proxy"] / rates["direct"], Unit: loadrun.Ratio})
-				loadrun.Write(os.Stdout, "ProxyPodStreamOverDirect/operation="+op.id, loadrun.Figure{Value: rates["proxy-pod"] / rates["direct"], Unit: loadrun.Ratio})
+				loadrun.Write(os.Stdout, "ProxyStreamOverDirect/operation="+op.id, loadrun.Figure{Value: s.rate["proxy"] / s.rate["direct"], Unit: loadrun.Ratio})
+				loadrun.Write(os.Stdout, "ProxyPodStreamOverDirect/operation="+op.id, loadrun.Figure{Value: s.rate["proxy-pod"] / s.rate["direct"], Unit: loadrun.Ratio})
 			}
 			memAfter := conciergeMemory(ctx, t, kube)
 			t.Logf("Concierge container resources (the proxy runs in it): %s", conciergeResources(ctx, t, kube))

@@ -25,6 +25,7 @@ import (
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/utils/ptr"
 
+	"sealion.dev/core/testing/loadrun"
 	"sealion.dev/e2e/steps"
 )
 
@@ -88,25 +89,85 @@ func startStreamer(ctx context.Context, t *testing.T, kube kubernetes.Interface,
 	return pod.Name
 }
 
+// streamProcesses are the processes a stream passes through on this machine, besides the
+// streamer and the client (this test): the proxy (in the Concierge), the kube-apiserver, the
+// kubelet, which relays to the container runtime's streaming server, and the runtime.
+var streamProcesses = []string{"pinniped-concierge", "kube-apiserver", "kubelet", "containerd"}
+
+// streamRates are streamThroughput's results, for each path: the median rate in MB/s, the CPU
+// time each of streamProcesses spent per MB, and how busy the control plane's and the other CPUs
+// were while the bytes flowed (1 when saturated): what limited the rate.
+type streamRates struct {
+	rate      map[string]float64
+	cpuPerMB  map[string]map[string]time.Duration
+	busy      map[string]map[string]float64
+	cpuGroups []string
+	processes []string
+}
+
 // streamThroughput transfers streamBytes streamRuns times with each of transfer's paths, the
-// paths in turn so that both see the machine alike, and returns each path's median rate in MB/s.
-func streamThroughput(ctx context.Context, paths map[string]func(context.Context) (time.Duration, error)) (map[string]float64, error) {
+// paths in turn so that both see the machine alike, and measures each path on split's CPUs.
+func streamThroughput(ctx context.Context, split cpuSplit, paths map[string]func(context.Context) (time.Duration, error)) (streamRates, error) {
+	groups := map[string][]int{"control-plane": split.controlPlane, "worker": split.rest}
+	out := streamRates{
+		rate: map[string]float64{}, cpuPerMB: map[string]map[string]time.Duration{}, busy: map[string]map[string]float64{},
+		cpuGroups: slices.Sorted(maps.Keys(groups)), processes: streamProcesses,
+	}
 	rates := map[string][]float64{}
+	cpu := map[string]map[string]time.Duration{}
+	busy := map[string]map[string]time.Duration{}
+	took := map[string]time.Duration{}
 	for range streamRuns {
 		for _, name := range slices.Sorted(maps.Keys(paths)) {
-			took, err := paths[name](ctx)
+			cpuBefore, err := loadrun.CPUOf(streamProcesses...)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return streamRates{}, err
 			}
-			rates[name] = append(rates[name], streamBytes/1e6/took.Seconds())
+			busyBefore, err := loadrun.CPUBusy()
+			if err != nil {
+				return streamRates{}, err
+			}
+			d, err := paths[name](ctx)
+			if err != nil {
+				return streamRates{}, fmt.Errorf("%s: %w", name, err)
+			}
+			cpuAfter, err := loadrun.CPUOf(streamProcesses...)
+			if err != nil {
+				return streamRates{}, err
+			}
+			busyAfter, err := loadrun.CPUBusy()
+			if err != nil {
+				return streamRates{}, err
+			}
+			rates[name] = append(rates[name], streamBytes/1e6/d.Seconds())
+			took[name] += d
+			if cpu[name] == nil {
+				cpu[name], busy[name] = map[string]time.Duration{}, map[string]time.Duration{}
+			}
+			for _, p := range streamProcesses {
+				cpu[name][p] += cpuAfter[p] - cpuBefore[p]
+			}
+			for group, cpus := range groups {
+				for _, c := range cpus {
+					busy[name][group] += busyAfter[c] - busyBefore[c]
+				}
+			}
 		}
 	}
-	medians := map[string]float64{}
 	for name, r := range rates {
 		slices.Sort(r)
-		medians[name] = r[len(r)/2]
+		out.rate[name] = r[len(r)/2]
+		// The CPU counters include the few milliseconds that set each stream up (a port-forward's
+		// before its clock starts), a small part of 256 MB's.
+		out.cpuPerMB[name], out.busy[name] = map[string]time.Duration{}, map[string]float64{}
+		for p, c := range cpu[name] {
+			out.cpuPerMB[name][p] = time.Duration(float64(c) / (streamRuns * streamBytes / 1e6))
+		}
+		for group, b := range busy[name] {
+			out.busy[name][group] = min(1, b.Seconds()/took[name].Seconds()/float64(len(groups[group])))
+		}
 	}
-	return medians, nil
+	return out, nil
 }
 
 // execTransfer runs the streamer's --write in pod as config's user, as kubectl exec does (a

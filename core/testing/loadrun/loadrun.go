@@ -108,13 +108,15 @@ const (
 	// MillisPerCall the time a part of a call took on average, in milliseconds.
 	CPUMicrosPerCall = "cpu-us/call"
 	MillisPerCall    = "ms/call"
+	// CPUMicrosPerMB is a process's CPU time per MB (10^6 bytes) of a stream it carries.
+	CPUMicrosPerMB = "cpu-us/MB"
 )
 
 // units says which way is better for each unit above.
 var units = map[string]string{
 	PerSecond: "higher", P50Millis: "lower", P99Millis: "lower", Ratio: "higher", MiB: "lower", PerCall: "lower",
 	Seconds: "lower", Rejected: "lower", EventsPerSecond: "higher", MaxGapMillis: "lower", MBPerSecond: "higher",
-	CPUMicrosPerCall: "lower", MillisPerCall: "lower",
+	CPUMicrosPerCall: "lower", MillisPerCall: "lower", CPUMicrosPerMB: "lower",
 }
 
 // WriteUnits writes the unit metadata lines.
@@ -210,4 +212,43 @@ func CPUOf(names ...string) (map[string]time.Duration, error) {
 		}
 	}
 	return cpu, nil
+}
+
+// CPUBusy returns the time each of this machine's CPUs has spent busy since boot (every state of
+// /proc/stat but idle and iowait), by CPU number: over a step, the difference says whether a set
+// of CPUs was saturated, which is what limits a figure measured on them.
+func CPUBusy() (map[int]time.Duration, error) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil, err
+	}
+	busy := map[int]time.Duration{}
+	for line := range strings.Lines(string(stat)) {
+		fields := strings.Fields(line)
+		// "cpuN user nice system idle iowait irq softirq steal ...": the machine's total line
+		// ("cpu") and the other lines are not per CPU.
+		if len(fields) < 9 || !strings.HasPrefix(fields[0], "cpu") || fields[0] == "cpu" {
+			continue
+		}
+		cpu, err := strconv.Atoi(strings.TrimPrefix(fields[0], "cpu"))
+		if err != nil {
+			return nil, fmt.Errorf("/proc/stat: %q: %w", fields[0], err)
+		}
+		var ticks int64
+		for i, f := range fields[1:9] {
+			if i == 3 || i == 4 { // idle, iowait
+				continue
+			}
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("/proc/stat: %s: %w", fields[0], err)
+			}
+			ticks += n
+		}
+		busy[cpu] = time.Duration(ticks) * time.Second / clockTicks
+	}
+	if len(busy) == 0 {
+		return nil, fmt.Errorf("/proc/stat names no CPU")
+	}
+	return busy, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -39,6 +40,7 @@ func TestWrite(t *testing.T) {
 	Write(&b, "Proxy/ratio", Figure{0.93, Ratio})
 	want := `Unit MB/s better=higher
 Unit MiB better=lower
+Unit cpu-us/MB better=lower
 Unit cpu-us/call better=lower
 Unit events/s better=higher
 Unit max-gap-ms better=lower
@@ -106,4 +108,31 @@ func rusageCPU(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func TestCPUBusy(t *testing.T) {
+	before, err := CPUBusy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// NumCPU counts the CPUs this process may use, which may be fewer than the machine's.
+	if len(before) < runtime.NumCPU() {
+		t.Errorf("CPUBusy names %d CPUs, this process may use %d", len(before), runtime.NumCPU())
+	}
+	start := rusageCPU(t)
+	for rusageCPU(t)-start < 200*time.Millisecond {
+	}
+	burnt := rusageCPU(t) - start
+	after, err := CPUBusy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The loop kept one CPU or another busy all along; other processes may add to it.
+	var busy time.Duration
+	for cpu, b := range after {
+		busy += b - before[cpu]
+	}
+	if busy < burnt-30*time.Millisecond {
+		t.Errorf("CPUBusy saw %v busy over a loop the kernel accounts %v to", busy, burnt)
+	}
 }
