@@ -225,11 +225,11 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 				}
 				for _, path := range []string{"direct", "proxy", "proxy-pod"} {
 					loadrun.Write(os.Stdout, "ProxyStream/operation="+op.id+"/path="+path, loadrun.Figure{Value: s.rate[path], Unit: loadrun.MBPerSecond})
-					for _, process := range s.processes {
+					for _, process := range streamProcesses {
 						loadrun.Write(os.Stdout, "ProxyStreamCPU/operation="+op.id+"/path="+path+"/process="+process,
 							loadrun.Figure{Value: float64(s.cpuPerMB[path][process].Microseconds()), Unit: loadrun.CPUMicrosPerMB})
 					}
-					for _, group := range s.cpuGroups {
+					for _, group := range slices.Sorted(maps.Keys(s.busy[path])) {
 						t.Logf("%s %s: the %s CPUs were %.0f%% busy while the bytes flowed", op.id, path, group, 100*s.busy[path][group])
 					}
 				}

@@ -95,65 +95,68 @@ func startStreamer(ctx context.Context, t *testing.T, kube kubernetes.Interface,
 var streamProcesses = []string{"pinniped-concierge", "kube-apiserver", "kubelet", "containerd"}
 
 // streamRates are streamThroughput's results, for each path: the median rate in MB/s, the CPU
-// time each of streamProcesses spent per MB, and how busy the control plane's and the other CPUs
-// were while the bytes flowed (1 when saturated): what limited the rate.
+// time each of streamProcesses spent per MB, and how busy each group of CPUs ("control-plane",
+// "worker") was while the path ran (1 when saturated): what limited the rate.
 type streamRates struct {
-	rate      map[string]float64
-	cpuPerMB  map[string]map[string]time.Duration
-	busy      map[string]map[string]float64
-	cpuGroups []string
-	processes []string
+	rate     map[string]float64
+	cpuPerMB map[string]map[string]time.Duration
+	busy     map[string]map[string]float64
+}
+
+// streamSample is what streamThroughput reads before and after each transfer.
+type streamSample struct {
+	at   time.Time
+	cpu  map[string]time.Duration
+	busy map[int]time.Duration
+}
+
+func sampleStream() (streamSample, error) {
+	cpu, err := loadrun.CPUOf(streamProcesses...)
+	if err != nil {
+		return streamSample{}, err
+	}
+	busy, err := loadrun.CPUBusy()
+	return streamSample{at: time.Now(), cpu: cpu, busy: busy}, err
 }
 
 // streamThroughput transfers streamBytes streamRuns times with each of transfer's paths, the
 // paths in turn so that both see the machine alike, and measures each path on split's CPUs.
 func streamThroughput(ctx context.Context, split cpuSplit, paths map[string]func(context.Context) (time.Duration, error)) (streamRates, error) {
 	groups := map[string][]int{"control-plane": split.controlPlane, "worker": split.rest}
-	out := streamRates{
-		rate: map[string]float64{}, cpuPerMB: map[string]map[string]time.Duration{}, busy: map[string]map[string]float64{},
-		cpuGroups: slices.Sorted(maps.Keys(groups)), processes: streamProcesses,
-	}
 	rates := map[string][]float64{}
 	cpu := map[string]map[string]time.Duration{}
 	busy := map[string]map[string]time.Duration{}
-	took := map[string]time.Duration{}
+	ran := map[string]time.Duration{} // the transfers' whole time, their set-up included
 	for range streamRuns {
 		for _, name := range slices.Sorted(maps.Keys(paths)) {
-			cpuBefore, err := loadrun.CPUOf(streamProcesses...)
+			before, err := sampleStream()
 			if err != nil {
 				return streamRates{}, err
 			}
-			busyBefore, err := loadrun.CPUBusy()
-			if err != nil {
-				return streamRates{}, err
-			}
-			d, err := paths[name](ctx)
+			took, err := paths[name](ctx)
 			if err != nil {
 				return streamRates{}, fmt.Errorf("%s: %w", name, err)
 			}
-			cpuAfter, err := loadrun.CPUOf(streamProcesses...)
+			after, err := sampleStream()
 			if err != nil {
 				return streamRates{}, err
 			}
-			busyAfter, err := loadrun.CPUBusy()
-			if err != nil {
-				return streamRates{}, err
-			}
-			rates[name] = append(rates[name], streamBytes/1e6/d.Seconds())
-			took[name] += d
+			rates[name] = append(rates[name], streamBytes/1e6/took.Seconds())
+			ran[name] += after.at.Sub(before.at)
 			if cpu[name] == nil {
 				cpu[name], busy[name] = map[string]time.Duration{}, map[string]time.Duration{}
 			}
 			for _, p := range streamProcesses {
-				cpu[name][p] += cpuAfter[p] - cpuBefore[p]
+				cpu[name][p] += after.cpu[p] - before.cpu[p]
 			}
 			for group, cpus := range groups {
 				for _, c := range cpus {
-					busy[name][group] += busyAfter[c] - busyBefore[c]
+					busy[name][group] += after.busy[c] - before.busy[c]
 				}
 			}
 		}
 	}
+	out := streamRates{rate: map[string]float64{}, cpuPerMB: map[string]map[string]time.Duration{}, busy: map[string]map[string]float64{}}
 	for name, r := range rates {
 		slices.Sort(r)
 		out.rate[name] = r[len(r)/2]
@@ -163,8 +166,9 @@ func streamThroughput(ctx context.Context, split cpuSplit, paths map[string]func
 		for p, c := range cpu[name] {
 			out.cpuPerMB[name][p] = time.Duration(float64(c) / (streamRuns * streamBytes / 1e6))
 		}
+		// /proc/stat counts in hundredths of a second: a fraction may come out a little over 1.
 		for group, b := range busy[name] {
-			out.busy[name][group] = min(1, b.Seconds()/took[name].Seconds()/float64(len(groups[group])))
+			out.busy[name][group] = b.Seconds() / ran[name].Seconds() / float64(len(groups[group]))
 		}
 	}
 	return out, nil
