@@ -57,6 +57,8 @@ func run(baselineFile, goalsFile, out string, tolerance float64, subset bool, re
 	r := report{
 		current:     current,
 		comparisons: compare(current, baseline, tolerance, subset),
+		speed:       speedOf(current, baseline),
+		subset:      subset,
 		goals:       checkGoals(current, goals, subset),
 		curves:      curvesOf(current),
 		baseline:    baselineFile,
