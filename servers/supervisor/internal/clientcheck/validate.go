@@ -18,14 +18,18 @@ import (
 	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 )
 
-// The check of spec.allowedRedirectURIs is ours: Pinniped relies on the CRD's pattern alone. It
-// catches clients stored while the CRD's validation was different, before they are used. Its
-// condition appears only when it fails, so that the status of every client the CRD admits is
-// upstream's.
+// The checks of spec.allowedRedirectURIs and spec.allowedPostLogoutRedirectURIs are ours: Pinniped
+// relies on the CRD's pattern alone, which admits what is not a URL (a bad %-escape) or has a
+// fragment. They catch such clients, and those stored while the CRD's validation was different,
+// before they are used. Their conditions appear only when they fail, so that the status of every
+// valid client is upstream's.
 const (
 	// ConditionAllowedRedirectURIsValid reports that a redirect URI is neither https nor http on
 	// a loopback address, or has a fragment.
 	ConditionAllowedRedirectURIsValid = "AllowedRedirectURIsValid"
+	// ConditionAllowedPostLogoutRedirectURIsValid reports the same of a post-logout redirect URI
+	// (the end-session endpoint's): where the browser is sent back obeys the same rules.
+	ConditionAllowedPostLogoutRedirectURIsValid = "AllowedPostLogoutRedirectURIsValid"
 	// ReasonInvalidRedirectURI means a redirect URI is neither https nor loopback http.
 	ReasonInvalidRedirectURI = "InvalidRedirectURI"
 )
@@ -33,7 +37,8 @@ const (
 // Result is what Validate found.
 type Result struct {
 	// Conditions are AllowedGrantTypesValid, AllowedScopesValid and ClientSecretExists (and
-	// AllowedRedirectURIsValid when false, SessionLifetimesValid with spec.sessionLifetimes),
+	// AllowedRedirectURIsValid and AllowedPostLogoutRedirectURIsValid when false,
+	// SessionLifetimesValid with spec.sessionLifetimes),
 	// sorted by type, each with the client's generation and
 	// no transition time (the caller merges them into the status, which sets it). Their texts are
 	// upstream Pinniped's.
@@ -53,7 +58,10 @@ type Result struct {
 func Validate(client *configv1alpha1.OIDCClient, storage *corev1.Secret, minCost int) Result {
 	secretsCond, hashes := checkSecrets(storage, minCost)
 	conditions := []metav1.Condition{checkGrantTypes(client.Spec), checkScopes(client.Spec), secretsCond}
-	if c, ok := checkRedirectURIs(client.Spec.AllowedRedirectURIs); !ok {
+	if c, ok := checkRedirectURIs(ConditionAllowedRedirectURIsValid, "allowedRedirectURIs", client.Spec.AllowedRedirectURIs, true); !ok {
+		conditions = append(conditions, c)
+	}
+	if c, ok := checkRedirectURIs(ConditionAllowedPostLogoutRedirectURIsValid, "allowedPostLogoutRedirectURIs", client.Spec.AllowedPostLogoutRedirectURIs, false); !ok {
 		conditions = append(conditions, c)
 	}
 	if client.Spec.SessionLifetimes != nil {
@@ -188,21 +196,21 @@ func condition(condType, field string, reqs []requirement) metav1.Condition {
 	return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: configv1alpha1.ReasonSuccess, Message: fmt.Sprintf("%q is valid", field)}
 }
 
-// checkRedirectURIs reports whether every redirect URI is acceptable, and when not, the false
-// AllowedRedirectURIsValid condition saying why.
-func checkRedirectURIs(uris []configv1alpha1.RedirectURI) (metav1.Condition, bool) {
+// checkRedirectURIs reports whether every redirect URI of the spec's field is acceptable (and,
+// when required, that there is one), and when not, the false condType condition saying why.
+func checkRedirectURIs(condType, field string, uris []configv1alpha1.RedirectURI, required bool) (metav1.Condition, bool) {
 	var problems []string
 	for _, u := range uris {
 		if err := checkRedirectURI(string(u)); err != nil {
 			problems = append(problems, fmt.Sprintf("%q: %v", u, err))
 		}
 	}
-	if len(uris) == 0 {
+	if required && len(uris) == 0 {
 		problems = append(problems, "at least one is required")
 	}
 	if len(problems) > 0 {
-		return metav1.Condition{Type: ConditionAllowedRedirectURIsValid, Status: metav1.ConditionFalse, Reason: ReasonInvalidRedirectURI,
-			Message: "allowedRedirectURIs: " + strings.Join(problems, "; ")}, false
+		return metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: ReasonInvalidRedirectURI,
+			Message: field + ": " + strings.Join(problems, "; ")}, false
 	}
 	return metav1.Condition{}, true
 }

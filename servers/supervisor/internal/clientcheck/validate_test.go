@@ -86,6 +86,11 @@ func TestValidate(t *testing.T) {
 		c.Spec.SessionLifetimes = l
 		return c
 	}
+	withPostLogout := func(uris []configv1alpha1.RedirectURI) *configv1alpha1.OIDCClient {
+		c := client(okRedirects, []configv1alpha1.GrantType{authcode}, []configv1alpha1.Scope{openid})
+		c.Spec.AllowedPostLogoutRedirectURIs = uris
+		return c
+	}
 	tests := []struct {
 		name       string
 		client     *configv1alpha1.OIDCClient
@@ -202,6 +207,25 @@ func TestValidate(t *testing.T) {
 				scopesOK, oneSecret,
 			},
 			wantPhase: "Error", wantTotal: 1,
+		},
+		{
+			name:    "post-logout redirect URIs that are not a URL or have a fragment (the CRD's pattern admits both)",
+			client:  withPostLogout([]configv1alpha1.RedirectURI{"https://app.example.com/signed-out", "https://app.example.com/%zz", "https://app.example.com/out#frag"}),
+			storage: storage(t, cheap), minCost: bcrypt.MinCost,
+			want: []metav1.Condition{
+				grantTypesOK,
+				wantCond("AllowedPostLogoutRedirectURIsValid", metav1.ConditionFalse, "InvalidRedirectURI",
+					`allowedPostLogoutRedirectURIs: "https://app.example.com/%zz": not a URL; "https://app.example.com/out#frag": must not have a fragment`),
+				scopesOK, oneSecret,
+			},
+			wantPhase: "Error", wantTotal: 1,
+		},
+		{
+			name:    "valid post-logout redirect URIs: no condition of ours",
+			client:  withPostLogout([]configv1alpha1.RedirectURI{"https://app.example.com/signed-out", "http://127.0.0.1/out"}),
+			storage: storage(t, cheap), minCost: bcrypt.MinCost,
+			want:      []metav1.Condition{grantTypesOK, scopesOK, oneSecret},
+			wantPhase: "Ready", wantTotal: 1, wantHashes: []string{cheap},
 		},
 		{
 			name:   "no redirect URI",

@@ -92,12 +92,13 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 }
 
 // writeStatus updates client's status when res differs from it. Conditions of types no longer
-// reported are kept, except our own AllowedRedirectURIsValid, which is only there while false, and
-// SessionLifetimesValid, only there with spec.sessionLifetimes; all are sorted by type, as
-// upstream Pinniped does.
+// reported are kept, except our own AllowedRedirectURIsValid and AllowedPostLogoutRedirectURIsValid,
+// which are only there while false, and SessionLifetimesValid, only there with
+// spec.sessionLifetimes; all are sorted by type, as upstream Pinniped does.
 func (c *Controller) writeStatus(ctx context.Context, client *configv1alpha1.OIDCClient, res clientcheck.Result) error {
 	status := *client.Status.DeepCopy()
 	meta.RemoveStatusCondition(&status.Conditions, clientcheck.ConditionAllowedRedirectURIsValid)
+	meta.RemoveStatusCondition(&status.Conditions, clientcheck.ConditionAllowedPostLogoutRedirectURIsValid)
 	meta.RemoveStatusCondition(&status.Conditions, configv1alpha1.ConditionSessionLifetimesValid)
 	for _, cond := range res.Conditions {
 		meta.SetStatusCondition(&status.Conditions, cond)

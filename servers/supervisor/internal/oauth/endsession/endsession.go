@@ -57,12 +57,20 @@ func New(p *provider.Provider) http.Handler {
 			}
 			clientID = hint.ClientID
 		}
-		redirect := r.Form.Get("post_logout_redirect_uri")
-		if redirect != "" && (clientID == "" || !p.PostLogoutRedirectAllowed(ctx, clientID, redirect)) {
-			// Never redirect where the client did not register: that would make the endpoint an
-			// open redirector.
-			render(w, http.StatusBadRequest, page{Error: "The post_logout_redirect_uri is not registered for the client."})
-			return
+		// The whole request is checked before the session ends: a refused one ends nothing.
+		var target *url.URL
+		if redirect := r.Form.Get("post_logout_redirect_uri"); redirect != "" {
+			if clientID == "" || !p.PostLogoutRedirectAllowed(ctx, clientID, redirect) {
+				// Never redirect where the client did not register: that would make the
+				// endpoint an open redirector.
+				render(w, http.StatusBadRequest, page{Error: "The post_logout_redirect_uri is not registered for the client."})
+				return
+			}
+			var err error
+			if target, err = url.Parse(redirect); err != nil { // clientcheck makes such a client unusable; never end a session for it
+				render(w, http.StatusBadRequest, page{Error: "The post_logout_redirect_uri is not a valid URL."})
+				return
+			}
 		}
 		if hint != nil {
 			ended, err := p.EndSession(ctx, hint)
@@ -74,22 +82,17 @@ func New(p *provider.Provider) http.Handler {
 				return
 			}
 		}
-		if redirect == "" {
+		if target == nil {
 			render(w, http.StatusOK, page{Message: "You are signed out of " + p.Issuer.URL + "."})
 			return
 		}
-		u, err := url.Parse(redirect)
-		if err != nil { // registered, yet not a URL the browser could follow
-			render(w, http.StatusBadRequest, page{Error: "The post_logout_redirect_uri is not a valid URL."})
-			return
-		}
 		if state := r.Form.Get("state"); state != "" {
-			q := u.Query()
+			q := target.Query()
 			q.Set("state", state)
-			u.RawQuery = q.Encode()
+			target.RawQuery = q.Encode()
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, u.String(), http.StatusFound)
+		http.Redirect(w, r, target.String(), http.StatusFound)
 	}), Policy)
 }
 
