@@ -167,14 +167,8 @@ func (c completedConfig) kubeCertAgent(signer *dynamicca.Signer) ([]informerFact
 // probes the cluster's kubernetes.io/kube-apiserver-client signer and reports it, and the issuer
 // that uses it while it works. Every replica creates requests for the TokenCredentialRequests it
 // serves, so the issuer's client is not the controllers' (whose writes only the leader makes).
-//
-// The issuer's client is not rate limited on our side: an exchange is four requests (create,
-// approve, watch, delete), and client-go's default of 5 per second would allow one exchange a
-// second. The API server's priority and fairness protects it instead, as it does from any client.
 func (c completedConfig) certificateSigningRequests() (*csrstrategy.Controller, *csrstrategy.Issuer, error) {
-	cfg := rest.CopyConfig(c.RESTConfig)
-	cfg.QPS = -1
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubernetes.NewForConfig(c.RESTConfig)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -93,10 +93,6 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every login stores its session in Secrets (about 13 requests from authorize to token), so a
-	// client-side limit caps logins per second (25 requests/s allowed 1.9 logins/s in make bench).
-	// The API server's priority and fairness already bounds what this client may take.
-	restConfig.QPS = -1
 	// Within a traced login, the session storage's requests to the API server are spans too.
 	servingConfig := rest.CopyConfig(restConfig)
 	servingConfig.Wrap(tracing.Transport)
