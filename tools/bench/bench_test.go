@@ -61,7 +61,7 @@ BenchmarkLogin-2 1 85 things
 		"Gone req/s":   missing,
 	}
 	got := map[string]verdict{}
-	for _, c := range compare(current, baseline, 0.10, false) {
+	for _, c := range compare(current, baseline, gateOf(current, baseline, 0.10, false)) {
 		got[c.key.String()] = c.verdict
 	}
 	for k, v := range want {
@@ -69,7 +69,7 @@ BenchmarkLogin-2 1 85 things
 			t.Errorf("%s: %q, want %q", k, got[k], v)
 		}
 	}
-	for _, c := range compare(current, baseline, 0.10, true) {
+	for _, c := range compare(current, baseline, gateOf(current, baseline, 0.10, true)) {
 		if c.verdict == missing {
 			t.Errorf("a subset run reported %s missing", c.key)
 		}
@@ -89,12 +89,12 @@ func TestSubsetGatesMachineIndependentFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]verdict{"req/s": speedOnly, "ratio": regressed, "requests/call": regressed}
-	for _, c := range compare(current, baseline, 0.10, true) {
+	for _, c := range compare(current, baseline, gateOf(current, baseline, 0.10, true)) {
 		if c.verdict != want[c.unit] {
 			t.Errorf("%s: %q, want %q", c.key, c.verdict, want[c.unit])
 		}
 	}
-	for _, c := range compare(current, baseline, 0.10, false) {
+	for _, c := range compare(current, baseline, gateOf(current, baseline, 0.10, false)) {
 		if !c.verdict.fails() {
 			t.Errorf("a full run: %s %q, want a failure", c.key, c.verdict)
 		}
@@ -128,7 +128,7 @@ func TestFullRunGatesSpeedOnAMachineAsFast(t *testing.T) {
 		if got := speedOf(current, baseline).slower(0.10); got != tt.slower {
 			t.Errorf("%s: slower %v, want %v", tt.name, got, tt.slower)
 		}
-		for _, c := range compare(current, baseline, 0.10, false) {
+		for _, c := range compare(current, baseline, gateOf(current, baseline, 0.10, false)) {
 			if c.name == "X" && c.verdict != tt.want[c.unit] {
 				t.Errorf("%s: %s %q, want %q", tt.name, c.key, c.verdict, tt.want[c.unit])
 			}
@@ -139,7 +139,7 @@ func TestFullRunGatesSpeedOnAMachineAsFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range compare(current, baseline, 0.10, false) {
+	for _, c := range compare(current, baseline, gateOf(current, baseline, 0.10, false)) {
 		if c.name == "X" && c.verdict != regressed {
 			t.Errorf("no reference: %s %q, want %q", c.key, c.verdict, regressed)
 		}
@@ -159,7 +159,7 @@ func TestZeroBaselineOfALowerIsBetterFigure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range compare(figs, baseline, 0.10, true) {
+		for _, c := range compare(figs, baseline, gateOf(figs, baseline, 0.10, true)) {
 			w := map[string]verdict{"requests/call": want, "req/s": ungated}[c.unit]
 			if c.verdict != w {
 				t.Errorf("%s at %s: %q, want %q", c.key, current, c.verdict, w)
@@ -180,7 +180,7 @@ func TestZeroOrNegativeBaselineOfAMeasurement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range compare(current, baseline, 0.10, false) {
+	for _, c := range compare(current, baseline, gateOf(current, baseline, 0.10, false)) {
 		if c.verdict != ungated {
 			t.Errorf("%s: %q, want %q", c.key, c.verdict, ungated)
 		}
@@ -196,7 +196,7 @@ func TestImprovementAndUngatedUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range compare(current, baseline, 0.10, false) {
+	for _, c := range compare(current, baseline, gateOf(current, baseline, 0.10, false)) {
 		want := map[string]verdict{"req/s": improved, "widgets": ungated}[c.unit]
 		if c.verdict != want {
 			t.Errorf("%s: %q, want %q", c.key, c.verdict, want)

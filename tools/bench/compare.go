@@ -79,21 +79,35 @@ func (s machineSpeed) slower(tolerance float64) bool {
 	return s.ratio > 0 && s.ratio < 1-tolerance-s.noise
 }
 
+// gate is how a run is set against the baseline.
+type gate struct {
+	tolerance float64      // how much worse than the baseline's median a figure may be, beyond its noise
+	subset    bool         // the short form: figures it lacks are not missing
+	speed     machineSpeed // how fast this run's machine was
+}
+
+func gateOf(current, baseline *figures, tolerance float64, subset bool) gate {
+	return gate{tolerance: tolerance, subset: subset, speed: speedOf(current, baseline)}
+}
+
+// speedGated says whether figures that depend on the machine's speed are gated: only in a full run
+// on a machine as fast as the baseline's.
+func (g gate) speedGated() bool { return !g.subset && !g.speed.slower(g.tolerance) }
+
 // countedToZero are the units whose zero is exact, a count that should stay at none: a figure at
 // zero in such a unit is still gated. Elsewhere a zero is a measurement's floor (a server's CPU
 // per call, in /proc's 10 ms ticks, on a path that does not reach it), and is reported only.
 var countedToZero = map[string]bool{"requests/call": true, "rejected": true}
 
 // compare sets each figure of current against baseline. A figure is worse when it moved in its
-// unit's worse direction by more than tolerance plus the baseline's own noise; the noise is
-// measured, so a figure that swings 8% between identical runs is allowed 18%, not 10%. Figures
-// that depend on the machine's speed are gated only in a full run on a machine that ran as fast
-// as the baseline's (machineSpeed).
-func compare(current, baseline *figures, tolerance float64, subset bool) []comparison {
+// unit's worse direction by more than the gate's tolerance plus the baseline's own noise; the
+// noise is measured, so a figure that swings 8% between identical runs is allowed 18%, not 10%.
+// Figures that depend on the machine's speed are gated only as g.speedGated says.
+func compare(current, baseline *figures, g gate) []comparison {
 	if baseline == nil {
 		return nil
 	}
-	speedGated := !subset && !speedOf(current, baseline).slower(tolerance)
+	tolerance := g.tolerance
 	var out []comparison
 	for _, k := range current.order {
 		c := comparison{key: k, current: median(current.values[k])}
@@ -127,7 +141,7 @@ func compare(current, baseline *figures, tolerance float64, subset bool) []compa
 			// No ratio of zero, or of a difference that came out below zero (the latency one
 			// path adds over another, where both are within their noise), means anything.
 			c.verdict = ungated
-		case !speedGated && !machineIndependent[k.unit]:
+		case !g.speedGated() && !machineIndependent[k.unit]:
 			c.verdict = speedOnly
 		case float64(better)*(c.ratio-1) < -limit:
 			c.verdict = regressed
@@ -138,7 +152,7 @@ func compare(current, baseline *figures, tolerance float64, subset bool) []compa
 		}
 		out = append(out, c)
 	}
-	if !subset {
+	if !g.subset {
 		for _, k := range baseline.order {
 			if _, ok := current.values[k]; !ok {
 				out = append(out, comparison{key: k, baseline: median(baseline.values[k]), verdict: missing})

@@ -54,15 +54,14 @@ func run(baselineFile, goalsFile, out string, tolerance float64, subset bool, re
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
+	g := gateOf(current, baseline, tolerance, subset)
 	r := report{
 		current:     current,
-		comparisons: compare(current, baseline, tolerance, subset),
-		speed:       speedOf(current, baseline),
-		subset:      subset,
+		comparisons: compare(current, baseline, g),
+		gate:        g,
 		goals:       checkGoals(current, goals, subset),
 		curves:      curvesOf(current),
 		baseline:    baselineFile,
-		tolerance:   tolerance,
 	}
 	for i := range r.curves {
 		if err := r.curves[i].plot(out); err != nil {

@@ -13,12 +13,10 @@ import (
 type report struct {
 	current     *figures
 	comparisons []comparison
-	speed       machineSpeed
-	subset      bool
+	gate        gate
 	goals       []goalResult
 	curves      []curve
 	baseline    string
-	tolerance   float64
 }
 
 func (r report) failures() int {
@@ -53,19 +51,19 @@ func (r report) markdown() string {
 	}
 	if r.baseline != "" {
 		fmt.Fprintf(&b, "\n## Against the baseline (%s)\n\n", r.baseline)
-		fmt.Fprintf(&b, "A figure regresses when it is worse than the baseline's median by more than %.0f%% plus the baseline's own\n", 100*r.tolerance)
+		fmt.Fprintf(&b, "A figure regresses when it is worse than the baseline's median by more than %.0f%% plus the baseline's own\n", 100*r.gate.tolerance)
 		fmt.Fprintln(&b, "run-to-run noise (the range of its repeated runs).")
 		fmt.Fprintln(&b)
-		if r.speed.ratio > 0 {
-			fmt.Fprintf(&b, "This machine's speed: the kube-apiserver's own no-op request (%s) ran at %.2f of the\n", strings.TrimSuffix(speedReference, "/"), r.speed.ratio)
-			fmt.Fprintf(&b, "baseline's rate (the median over its steps; the baseline's noise %.0f%%).", 100*r.speed.noise)
+		if speed := r.gate.speed; speed.ratio > 0 {
+			fmt.Fprintf(&b, "This machine's speed: the kube-apiserver's own no-op request (%s) ran at %.2f of the\n", strings.TrimSuffix(speedReference, "/"), speed.ratio)
+			fmt.Fprintf(&b, "baseline's rate (the median over its steps; the baseline's noise %.0f%%).", 100*speed.noise)
 			switch {
-			case r.subset:
-				fmt.Fprintln(&b, " A short run gates what does not depend on the machine's speed.")
-			case r.speed.slower(r.tolerance):
-				fmt.Fprintln(&b, " The machine ran slower than the baseline's, so rates,\nlatencies and CPU times are reported, not gated; ratios, counts and memory are. Measure again on a quiet machine\nto gate them.")
-			default:
+			case r.gate.speedGated():
 				fmt.Fprintln(&b, " Every figure is gated.")
+			case r.gate.subset:
+				fmt.Fprintln(&b, " A short run gates what does not depend on the machine's speed.")
+			default:
+				fmt.Fprintln(&b, " The machine ran slower than the baseline's, so rates,\nlatencies and CPU times are reported, not gated; ratios, counts and memory are. Measure again on a quiet machine\nto gate them.")
 			}
 			fmt.Fprintln(&b)
 		}
