@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -30,6 +32,37 @@ func TestClosed(t *testing.T) {
 	}
 	if r.P50 < time.Millisecond || r.P99 < r.P50 || r.Rate <= 0 {
 		t.Errorf("p50 %v, p99 %v, rate %v", r.P50, r.P99, r.Rate)
+	}
+}
+
+// TestInterleaved: the ops take turns, a round at a time, and each op's result counts its own
+// calls over all the rounds.
+func TestInterleaved(t *testing.T) {
+	const rounds = 3
+	var mu sync.Mutex
+	var turns []int // which op each call was of, in order
+	var calls [2]int
+	op := func(i int) func(context.Context, int) error {
+		return func(context.Context, int) error {
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			if len(turns) == 0 || turns[len(turns)-1] != i {
+				turns = append(turns, i)
+			}
+			calls[i]++
+			return nil
+		}
+	}
+	results := Interleaved(2, 300*time.Millisecond, rounds, op(0), op(1))
+	if want := []int{0, 1, 0, 1, 0, 1}; !slices.Equal(turns, want) {
+		t.Errorf("the ops ran in turns %v, want %v", turns, want)
+	}
+	for i, r := range results {
+		// A call under way when its round ends is not counted.
+		if r.Count == 0 || r.Count > calls[i] || calls[i]-r.Count > 2*rounds || r.Rate <= 0 {
+			t.Errorf("op %d: %d counted of %d calls, rate %v", i, r.Count, calls[i], r.Rate)
+		}
 	}
 }
 

@@ -93,27 +93,36 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadrun.WriteUnits(os.Stdout)
-	// One client count at a time, every request in turn, so that each ratio compares steps run
-	// seconds apart: the machine's state drifts over a run (its collections, the connections the
-	// anonymous requests leave closing) by more than the differences measured.
+	// One client count at a time, every request in turn in rounds of a second (loadrun.Interleaved),
+	// so that each ratio compares rates measured over the same stretch of time: the machine's
+	// state drifts over a run (its collections, the connections the anonymous requests leave
+	// closing, a shared host's other load) by more than the differences measured.
+	ops := []struct {
+		what, name string
+		op         func(context.Context, int) error
+	}{
+		{"SelfSubjectReview", "KubeAPI/request=SelfSubjectReview", kubeReference},
+		{"WhoAmIRequest", "AggregatedAPI/request=WhoAmIRequest", whoami(admin)},
+		{"anonymous WhoAmIRequest", "AggregatedAPI/request=WhoAmIRequest-anonymous", whoami(env.anonymous)},
+		{"JWTAuthenticator", "AggregatedAPI/request=TokenCredentialRequest-JWTAuthenticator", exchanger("JWTAuthenticator", "load-jwt", jwtToken)},
+		{"WebhookAuthenticator", "AggregatedAPI/request=TokenCredentialRequest-WebhookAuthenticator", exchanger("WebhookAuthenticator", "load-webhook", "loaduser:pw")},
+	}
+	rounds := max(1, int(*loadDuration/time.Second))
 	for _, clients := range loadClients {
-		k := step(t, "SelfSubjectReview", clients, kubeReference)
-		loadrun.Write(os.Stdout, fmt.Sprintf("KubeAPI/request=SelfSubjectReview/clients=%d", clients), k.Figures()...)
-		r := step(t, "WhoAmIRequest", clients, whoami(admin))
-		loadrun.Write(os.Stdout, fmt.Sprintf("AggregatedAPI/request=WhoAmIRequest/clients=%d", clients), r.Figures()...)
-		loadrun.Write(os.Stdout, fmt.Sprintf("WhoAmIOverKube/clients=%d", clients), loadrun.Figure{Value: r.Rate / k.Rate, Unit: loadrun.Ratio})
-		reference := step(t, "anonymous WhoAmIRequest", clients, whoami(env.anonymous))
-		loadrun.Write(os.Stdout, fmt.Sprintf("AggregatedAPI/request=WhoAmIRequest-anonymous/clients=%d", clients), reference.Figures()...)
-		for _, c := range []struct {
-			kind, name, token string
-		}{
-			{"JWTAuthenticator", "load-jwt", jwtToken},
-			{"WebhookAuthenticator", "load-webhook", "loaduser:pw"},
-		} {
-			r := step(t, c.kind, clients, exchanger(c.kind, c.name, c.token))
-			loadrun.Write(os.Stdout, fmt.Sprintf("AggregatedAPI/request=TokenCredentialRequest-%s/clients=%d", c.kind, clients), r.Figures()...)
-			loadrun.Write(os.Stdout, fmt.Sprintf("ExchangeOverWhoAmI/authenticator=%s/clients=%d", c.kind, clients),
-				loadrun.Figure{Value: r.Rate / reference.Rate, Unit: loadrun.Ratio})
+		var calls []func(context.Context, int) error
+		for _, o := range ops {
+			calls = append(calls, o.op)
+		}
+		results := loadrun.Interleaved(clients, *loadDuration, rounds, calls...)
+		for i, o := range ops {
+			checkStep(t, o.what, clients, results[i])
+			loadrun.Write(os.Stdout, fmt.Sprintf("%s/clients=%d", o.name, clients), results[i].Figures()...)
+		}
+		selfSubject, whoAmI, anonymous := results[0], results[1], results[2]
+		loadrun.Write(os.Stdout, fmt.Sprintf("WhoAmIOverKube/clients=%d", clients), loadrun.Figure{Value: whoAmI.Rate / selfSubject.Rate, Unit: loadrun.Ratio})
+		for i, kind := range []string{"JWTAuthenticator", "WebhookAuthenticator"} {
+			loadrun.Write(os.Stdout, fmt.Sprintf("ExchangeOverWhoAmI/authenticator=%s/clients=%d", kind, clients),
+				loadrun.Figure{Value: results[3+i].Rate / anonymous.Rate, Unit: loadrun.Ratio})
 		}
 	}
 	mem, err := loadrun.MemoryOf(env.conciergePID)
@@ -133,13 +142,19 @@ var loadClients = []int{1, 16, 64}
 func step(t *testing.T, what string, clients int, op func(context.Context, int) error) loadrun.Result {
 	t.Helper()
 	r := loadrun.Closed(clients, *loadDuration, op)
+	checkStep(t, what, clients, r)
+	return r
+}
+
+// checkStep fails t if a call of the step failed, or none completed.
+func checkStep(t *testing.T, what string, clients int, r loadrun.Result) {
+	t.Helper()
 	if len(r.Failures) > 0 {
 		t.Errorf("%s with %d clients: %d calls failed; the first: %v", what, clients, len(r.Failures), r.Failures[0])
 	}
 	if r.Count == 0 {
 		t.Fatalf("%s with %d clients: no call completed", what, clients)
 	}
-	return r
 }
 
 // exchanger exchanges token with the named authenticator, anonymously, as a user's kubectl does
