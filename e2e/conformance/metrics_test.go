@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -210,8 +207,7 @@ func scrapeAll(ctx context.Context, t *testing.T, cfg *envconf.Config, kube kube
 		if s.Status != http.StatusOK {
 			continue
 		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		families, err := parser.TextToMetricFamilies(bytes.NewReader(s.Body))
+		families, err := metricstest.Parse(s.Body)
 		if err != nil {
 			t.Fatalf("scraping %s: %v", s.Pod, err)
 		}

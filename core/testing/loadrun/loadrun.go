@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -38,12 +39,15 @@ func Closed(clients int, d time.Duration, op func(ctx context.Context, client in
 	return s.result()
 }
 
-// Interleaved runs each of ops as Closed does for d in all, in rounds: every round runs each op
-// in turn for d/rounds. Their rates are then measured over the same stretch of time, so a ratio
-// of two of them does not move with the machine's speed. On a shared host that speed drifts over
-// seconds: with each op run for d after the other, an exchange's rate over a no-op's measured
-// 0.64 and 0.93 for the same build on one day.
-func Interleaved(clients int, d time.Duration, rounds int, ops ...func(ctx context.Context, client int) error) []Result {
+// Interleaved runs each of ops as Closed does for d in all, in rounds of about round (one at
+// least): every round runs each op in turn for its share of d. Their rates are then measured
+// over the same stretch of time, so a ratio of two of them does not move with the machine's
+// speed. On a shared host that speed drifts over seconds: with each op run for d after the
+// other, an exchange's rate over a no-op's measured 0.64 and 0.93 for the same build on one
+// day. A round should last many times an op's call, since the calls under way when it ends are
+// not counted.
+func Interleaved(clients int, d, round time.Duration, ops ...func(ctx context.Context, client int) error) []Result {
+	rounds := max(1, int(d/round))
 	all := make([]samples, len(ops))
 	for range rounds {
 		for i, op := range ops {
@@ -55,6 +59,18 @@ func Interleaved(clients int, d time.Duration, rounds int, ops ...func(ctx conte
 		out[i] = all[i].result()
 	}
 	return out
+}
+
+// Check fails t if a call of a step of clients failed, saying how the first did, and stops it if
+// none completed, with what the server under load logged (logs).
+func Check(t testing.TB, what string, clients int, r Result, logs func() string) {
+	t.Helper()
+	if len(r.Failures) > 0 {
+		t.Errorf("%s with %d clients: %d calls failed; the first: %v", what, clients, len(r.Failures), r.Failures[0])
+	}
+	if r.Count == 0 {
+		t.Fatalf("%s with %d clients: no call completed%s", what, clients, logs())
+	}
 }
 
 // samples are the outcomes of an op's calls over one or more runs of a closed loop.

@@ -38,7 +38,7 @@ func TestClosed(t *testing.T) {
 // TestInterleaved: the ops take turns, a round at a time, and each op's result counts its own
 // calls over all the rounds.
 func TestInterleaved(t *testing.T) {
-	const rounds = 3
+	const rounds = 3 // of 100 ms in 300
 	var mu sync.Mutex
 	var turns []int // which op each call was of, in order
 	var calls [2]int
@@ -54,7 +54,7 @@ func TestInterleaved(t *testing.T) {
 			return nil
 		}
 	}
-	results := Interleaved(2, 300*time.Millisecond, rounds, op(0), op(1))
+	results := Interleaved(2, 300*time.Millisecond, 100*time.Millisecond, op(0), op(1))
 	if want := []int{0, 1, 0, 1, 0, 1}; !slices.Equal(turns, want) {
 		t.Errorf("the ops ran in turns %v, want %v", turns, want)
 	}

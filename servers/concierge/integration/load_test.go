@@ -107,15 +107,14 @@ func TestLoad(t *testing.T) {
 		{"JWTAuthenticator", "AggregatedAPI/request=TokenCredentialRequest-JWTAuthenticator", exchanger("JWTAuthenticator", "load-jwt", jwtToken)},
 		{"WebhookAuthenticator", "AggregatedAPI/request=TokenCredentialRequest-WebhookAuthenticator", exchanger("WebhookAuthenticator", "load-webhook", "loaduser:pw")},
 	}
-	rounds := max(1, int(*loadDuration/time.Second))
+	var calls []func(context.Context, int) error
+	for _, o := range ops {
+		calls = append(calls, o.op)
+	}
 	for _, clients := range loadClients {
-		var calls []func(context.Context, int) error
-		for _, o := range ops {
-			calls = append(calls, o.op)
-		}
-		results := loadrun.Interleaved(clients, *loadDuration, rounds, calls...)
+		results := loadrun.Interleaved(clients, *loadDuration, time.Second, calls...)
 		for i, o := range ops {
-			checkStep(t, o.what, clients, results[i])
+			loadrun.Check(t, o.what, clients, results[i], env.serverLogs)
 			loadrun.Write(os.Stdout, fmt.Sprintf("%s/clients=%d", o.name, clients), results[i].Figures()...)
 		}
 		selfSubject, whoAmI, anonymous := results[0], results[1], results[2]
@@ -142,19 +141,8 @@ var loadClients = []int{1, 16, 64}
 func step(t *testing.T, what string, clients int, op func(context.Context, int) error) loadrun.Result {
 	t.Helper()
 	r := loadrun.Closed(clients, *loadDuration, op)
-	checkStep(t, what, clients, r)
+	loadrun.Check(t, what, clients, r, env.serverLogs)
 	return r
-}
-
-// checkStep fails t if a call of the step failed, or none completed.
-func checkStep(t *testing.T, what string, clients int, r loadrun.Result) {
-	t.Helper()
-	if len(r.Failures) > 0 {
-		t.Errorf("%s with %d clients: %d calls failed; the first: %v", what, clients, len(r.Failures), r.Failures[0])
-	}
-	if r.Count == 0 {
-		t.Fatalf("%s with %d clients: no call completed", what, clients)
-	}
 }
 
 // exchanger exchanges token with the named authenticator, anonymously, as a user's kubectl does

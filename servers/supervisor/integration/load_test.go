@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,6 +32,7 @@ import (
 	configv1alpha1 "sealion.dev/core/apis/supervisor/config/v1alpha1"
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/core/testing/loadrun"
+	"sealion.dev/core/testing/metricstest"
 	"sealion.dev/core/testing/testdeps"
 	"sealion.dev/fixtures/ldap"
 	"sealion.dev/servers/supervisor/internal/connectors/ldapclient"
@@ -80,17 +80,9 @@ func TestLoad(t *testing.T) {
 	t.Cleanup(func() { _ = dir.Close() })
 	t.Logf("slapd with %d users started in %v", loadUsers, time.Since(start).Round(time.Millisecond))
 
-	issuerURL := setUpLoadIssuer(t, dir)
+	issuerURL := setUpLDAPIssuer(t, "load", dir)
 	client := loadClient()
-	cli := &oauth2.Config{
-		ClientID: "pinniped-cli",
-		Endpoint: oauth2.Endpoint{
-			AuthURL: issuerURL + "/oauth2/authorize", TokenURL: issuerURL + "/oauth2/token", AuthStyle: oauth2.AuthStyleInParams,
-		},
-		RedirectURL: "http://127.0.0.1:48095/callback",
-		// The CLI's default scopes for a Supervisor.
-		Scopes: []string{"offline_access", "openid", "pinniped:request-audience", "username", "groups"},
-	}
+	cli := cliConfig(issuerURL)
 	var next atomic.Int64
 	login := func(ctx context.Context) (*oauth2.Token, error) {
 		u := users[int(next.Add(1))%len(users)]
@@ -123,7 +115,7 @@ func TestLoad(t *testing.T) {
 		// A login at 32 clients takes about half a second, so rounds of a second would cut
 		// many short (and leave their sessions' Secrets counted against no login): one round,
 		// the reference just before the logins.
-		k, r := againstKube(t, "password login", clients, 1, kubeReference, func(ctx context.Context, _ int) error {
+		k, r := againstKube(t, "password login", clients, *loadDuration, kubeReference, func(ctx context.Context, _ int) error {
 			_, err := login(ctx)
 			return err
 		})
@@ -157,7 +149,7 @@ func TestLoad(t *testing.T) {
 			accessTokens[i] = tok.AccessToken
 		}
 		before := secretRequests(t)
-		k, r := againstKube(t, "token exchange", clients, max(1, int(*loadDuration/time.Second)), kubeReference, func(ctx context.Context, c int) error {
+		k, r := againstKube(t, "token exchange", clients, time.Second, kubeReference, func(ctx context.Context, c int) error {
 			return exchange(ctx, client, issuerURL, accessTokens[c])
 		})
 		exchanges += r.Count
@@ -192,25 +184,26 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// setUpLoadIssuer creates the LDAPIdentityProvider for dir, its bind Secret, and a
-// FederationDomain with its own TLS certificate that lists it; it returns the issuer URL once the
-// FederationDomain is Ready.
-func setUpLoadIssuer(t *testing.T, dir *ldap.LDAP) string {
+// setUpLDAPIssuer creates the LDAPIdentityProvider for dir, its bind Secret, and a FederationDomain
+// with its own TLS certificate that lists it, all named after name; it returns the issuer URL once
+// the FederationDomain is Ready.
+func setUpLDAPIssuer(t *testing.T, name string, dir *ldap.LDAP) string {
 	t.Helper()
 	secrets := env.kube.CoreV1().Secrets(supervisorNamespace)
+	bind, idp := name+"-ldap-bind", name+"-ldap"
 	createObject(t, secrets.Create, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "load-ldap-bind"},
+		ObjectMeta: metav1.ObjectMeta{Name: bind},
 		Type:       corev1.SecretTypeBasicAuth,
 		StringData: map[string]string{corev1.BasicAuthUsernameKey: dir.BindDN, corev1.BasicAuthPasswordKey: dir.BindPassword},
 	})
-	t.Cleanup(func() { _ = secrets.Delete(context.Background(), "load-ldap-bind", metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = secrets.Delete(context.Background(), bind, metav1.DeleteOptions{}) })
 	idps := env.supervisor.IdpV1alpha1().LDAPIdentityProviders(supervisorNamespace)
 	createObject(t, idps.Create, &idpv1alpha1.LDAPIdentityProvider{
-		ObjectMeta: metav1.ObjectMeta{Name: "load-ldap"},
+		ObjectMeta: metav1.ObjectMeta{Name: idp},
 		Spec: idpv1alpha1.LDAPIdentityProviderSpec{
 			Host: dir.LDAPSAddress,
 			TLS:  &idpv1alpha1.TLSSpec{CertificateAuthorityData: base64.StdEncoding.EncodeToString(dir.CABundle)},
-			Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: "load-ldap-bind"},
+			Bind: idpv1alpha1.LDAPIdentityProviderBind{SecretName: bind},
 			UserSearch: idpv1alpha1.LDAPIdentityProviderUserSearch{
 				Base: ldap.UsersBaseDN, Attributes: idpv1alpha1.LDAPIdentityProviderUserSearchAttributes{Username: "uid", UID: "entryUUID"},
 			},
@@ -219,30 +212,44 @@ func setUpLoadIssuer(t *testing.T, dir *ldap.LDAP) string {
 			},
 		},
 	})
-	t.Cleanup(func() { _ = idps.Delete(context.Background(), "load-ldap", metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = idps.Delete(context.Background(), idp, metav1.DeleteOptions{}) })
 	eventually(t, "LDAPIdentityProvider Ready", func() error {
-		idp, err := idps.Get(context.Background(), "load-ldap", metav1.GetOptions{})
+		got, err := idps.Get(context.Background(), idp, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if idp.Status.Phase != idpv1alpha1.PhaseReady {
-			return fmt.Errorf("phase %q, conditions %+v", idp.Status.Phase, idp.Status.Conditions)
+		if got.Status.Phase != idpv1alpha1.PhaseReady {
+			return fmt.Errorf("phase %q, conditions %+v", got.Status.Phase, got.Status.Conditions)
 		}
 		return nil
 	})
 
-	createTLSSecret(t, "load-tls", "load.example.test")
-	issuerURL := fmt.Sprintf("https://load.example.test:%d/load-issuer", env.port)
-	createFederationDomain(t, "load", configv1alpha1.FederationDomainSpec{
+	host := name + ".example.test"
+	createTLSSecret(t, name+"-tls", host)
+	issuerURL := fmt.Sprintf("https://%s:%d/%s-issuer", host, env.port, name)
+	createFederationDomain(t, name, configv1alpha1.FederationDomainSpec{
 		Issuer: issuerURL,
-		TLS:    &configv1alpha1.FederationDomainTLSSpec{SecretName: "load-tls"},
+		TLS:    &configv1alpha1.FederationDomainTLSSpec{SecretName: name + "-tls"},
 		IdentityProviders: []configv1alpha1.FederationDomainIdentityProvider{{
 			DisplayName: loadIDPDisplayName,
-			ObjectRef:   corev1.TypedLocalObjectReference{APIGroup: ptr.To(idpv1alpha1.GroupName), Kind: "LDAPIdentityProvider", Name: "load-ldap"},
+			ObjectRef:   corev1.TypedLocalObjectReference{APIGroup: ptr.To(idpv1alpha1.GroupName), Kind: "LDAPIdentityProvider", Name: idp},
 		}},
 	})
-	waitForConditions(t, "load", configv1alpha1.PhaseReady, map[string]string{})
+	waitForConditions(t, name, configv1alpha1.PhaseReady, map[string]string{})
 	return issuerURL
+}
+
+// cliConfig is the pinniped CLI's OAuth client of the issuer.
+func cliConfig(issuerURL string) *oauth2.Config {
+	return &oauth2.Config{
+		ClientID: "pinniped-cli",
+		Endpoint: oauth2.Endpoint{
+			AuthURL: issuerURL + "/oauth2/authorize", TokenURL: issuerURL + "/oauth2/token", AuthStyle: oauth2.AuthStyleInParams,
+		},
+		RedirectURL: "http://127.0.0.1:48095/callback",
+		// The CLI's default scopes for a Supervisor.
+		Scopes: []string{"offline_access", "openid", "pinniped:request-audience", "username", "groups"},
+	}
 }
 
 // loginSplit splits a password login at one client (r, whose requests Secret requests, writes of
@@ -392,33 +399,21 @@ func exchange(ctx context.Context, client *http.Client, issuerURL, accessToken s
 func supervisorStep(t *testing.T, what string, clients int, op func(ctx context.Context, client int) error) loadrun.Result {
 	t.Helper()
 	r := loadrun.Closed(clients, *loadDuration, op)
-	checkStep(t, what, clients, r)
+	loadrun.Check(t, what, clients, r, env.serverLog)
 	return r
 }
 
 // againstKube runs the kube-apiserver's own no-op request (kube) and op in turn, in rounds
 // (loadrun.Interleaved), and returns kube's result and op's: a ratio of the two is then of rates
 // measured over the same stretch of time, which a shared host's speed drifting over the run does
-// not move (it was measured before every other step, minutes away from some). A round should
-// last many times an op's call, since the calls under way when it ends are not counted. The
-// no-op reads no Secret, so op's Secret requests are counted alone.
-func againstKube(t *testing.T, what string, clients, rounds int, kube, op func(ctx context.Context, client int) error) (loadrun.Result, loadrun.Result) {
+// not move (it was measured before every other step, minutes away from some). The no-op reads
+// no Secret, so op's Secret requests are counted alone.
+func againstKube(t *testing.T, what string, clients int, round time.Duration, kube, op func(ctx context.Context, client int) error) (loadrun.Result, loadrun.Result) {
 	t.Helper()
-	results := loadrun.Interleaved(clients, *loadDuration, rounds, kube, op)
-	checkStep(t, "SelfSubjectReview beside "+what, clients, results[0])
-	checkStep(t, what, clients, results[1])
+	results := loadrun.Interleaved(clients, *loadDuration, round, kube, op)
+	loadrun.Check(t, "SelfSubjectReview beside "+what, clients, results[0], env.serverLog)
+	loadrun.Check(t, what, clients, results[1], env.serverLog)
 	return results[0], results[1]
-}
-
-// checkStep fails t if a call of the step failed, or none completed.
-func checkStep(t *testing.T, what string, clients int, r loadrun.Result) {
-	t.Helper()
-	if len(r.Failures) > 0 {
-		t.Errorf("%s with %d clients: %d calls failed; the first: %v", what, clients, len(r.Failures), r.Failures[0])
-	}
-	if r.Count == 0 {
-		t.Fatalf("%s with %d clients: no call completed%s", what, clients, env.serverLog())
-	}
 }
 
 func countSecrets(t *testing.T) int {
@@ -486,32 +481,15 @@ func secretRequests(t *testing.T) requestCounts {
 // of a request's first byte to its last.
 func secretRequestSeconds(t *testing.T) requestCounts {
 	t.Helper()
-	return secretMetric(t, "apiserver_request_duration_seconds_sum")
+	return secretMetric(t, "apiserver_request_duration_seconds")
 }
 
 // secretMetric sums the kube-apiserver's metric name over requests on single Secrets, by verb.
 func secretMetric(t *testing.T, name string) requestCounts {
 	t.Helper()
-	raw, err := env.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatalf("reading the kube-apiserver's metrics: %v", err)
-	}
-	counts := requestCounts{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		rest, ok := strings.CutPrefix(line, name+"{")
-		labels, value, found := strings.Cut(rest, "} ")
-		if !ok || !found || !strings.Contains(labels, `resource="secrets"`) || !strings.Contains(labels, `scope="resource"`) {
-			continue
-		}
-		_, verb, _ := strings.Cut(labels, `verb="`)
-		verb, _, _ = strings.Cut(verb, `"`)
-		n, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			t.Fatalf("metric line %q: %v", line, err)
-		}
-		counts[verb] += n
-	}
-	return counts
+	return metricstest.Sum(metricstest.KubeAPIServer(t, env.kube), name, func(l map[string]string) (string, bool) {
+		return l["verb"], l["resource"] == "secrets" && l["scope"] == "resource"
+	})
 }
 
 // throttlingWaits counts the Supervisor's log lines of client-go waiting for the client-side rate

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"sealion.dev/core/testing/loadrun"
+	"sealion.dev/core/testing/metricstest"
 	"sealion.dev/servers/supervisor/internal/oauth/sessions"
 	"sealion.dev/servers/supervisor/internal/sessionpolicy"
 )
@@ -145,21 +144,6 @@ func countScaleSessions(t *testing.T) int {
 // (apiserver_flowcontrol_rejected_requests_total, summed).
 func rejectedRequests(t *testing.T) float64 {
 	t.Helper()
-	raw, err := env.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatalf("reading the kube-apiserver's metrics: %v", err)
-	}
-	var total float64
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_flowcontrol_rejected_requests_total{") {
-			continue
-		}
-		_, value, _ := strings.Cut(line, "} ")
-		n, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			t.Fatalf("metric line %q: %v", line, err)
-		}
-		total += n
-	}
-	return total
+	all := metricstest.Sum(metricstest.KubeAPIServer(t, env.kube), "apiserver_flowcontrol_rejected_requests_total", func(map[string]string) (string, bool) { return "", true })
+	return all[""]
 }
