@@ -175,9 +175,10 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 			for _, op := range ops {
 				connect(ctx)
 				for _, clients := range benchConcurrency {
-					d := proxyBenchStep(ctx, t, op.id, "direct", clients, op.call(direct))
-					p := proxyBenchStep(ctx, t, op.id, "proxy", clients, op.call(viaProxy))
-					pod := proxyBenchStep(ctx, t, op.id, "proxy-pod", clients, op.call(viaPod))
+					r := proxyBenchStep(ctx, t, op.id, clients, map[string]func(context.Context) error{
+						"direct": op.call(direct), "proxy": op.call(viaProxy), "proxy-pod": op.call(viaPod),
+					})
+					d, p, pod := r["direct"], r["proxy"], r["proxy-pod"]
 					loadrun.Write(os.Stdout, fmt.Sprintf("ProxyOverDirect/operation=%s/clients=%d", op.id, clients),
 						loadrun.Figure{Value: p.Rate / d.Rate, Unit: loadrun.Ratio})
 					loadrun.Write(os.Stdout, fmt.Sprintf("ProxyPodOverDirect/operation=%s/clients=%d", op.id, clients),
@@ -346,39 +347,59 @@ func (l latencies) percentile(p float64) time.Duration {
 	return l[max(i, 0)]
 }
 
-// proxyBenchStep warms call up (connections are not what is measured), runs it from clients
-// concurrent callers for benchStep, fails t if a call failed, and writes the step's figures with
-// the CPU time each of benchProcesses spent per call.
-func proxyBenchStep(ctx context.Context, t *testing.T, op, path string, clients int, call func(context.Context) error) loadrun.Result {
+// proxyBenchStep warms each path's call up (connections are not what is measured), runs the
+// paths' calls from clients concurrent callers for benchStep each, in turn in rounds of a second
+// (loadrun.Interleaved: a ratio of two paths, or a difference of their latencies, is then of
+// figures measured over the same stretch of time, which a shared host's speed drifting does not
+// move), fails t if a call failed, and writes each path's figures with the CPU time each of
+// benchProcesses spent per call of it.
+func proxyBenchStep(ctx context.Context, t *testing.T, op string, clients int, calls map[string]func(context.Context) error) map[string]loadrun.Result {
 	t.Helper()
-	for range 3 {
-		if err := call(ctx); err != nil {
-			t.Fatalf("%s %s: %v", op, path, err)
+	paths := slices.Sorted(maps.Keys(calls))
+	var ops []func(context.Context, int) error
+	for _, path := range paths {
+		for range 3 {
+			if err := calls[path](ctx); err != nil {
+				t.Fatalf("%s %s: %v", op, path, err)
+			}
 		}
+		ops = append(ops, func(ctx context.Context, _ int) error { return calls[path](ctx) })
 	}
-	before, err := loadrun.CPUOf(benchProcesses...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, process := range benchProcesses {
-		if _, ok := before[process]; !ok {
-			t.Fatalf("no %s process on this machine: its CPU per call cannot be measured", process)
+	cpu := make([]map[string]time.Duration, len(paths))
+	results := loadrun.InterleavedAround(clients, benchStep, time.Second, func(i int, turn func()) {
+		before, err := loadrun.CPUOf(benchProcesses...)
+		if err != nil {
+			t.Fatal(err)
 		}
+		turn()
+		after, err := loadrun.CPUOf(benchProcesses...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cpu[i] == nil {
+			cpu[i] = map[string]time.Duration{}
+		}
+		for _, process := range benchProcesses {
+			if _, ok := before[process]; !ok {
+				t.Fatalf("no %s process on this machine: its CPU per call cannot be measured", process)
+			}
+			cpu[i][process] += after[process] - before[process]
+		}
+	}, ops...)
+	byPath := map[string]loadrun.Result{}
+	for i, path := range paths {
+		r := results[i]
+		if len(r.Failures) > 0 || r.Count == 0 {
+			t.Fatalf("%s %s with %d clients: %d calls failed, %d succeeded; the first failure: %v", op, path, clients, len(r.Failures), r.Count, r.Failures)
+		}
+		loadrun.Write(os.Stdout, fmt.Sprintf("Proxy%s/path=%s/clients=%d", op, path, clients), r.Figures()...)
+		for _, process := range benchProcesses {
+			loadrun.Write(os.Stdout, fmt.Sprintf("ProxyCPU/operation=%s/path=%s/process=%s/clients=%d", op, path, process, clients),
+				loadrun.Figure{Value: float64(cpu[i][process].Microseconds()) / float64(r.Count), Unit: loadrun.CPUMicrosPerCall})
+		}
+		byPath[path] = r
 	}
-	r := loadrun.Closed(clients, benchStep, func(ctx context.Context, _ int) error { return call(ctx) })
-	if len(r.Failures) > 0 || r.Count == 0 {
-		t.Fatalf("%s %s with %d clients: %d calls failed, %d succeeded; the first failure: %v", op, path, clients, len(r.Failures), r.Count, r.Failures)
-	}
-	after, err := loadrun.CPUOf(benchProcesses...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loadrun.Write(os.Stdout, fmt.Sprintf("Proxy%s/path=%s/clients=%d", op, path, clients), r.Figures()...)
-	for _, process := range benchProcesses {
-		loadrun.Write(os.Stdout, fmt.Sprintf("ProxyCPU/operation=%s/path=%s/process=%s/clients=%d", op, path, process, clients),
-			loadrun.Figure{Value: float64((after[process] - before[process]).Microseconds()) / float64(r.Count), Unit: loadrun.CPUMicrosPerCall})
-	}
-	return r
+	return byPath
 }
 
 // updateCall names, among watchDelays' results, the latency of the update calls themselves (the

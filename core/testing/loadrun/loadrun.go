@@ -47,11 +47,18 @@ func Closed(clients int, d time.Duration, op func(ctx context.Context, client in
 // day. A round should last many times an op's call, since the calls under way when it ends are
 // not counted.
 func Interleaved(clients int, d, round time.Duration, ops ...func(ctx context.Context, client int) error) []Result {
+	return InterleavedAround(clients, d, round, func(_ int, turn func()) { turn() }, ops...)
+}
+
+// InterleavedAround is Interleaved with around run about each turn (op i's share of a round,
+// which it runs by calling turn), to measure what the turns cost beyond their calls' latency: a
+// process's CPU time, say. What around does outside turn is not counted in the op's time.
+func InterleavedAround(clients int, d, round time.Duration, around func(op int, turn func()), ops ...func(ctx context.Context, client int) error) []Result {
 	rounds := max(1, int(d/round))
 	all := make([]samples, len(ops))
 	for range rounds {
 		for i, op := range ops {
-			all[i].add(clients, d/time.Duration(rounds), op)
+			around(i, func() { all[i].add(clients, d/time.Duration(rounds), op) })
 		}
 	}
 	out := make([]Result, len(ops))

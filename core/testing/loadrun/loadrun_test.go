@@ -35,8 +35,8 @@ func TestClosed(t *testing.T) {
 	}
 }
 
-// TestInterleaved: the ops take turns, a round at a time, and each op's result counts its own
-// calls over all the rounds.
+// TestInterleaved: the ops take turns, a round at a time, each turn run by the function around
+// it, and each op's result counts its own calls over all the rounds.
 func TestInterleaved(t *testing.T) {
 	const rounds = 3 // of 100 ms in 300
 	var mu sync.Mutex
@@ -54,9 +54,13 @@ func TestInterleaved(t *testing.T) {
 			return nil
 		}
 	}
-	results := Interleaved(2, 300*time.Millisecond, 100*time.Millisecond, op(0), op(1))
-	if want := []int{0, 1, 0, 1, 0, 1}; !slices.Equal(turns, want) {
-		t.Errorf("the ops ran in turns %v, want %v", turns, want)
+	var around []int // which op each turn was of, as InterleavedAround saw them
+	results := InterleavedAround(2, 300*time.Millisecond, 100*time.Millisecond, func(i int, turn func()) {
+		around = append(around, i)
+		turn()
+	}, op(0), op(1))
+	if want := []int{0, 1, 0, 1, 0, 1}; !slices.Equal(turns, want) || !slices.Equal(around, want) {
+		t.Errorf("the ops ran in turns %v, seen around as %v, want %v", turns, around, want)
 	}
 	for i, r := range results {
 		// A call under way when its round ends is not counted.

@@ -288,7 +288,7 @@ func loginSplit(t *testing.T, r loadrun.Result, kube time.Duration, requests, wr
 		r.P50, u.P50, kube.Round(10*time.Microsecond), requests, writes, w.P50/2, (r.P50 - u.P50 - kube).Round(10*time.Microsecond))
 }
 
-// loadUpstream is the Supervisor's LDAP client for dir, configured as setUpLoadIssuer's
+// loadUpstream is the Supervisor's LDAP client for dir, configured as setUpLDAPIssuer's
 // LDAPIdentityProvider is.
 func loadUpstream(t *testing.T, dir *ldap.LDAP) *ldapclient.Provider {
 	t.Helper()
