@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // When the proxy stops, the watches it relays from a real kube-apiserver end cleanly on an event
@@ -70,11 +71,23 @@ func TestProxyEndsWatchesCleanlyOnStop(t *testing.T) {
 			{"application/json", readLine},
 			{"application/vnd.kubernetes.protobuf;stream=watch", readFrame},
 		} {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/v1/namespaces/default/configmaps?watch=true", nil)
-			require.NoError(t, err)
-			req.Header.Set("Accept", enc.accept)
-			resp, err := (&http.Client{Transport: transport}).Do(req)
-			require.NoError(t, err)
+			// RBAC, and the proxy's cache of denials, take a moment to see the new binding.
+			var resp *http.Response
+			require.NoError(t, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/v1/namespaces/default/configmaps?watch=true", nil)
+				if err != nil {
+					return false, err
+				}
+				req.Header.Set("Accept", enc.accept)
+				if resp, err = (&http.Client{Transport: transport}).Do(req); err != nil {
+					return false, err
+				}
+				if resp.StatusCode == http.StatusForbidden {
+					_ = resp.Body.Close()
+					return false, nil
+				}
+				return true, nil
+			}))
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 			require.Equal(t, proto, resp.Proto[:len(proto)])
 			t.Cleanup(func() { _ = resp.Body.Close() })
