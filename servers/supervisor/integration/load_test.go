@@ -112,9 +112,9 @@ func TestLoad(t *testing.T) {
 	var singleKube time.Duration
 	for _, clients := range loadConcurrency {
 		kubeBefore := secretRequestSeconds(t)
-		// A login at 32 clients takes about half a second, so in rounds of a second the logins
-		// under way at each round's end, finished by fewer clients, would weigh on the rate:
-		// one round, the reference just before the logins.
+		// A login at 32 clients takes about half a second, so rounds of a second would cut
+		// many short (and leave their sessions' Secrets counted against no login): one round,
+		// the reference just before the logins.
 		k, r := againstKube(t, "password login", clients, *loadDuration, kubeReference, func(ctx context.Context, _ int) error {
 			_, err := login(ctx)
 			return err
