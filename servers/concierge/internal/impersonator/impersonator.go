@@ -156,7 +156,7 @@ func withAuthorizationUnlessAnonymous(forward, authorized http.Handler) http.Han
 
 // forwarder proxies to the kube-apiserver through one set of credentials: upgrades (exec,
 // attach, port-forward) through the apiserver's upgrade-aware handler, whose copy to the client
-// coalesces small reads (coalescingHijacker), every other request
+// coalesces small reads and whose close lingers (streamHijacker), every other request
 // through one reverse proxy that reuses its copy buffers. The upgrade-aware handler builds a
 // reverse proxy per request with a fresh 32 KiB buffer: a third of what the proxy allocated under
 // a load of GETs, each byte of it to be collected again.
@@ -237,7 +237,7 @@ func withSpanNamed(next http.Handler) http.Handler {
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if httpstream.IsUpgradeRequest(r) {
-		f.upgrades.ServeHTTP(coalescingHijacker{w}, r)
+		f.upgrades.ServeHTTP(streamHijacker{w}, r)
 		return
 	}
 	f.requests.ServeHTTP(w, r)

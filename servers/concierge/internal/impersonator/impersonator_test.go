@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,16 +69,18 @@ var testTokens = TokenAuthenticated(authenticator.TokenFunc(func(_ context.Conte
 }))
 
 // fakeKube stands in for the kube-apiserver: it records the last request's headers and path, and
-// answers upgrade requests with 101 Switching Protocols and then echoes what it reads.
+// answers upgrade requests with 101 Switching Protocols and then echoes what it reads; or, given
+// ?write=N, writes N bytes, half-closes and reads until the proxy closes, then says so on ended.
 type fakeKube struct {
 	*httptest.Server
-	mu   sync.Mutex
-	got  http.Header
-	path string
+	mu    sync.Mutex
+	got   http.Header
+	path  string
+	ended chan struct{}
 }
 
 func newFakeKube(t testing.TB) *fakeKube {
-	k := &fakeKube{}
+	k := &fakeKube{ended: make(chan struct{}, 1)}
 	k.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k.mu.Lock()
 		k.got, k.path = r.Header.Clone(), r.URL.Path
@@ -93,6 +96,13 @@ func newFakeKube(t testing.TB) *fakeKube {
 		defer conn.Close()
 		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + r.Header.Get("Upgrade") + "\r\n\r\n")
 		_ = rw.Flush()
+		if n, err := strconv.Atoi(r.URL.Query().Get("write")); err == nil {
+			_, _ = conn.Write(make([]byte, n))
+			_ = closeWrite(conn)
+			_, _ = io.Copy(io.Discard, rw)
+			k.ended <- struct{}{}
+			return
+		}
 		_, _ = io.Copy(conn, rw)
 	}))
 	t.Cleanup(k.Close)

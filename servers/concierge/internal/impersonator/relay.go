@@ -2,20 +2,21 @@ package impersonator
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
-// coalescingHijacker hands the upgrade-aware handler a client connection whose ReadFrom, which
-// its copy of the kube-apiserver's bytes to the client uses, coalesces (see coalesce).
-type coalescingHijacker struct{ http.ResponseWriter }
+// streamHijacker hands the upgrade-aware handler the client's connection as a streamConn.
+type streamHijacker struct{ http.ResponseWriter }
 
-func (h coalescingHijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+func (h streamHijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
-func (h coalescingHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (h streamHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	hj, ok := h.ResponseWriter.(http.Hijacker)
 	if !ok {
 		return nil, nil, errors.New("the connection cannot be taken over")
@@ -24,13 +25,55 @@ func (h coalescingHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return coalescingConn{c}, rw, nil
+	return streamConn{c}, rw, nil
 }
 
-// coalescingConn is a stream's client connection; what is copied to it goes through coalesce.
-type coalescingConn struct{ net.Conn }
+// streamConn is a stream's client connection: what the upgrade-aware handler copies to it goes
+// through coalesce, and its Close lingers.
+type streamConn struct{ net.Conn }
 
-func (c coalescingConn) ReadFrom(r io.Reader) (int64, error) { return coalesce(c.Conn, r) }
+func (c streamConn) ReadFrom(r io.Reader) (int64, error) { return coalesce(c.Conn, r) }
+
+// lingerTimeout bounds how long a closed stream's connection waits for the client to close its
+// side: nginx's lingering_time. The client has the stream's last bytes by then unless it reads
+// more slowly than the kernel's send buffer (a few MB) takes that long to drain.
+const lingerTimeout = 30 * time.Second
+
+// Close ends the stream without losing what is still on its way to the client. The upgrade-aware
+// handler closes the client's connection as soon as the kube-apiserver's last bytes are written
+// to it, while a slow client may still have megabytes of them to read in the proxy's send
+// buffer. A socket closed outright answers any byte that arrives afterwards with a reset, and a
+// reset throws that buffer away: client-go's WebSocket heartbeat, every 5 s, is such a byte, and
+// an exec's output then ends early, with an error or none. So Close half-closes (TLS's
+// close_notify, then a FIN after the queued bytes) and reads, discarding, until the client
+// closes its side or lingerTimeout passes, as web servers do (a lingering close).
+func (c streamConn) Close() error {
+	if err := closeWrite(c.Conn); err != nil {
+		return c.Conn.Close()
+	}
+	go func() {
+		defer c.Conn.Close()
+		if c.Conn.SetReadDeadline(time.Now().Add(lingerTimeout)) == nil {
+			_, _ = io.Copy(io.Discard, c.Conn)
+		}
+	}()
+	return nil
+}
+
+// closeWrite ends what conn sends, after the bytes it holds: TLS's close_notify, then TCP's FIN.
+func closeWrite(conn net.Conn) error {
+	if tc, ok := conn.(*tls.Conn); ok {
+		if err := tc.CloseWrite(); err != nil {
+			return err
+		}
+		conn = tc.NetConn()
+	}
+	hc, ok := conn.(interface{ CloseWrite() error })
+	if !ok {
+		return errors.New("the connection cannot be half-closed")
+	}
+	return hc.CloseWrite()
+}
 
 // relayBufferSize bounds what one write to the client carries: two TLS records of the most
 // plaintext one holds (16 KiB). The kube-apiserver writes exec's output in TLS records of 7 KiB

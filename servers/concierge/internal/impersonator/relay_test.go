@@ -8,6 +8,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -188,29 +190,7 @@ func TestCoalesceReturnsTheSourcesError(t *testing.T) {
 // An upgraded stream carries every byte both ways through the proxy, in order, however the
 // client splits its writes: the fake kube-apiserver echoes what it reads.
 func TestUpgradedStreamCarriesEveryByte(t *testing.T) {
-	kube := newFakeKube(t)
-	front := testProxy(t, kube, false)
-	conn, err := tls.Dial("tcp", strings.TrimPrefix(front.URL, "https://"), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the test's own server
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	_, err = io.WriteString(conn, "POST /api/v1/namespaces/work/pods/p/exec HTTP/1.1\r\nHost: kube\r\nAuthorization: Bearer user-token\r\n"+
-		"Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(r, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("status %d, want 101", resp.StatusCode)
-	}
+	conn, r := upgradeThrough(t, testProxy(t, newFakeKube(t), false), "/api/v1/namespaces/work/pods/p/exec")
 	data := make([]byte, 3<<20+5)
 	for i := range data {
 		data[i] = byte(rand.Uint32())
@@ -231,4 +211,55 @@ func TestUpgradedStreamCarriesEveryByte(t *testing.T) {
 	if !bytes.Equal(got, data) {
 		t.Error("the stream came back changed")
 	}
+}
+
+// A stream's last bytes reach a client that reads them late, even when the client sends
+// something after the kube-apiserver has ended the stream and the proxy has closed its side
+// (client-go's WebSocket heartbeat, every 5 s, does): closed outright, the proxy's socket would
+// answer with a reset, which throws away what its kernel had yet to send.
+func TestStreamEndReachesALateReader(t *testing.T) {
+	const size = 1 << 20
+	kube := newFakeKube(t)
+	conn, r := upgradeThrough(t, testProxy(t, kube, false), "/api/v1/namespaces/work/pods/p/exec?write="+strconv.Itoa(size))
+	// The proxy closes the client's connection before the kube-apiserver's.
+	select {
+	case <-kube.ended:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the proxy never closed the stream: were its bytes more than the sockets hold unread?")
+	}
+	if _, err := io.WriteString(conn, "ping"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	if err != nil || len(got) != size {
+		t.Fatalf("read %d bytes of %d, then %v; want them all, then the end of the stream", len(got), size, err)
+	}
+}
+
+// upgradeThrough asks front to upgrade a POST of path to SPDY as user-token's user and returns
+// the connection once it is switched, and its reader (which holds what followed the response).
+func upgradeThrough(t *testing.T, front *httptest.Server, path string) (*tls.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(front.URL, "https://"), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the test's own server
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.WriteString(conn, "POST "+path+" HTTP/1.1\r\nHost: kube\r\nAuthorization: Bearer user-token\r\n"+
+		"Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d, want 101", resp.StatusCode)
+	}
+	return conn, r
 }

@@ -3,6 +3,7 @@ package impersonationproxy
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -109,6 +110,16 @@ type trackedConn struct {
 	net.Conn
 	streams *streams
 	once    sync.Once
+}
+
+// CloseWrite half-closes the connection: a stream's connection lingers after its last bytes
+// (the impersonator's streamConn), and counts as open until it is closed.
+func (c *trackedConn) CloseWrite() error {
+	hc, ok := c.Conn.(interface{ CloseWrite() error })
+	if !ok {
+		return errors.New("the connection cannot be half-closed")
+	}
+	return hc.CloseWrite()
 }
 
 func (c *trackedConn) Close() error {
