@@ -174,8 +174,18 @@ func streamThroughput(ctx context.Context, split cpuSplit, paths map[string]func
 	return out, nil
 }
 
-// execTransfer runs the streamer's --write in pod as config's user, as kubectl exec does (a
-// WebSocket, falling back to SPDY), and returns how long its streamBytes of stdout took to arrive.
+// execTransfer runs the streamer's --write --await-stdin in pod as config's user, as kubectl exec
+// does (a WebSocket, falling back to SPDY), and returns how long its streamBytes of stdout took to
+// arrive.
+//
+// The command exits only when its stdin ends, which the client ends once every byte has arrived
+// (kubectl exec -i with its input closed). A command that exits with its output still on the way
+// to a slow reader can lose the output's tail in Kubernetes itself: the kubelet and the
+// kube-apiserver close their connections as soon as they have written the last bytes, and the
+// ping that reaches each next (the kube-apiserver's SPDY ping to the kubelet, client-go's
+// WebSocket heartbeat, each every 5 s) meets a closed socket, which answers with a reset that
+// throws away what it still had queued (docs/performance.md, "How a stream ends"). The
+// benchmark measures throughput, so its transfers end only when nothing is left in flight.
 func execTransfer(config *rest.Config, ns, pod string) func(context.Context) (time.Duration, error) {
 	return func(ctx context.Context) (time.Duration, error) {
 		kube, err := kubernetes.NewForConfig(config)
@@ -185,7 +195,8 @@ func execTransfer(config *rest.Config, ns, pod string) func(context.Context) (ti
 		u := kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
 			VersionedParams(&corev1.PodExecOptions{
 				Container: "streamer",
-				Command:   []string{"/usr/local/bin/streamer-fixture", "--write=" + strconv.Itoa(streamBytes)},
+				Command:   []string{"/usr/local/bin/streamer-fixture", "--write=" + strconv.Itoa(streamBytes), "--await-stdin"},
+				Stdin:     true,
 				Stdout:    true,
 				Stderr:    true,
 			}, scheme.ParameterCodec).URL()
@@ -203,16 +214,18 @@ func execTransfer(config *rest.Config, ns, pod string) func(context.Context) (ti
 		if err != nil {
 			return 0, err
 		}
-		var stdout byteCounter
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stdout := &execOutput{want: streamBytes, all: make(chan struct{})}
 		var stderr limitedBuffer
 		start := time.Now()
-		err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+		err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinUntil{stdout.all, ctx}, Stdout: stdout, Stderr: &stderr})
 		took := time.Since(start)
 		if err != nil {
 			return 0, fmt.Errorf("exec: %w (stderr %q)", err, stderr)
 		}
-		if stdout != streamBytes {
-			return 0, fmt.Errorf("exec delivered %d bytes, want %d", stdout, streamBytes)
+		if stdout.n != streamBytes {
+			return 0, fmt.Errorf("exec delivered %d bytes, want %d", stdout.n, streamBytes)
 		}
 		return took, nil
 	}
@@ -286,12 +299,32 @@ func forwardPort(ctx context.Context, config *rest.Config, ns, pod string, port 
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))), nil
 }
 
-// byteCounter counts what is written to it.
-type byteCounter int64
+// execOutput counts an exec's stdout, and closes all once want bytes have arrived.
+type execOutput struct {
+	n, want int64
+	all     chan struct{}
+}
 
-func (c *byteCounter) Write(p []byte) (int, error) {
-	*c += byteCounter(len(p))
+func (o *execOutput) Write(p []byte) (int, error) {
+	if o.n < o.want && o.n+int64(len(p)) >= o.want {
+		close(o.all)
+	}
+	o.n += int64(len(p))
 	return len(p), nil
+}
+
+// stdinUntil is an exec's stdin: it sends nothing and ends when done is closed, or ctx ends.
+type stdinUntil struct {
+	done <-chan struct{}
+	ctx  context.Context
+}
+
+func (s stdinUntil) Read([]byte) (int, error) {
+	select {
+	case <-s.done:
+	case <-s.ctx.Done():
+	}
+	return 0, io.EOF
 }
 
 // limitedBuffer keeps the first KiB written to it, for an error message.
