@@ -72,8 +72,14 @@ func TestStopKillsProcessGroupIgnoringTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the grandchild pid", func() bool { _, err := os.Stat(pidFile); return err == nil })
-	data, _ := os.ReadFile(pidFile)
+	// The shell creates the file before it writes the pid, so wait for the whole line: read
+	// too early, an empty pid names /proc/stat, which never looks dead.
+	var pid string
+	waitFor(t, "the grandchild pid", func() bool {
+		data, _ := os.ReadFile(pidFile)
+		pid = strings.TrimSuffix(string(data), "\n")
+		return strings.HasSuffix(string(data), "\n") && pid != ""
+	})
 	start := time.Now()
 	if err := p.Stop(200 * time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -81,7 +87,7 @@ func TestStopKillsProcessGroupIgnoringTERM(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("Stop took %v", time.Since(start))
 	}
-	waitFor(t, "the grandchild to die", func() bool { return dead(strings.TrimSpace(string(data))) })
+	waitFor(t, "the grandchild to die", func() bool { return dead(pid) })
 }
 
 // dead reports whether the process pid has exited: gone, or a zombie. Killed together with its
