@@ -23,9 +23,11 @@ type Cell struct {
 func (c Cell) String() string { return c.Distribution + "/" + c.Version + "/" + c.Path }
 
 // Filter selects cells: a list of patterns distribution/version/path, each part a glob
-// (path.Match syntax plus {a,b} alternatives); missing trailing parts match anything. The
-// versions NewestMinor and OldestMinor stand for the newest and the oldest minor of the run (see
-// WithMinors).
+// (path.Match syntax plus {a,b} alternatives); missing trailing parts match anything. A pattern
+// that starts with "-" takes the cells it matches away from those the others select (from every
+// cell when it has no others): CI's subset runs a costly path on one distribution of those that
+// have it. The versions NewestMinor and OldestMinor stand for the newest and the oldest minor of
+// the run (see WithMinors).
 type Filter []pattern
 
 // NewestMinor and OldestMinor are the versions that name the newest and the oldest minor of the
@@ -56,21 +58,23 @@ func (f Filter) WithMinors(newest, oldest string) Filter {
 }
 
 type pattern struct {
-	text  string
-	parts [3][]string // alternatives per dimension
+	text    string
+	exclude bool        // the pattern began with "-"
+	parts   [3][]string // alternatives per dimension
 }
 
 // ParseFilter reads patterns separated by spaces or by commas outside braces, e.g.
-// "kind/1.33/*", "kubeadm,gke/1.3?/webhook", "{kubeadm,gke}/1.33/{webhook,dex-browser}".
-// An empty filter selects every cell.
+// "kind/1.33/*", "kubeadm,gke/1.3?/webhook", "{kubeadm,gke}/1.33/{webhook,dex-browser}",
+// "kubeadm/1.33 -kubeadm/*/faults". An empty filter selects every cell.
 func ParseFilter(s string) (Filter, error) {
 	var f Filter
 	for _, text := range splitPatterns(s) {
-		parts := strings.Split(text, "/")
+		glob, exclude := strings.CutPrefix(text, "-")
+		parts := strings.Split(glob, "/")
 		if len(parts) > 3 {
 			return nil, fmt.Errorf("cell pattern %q has more than distribution/version/path", text)
 		}
-		p := pattern{text: text}
+		p := pattern{text: text, exclude: exclude}
 		for i := range p.parts {
 			glob := "*"
 			if i < len(parts) && parts[i] != "" {
@@ -162,9 +166,20 @@ func (p pattern) match(c Cell, release string) bool {
 }
 
 // Match reports whether the filter selects c, whose version may also be given by its release
-// ("1.33.13" or "v1.33.13" match the cell 1.33 of v1.33.13).
+// ("1.33.13" or "v1.33.13" match the cell 1.33 of v1.33.13): a pattern selects it, or there are
+// only exclusions, and no exclusion matches it.
 func (f Filter) Match(c Cell, release string) bool {
-	return len(f) == 0 || slices.ContainsFunc(f, func(p pattern) bool { return p.match(c, release) })
+	selected, selecting := false, false
+	for _, p := range f {
+		switch {
+		case p.exclude && p.match(c, release):
+			return false
+		case !p.exclude:
+			selecting = true
+			selected = selected || p.match(c, release)
+		}
+	}
+	return selected || !selecting
 }
 
 // Group is the cells of one distribution and version: one cluster, one `go test` run.

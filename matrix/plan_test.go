@@ -95,6 +95,11 @@ func TestPlanFilters(t *testing.T) {
 			"aks/1.36/ldap", "aks/1.36/ad", "aks/1.36/github", "aks/1.36/supervisor", "aks/1.36/kubeapps"}},
 		{"existing", []string{"existing/cluster/webhook", "existing/cluster/dex-browser", "existing/cluster/ldap",
 			"existing/cluster/ad", "existing/cluster/github", "existing/cluster/supervisor"}},
+		// Exclusions take cells away from what the others select, in any order.
+		{"-gke/*/faults {kubeadm,gke}/1.33/{webhook,faults} -kubeadm/1.33/webhook", []string{"kubeadm/1.33/faults", "gke/1.33/webhook"}},
+		// Alone, from every cell.
+		{"-*/*/{webhook,dex-browser,ldap,ad,github,supervisor,device,sessions,kubeapps,faults,metrics} -{kubeadm,eks,aks,kind,talos-like}",
+			[]string{"gke/1.31/upgrade", "gke/1.32/upgrade", "gke/1.33/upgrade", "gke/1.34/upgrade", "gke/1.35/upgrade", "gke/1.36/upgrade"}},
 	} {
 		groups, err := c.Plan(planOpts(tc.filter, t))
 		if err != nil {
@@ -117,7 +122,12 @@ func TestPlanRejectsPatternsThatSelectNothing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"kubeadmm/1.33" selects no cell`) || !strings.Contains(err.Error(), "versions: 1.31 1.32") {
 		t.Errorf("err = %v", err)
 	}
-	for _, bad := range []string{"a/b/c/d", "kubeadm/{1.33", "kubeadm/1.33}", "[/1.33"} {
+	// An exclusion that matches no cell is a mistake too.
+	_, err = c.Plan(planOpts("kubeadm/1.33 -kubeadm/1.33/fault", t))
+	if err == nil || !strings.Contains(err.Error(), `"-kubeadm/1.33/fault" selects no cell`) {
+		t.Errorf("err = %v", err)
+	}
+	for _, bad := range []string{"a/b/c/d", "kubeadm/{1.33", "kubeadm/1.33}", "[/1.33", "-a/b/c/d"} {
 		if _, err := ParseFilter(bad); err == nil {
 			t.Errorf("ParseFilter(%q) accepted", bad)
 		}

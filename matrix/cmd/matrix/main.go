@@ -89,7 +89,8 @@ func matrixMain(args []string, stdout, stderr io.Writer) (int, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.cells, "cells", "", "cells to run: patterns distribution/version/path, globs per part, {a,b} alternatives, "+
-		"separated by commas or spaces (e.g. 'kind/1.33/*', '{kubeadm,gke}/1.33/webhook'); the version 'newest' is the newest minor; empty runs every cell")
+		"separated by commas or spaces (e.g. 'kind/1.33/*', '{kubeadm,gke}/1.33/webhook'), one that starts with - takes cells away "+
+		"('kubeadm/1.33 -kubeadm/*/faults'); the version 'newest' is the newest minor; empty runs every cell")
 	fs.StringVar(&o.shard, "shard", "", "run only shard i of n of the plan (e.g. 2/3): whole groups, the same slice on every machine "+
 		"for the same plan; `matrix merge` joins the shards' reports")
 	fs.BoolVar(&o.list, "list", false, "print the selected cells and whether each would run, then exit")
