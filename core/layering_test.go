@@ -172,12 +172,46 @@ func server(p string) string {
 // not part of it.
 func loadPackages(t *testing.T) map[string]*pkg {
 	t.Helper()
+	root, files := goFiles(t)
+	pkgs := map[string]*pkg{}
+	fset := token.NewFileSet()
+	for _, rel := range files {
+		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		if pkgs[dir] == nil {
+			pkgs[dir] = &pkg{}
+		}
+		// A folder of tests only is named by them.
+		if name := f.Name.Name; !strings.HasSuffix(rel, "_test.go") || pkgs[dir].name == "" && !strings.HasSuffix(name, "_test") {
+			pkgs[dir].name = name
+		}
+		for _, imp := range f.Imports {
+			ip := strings.Trim(imp.Path.Value, `"`)
+			rest, ok := strings.CutPrefix(ip, module+"/")
+			if !ok {
+				continue
+			}
+			if strings.HasSuffix(rel, "_test.go") {
+				pkgs[dir].testImports = append(pkgs[dir].testImports, rest)
+			} else {
+				pkgs[dir].imports = append(pkgs[dir].imports, rest)
+			}
+		}
+	}
+	return pkgs
+}
+
+// goFiles lists the module's Go files, relative to its root (returned too), leaving out hidden
+// and underscore folders, testdata and other modules.
+func goFiles(t *testing.T) (root string, files []string) {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs := map[string]*pkg{}
-	fset := token.NewFileSet()
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -193,39 +227,40 @@ func loadPackages(t *testing.T) map[string]*pkg {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		dir := filepath.ToSlash(filepath.Dir(rel))
-		if pkgs[dir] == nil {
-			pkgs[dir] = &pkg{}
-		}
-		// A folder of tests only is named by them.
-		if name := f.Name.Name; !strings.HasSuffix(p, "_test.go") || pkgs[dir].name == "" && !strings.HasSuffix(name, "_test") {
-			pkgs[dir].name = name
-		}
-		for _, imp := range f.Imports {
-			ip := strings.Trim(imp.Path.Value, `"`)
-			rest, ok := strings.CutPrefix(ip, module+"/")
-			if !ok {
-				continue
-			}
-			if strings.HasSuffix(p, "_test.go") {
-				pkgs[dir].testImports = append(pkgs[dir].testImports, rest)
-			} else {
-				pkgs[dir].imports = append(pkgs[dir].imports, rest)
-			}
+		if strings.HasSuffix(p, ".go") {
+			files = append(files, rel)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pkgs
+	return root, files
+}
+
+// TestOnlyStartForTestChecksShort: make integration runs the packages whose test files call
+// testing.Short() or controlplane.StartForTest, found by name (the unit tier, under -short, has
+// run every other package's tests in full). Another helper that checked testing.Short() would
+// leave the packages whose tests call it out of that tier.
+func TestOnlyStartForTestChecksShort(t *testing.T) {
+	root, files := goFiles(t)
+	var found []string
+	for _, rel := range files {
+		if strings.HasSuffix(rel, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(src), "testing.Short()") {
+			found = append(found, filepath.ToSlash(rel))
+		}
+	}
+	if want := []string{"core/testing/controlplane/testing.go"}; !slices.Equal(found, want) {
+		t.Errorf("non-test files that call testing.Short(): %v, want %v alone: make integration finds the packages to run by the "+
+			"names testing.Short() and controlplane.StartForTest in their tests (the Makefile's INTEGRATION_PKGS)", found, want)
+	}
 }
 
 // closure is every package of the module reachable from direct through non-test imports.
