@@ -114,9 +114,10 @@ R=$root unshare --mount --propagation private bash -c "$mounts && exec chroot \"
 	>"$work/make.log" 2>&1 || rc=$?
 elapsed=$(($(date +%s) - start))
 
-# What the run proved, from its log: each tier's go test verdicts and what was skipped and why.
+# What the run proved, from its log: each tier's go test verdicts and what was skipped and why,
+# then the time of each stage of make test.
 say "result: make $target exited $rc after $((elapsed / 60))m$((elapsed % 60))s (caches $caches)"
-grep -E '^(ok|FAIL|---) |^(installing|missing Debian packages|images: wrote|kubebuild: built|skipping|the providers)|Error [0-9]' "$work/make.log" |
+grep -E '^(ok|FAIL|---) |^(installing|missing Debian packages|images: wrote|kubebuild: built|skipping|the providers|==> make test: )|^    [a-z-]+ +[0-9]+m[0-9]{2}s$|Error [0-9]' "$work/make.log" |
 	sed 's/^/    /' | awk '{ if (length($0) > 160) print substr($0, 1, 157) "..."; else print }' || true
 pass=$(grep -c '^ok ' "$work/make.log" || true)
 fail=$(grep -c '^FAIL' "$work/make.log" || true)
