@@ -13,8 +13,9 @@ import (
 // ProbeTTL is how long a successful probe stands for its inputs before it is repeated, unless a
 // login or refresh finds the upstream unreachable first (Expire). It is short because only the
 // leading replica writes status, and the logins that find an upstream gone may all reach the
-// other one: the leader's own probes show an outage within about two resyncs however the
-// requests are spread. A probe is one discovery read, bind or TLS dial, so this is little load.
+// other one: the leader's own probes, made as each success goes stale (FreshFor), show an outage
+// within ProbeTTL however the requests are spread. A probe is one discovery read, bind or TLS
+// dial, so this is little load.
 const ProbeTTL = time.Minute
 
 // ProbeCache remembers the last successful probe of one object with the fingerprint of what it
@@ -78,6 +79,18 @@ func Probe[T any](c *ProbeCache, fingerprint string, probe func(prev T, found bo
 		c.mu.Unlock()
 	}
 	return result
+}
+
+// FreshFor returns how long the remembered success stays fresh, after which the next Probe probes
+// again; false when none is fresh (none, expired, or stale already).
+func (c *ProbeCache) FreshFor() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.result == nil || c.expired {
+		return 0, false
+	}
+	left := ProbeTTL - c.now().Sub(c.at)
+	return left, left > 0
 }
 
 // Expire makes the remembered success stale, so that the next Probe probes again (and is still

@@ -88,6 +88,33 @@ func TestProbeExpire(t *testing.T) {
 	}
 }
 
+func TestProbeFreshFor(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewProbeCache(func() time.Time { return now })
+	run := func(ok bool) { Probe(c, "a", func(int, bool) (int, bool) { return 1, ok }) }
+	if _, ok := c.FreshFor(); ok {
+		t.Error("an empty cache has a fresh success")
+	}
+	run(false)
+	if _, ok := c.FreshFor(); ok {
+		t.Error("a failed probe left a fresh success")
+	}
+	run(true)
+	now = now.Add(ProbeTTL / 4)
+	if left, ok := c.FreshFor(); !ok || left != ProbeTTL*3/4 {
+		t.Errorf("a quarter of ProbeTTL after a success: fresh for %v (%v), want %v", left, ok, ProbeTTL*3/4)
+	}
+	c.Expire()
+	if _, ok := c.FreshFor(); ok {
+		t.Error("an expired success is fresh")
+	}
+	run(true)
+	now = now.Add(ProbeTTL)
+	if _, ok := c.FreshFor(); ok {
+		t.Error("a success ProbeTTL old is fresh")
+	}
+}
+
 func TestFingerprint(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7"}}
 	base := Fingerprint(1, secret, []byte("ca"))

@@ -16,9 +16,13 @@
 //
 // When the endpoints report to the registry that a connector could not reach its upstream, the
 // object's probe is expired and the object synced at once, so that its status shows the outage
-// within seconds rather than at the end of ProbeTTL. A failed probe is not remembered: the object
-// is probed again at every resync (controller.DefaultResync) until the upstream is back, and
-// reports in between cause no probe.
+// within seconds rather than at the end of ProbeTTL. Otherwise an object is synced again when its
+// last success goes stale, so that the leader, the only replica whose status writes go through,
+// sees an outage that only the others' logins met within ProbeTTL (at the resyncs alone, a
+// minute apart like ProbeTTL, a success a moment younger than ProbeTTL at one resync waited for
+// the next: two minutes in all). A failed probe is not remembered: the object is probed again at
+// every resync (controller.DefaultResync) until the upstream is back, and reports in between
+// cause no probe.
 //
 // A controller per kind, each with one worker, keeps a slow upstream (an LDAP server that never
 // answers) from delaying other kinds; keys per object retry a failing object on its own. An
@@ -45,6 +49,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
 	"sealion.dev/core/cabundle"
@@ -74,6 +79,8 @@ type Config struct {
 	Labels map[string]string
 	// Settings configure the connectors it opens.
 	Settings connectors.Settings
+	// Clock is the real clock unless a test passes a fake one.
+	Clock clock.WithTicker
 }
 
 // Clients are the controller's; only the leader's writes go through.
@@ -118,6 +125,9 @@ type probeSlot struct {
 // it publishes the connectors of the Ready ones to registry.
 func New(cfg Config, clients Clients, kinds []connectors.Kind, informers Informers, registry *connectors.Registry) *Controller {
 	c := &Controller{}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	namespace := cfg.Namespace
 	shared := &lastGood{
 		namespace: namespace,
@@ -141,13 +151,14 @@ func New(cfg Config, clients Clients, kinds []connectors.Kind, informers Informe
 			},
 			settings: cfg.Settings,
 			lastGood: shared,
-			now:      time.Now,
+			now:      cfg.Clock.Now,
 			probes:   map[string]*probeSlot{},
 		}
 		k.loop = controller.New(controller.Options{
-			Name: "upstream-idp-" + strings.ToLower(kind.Name),
-			Sync: k.sync,
-			Keys: k.keys,
+			Name:  "upstream-idp-" + strings.ToLower(kind.Name),
+			Sync:  k.sync,
+			Keys:  k.keys,
+			Clock: cfg.Clock,
 		})
 		k.loop.Watch(informer, controller.ObjectName)
 		// Any object may refer to any Secret or ConfigMap. Session storage Secrets come and go
@@ -238,6 +249,9 @@ func (k *kindController) sync(ctx context.Context, name string) error {
 		k.registry.Set(k.kind.Type, k.namespace, name, conn)
 	} else {
 		k.registry.Delete(k.kind.Type, k.namespace, name)
+	}
+	if left, ok := slot.cache.FreshFor(); ok { // probe again when it goes stale (see the package doc)
+		k.loop.EnqueueAfter(name, left)
 	}
 	err = k.writeStatus(ctx, o, conds)
 	if fp, ok := slot.cache.Succeeded(); ok {

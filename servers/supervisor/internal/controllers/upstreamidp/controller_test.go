@@ -25,9 +25,11 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	idpv1alpha1 "sealion.dev/core/apis/supervisor/idp/v1alpha1"
+	"sealion.dev/core/controller"
 	supervisorfake "sealion.dev/core/generated/supervisor/clientset/versioned/fake"
 	supervisorinformers "sealion.dev/core/generated/supervisor/informers/externalversions"
 	idplisters "sealion.dev/core/generated/supervisor/listers/idp/v1alpha1"
@@ -51,7 +53,7 @@ type env struct {
 	registry   *connectors.Registry
 	c          *Controller
 	idps       supervisorinformers.SharedInformerFactory
-	now        time.Time
+	clock      *clocktesting.FakeClock
 }
 
 // newEnv builds the controller of every kind on fake clients holding objects, with synced
@@ -64,18 +66,15 @@ func newEnv(t *testing.T, kubeObjects []runtime.Object, supervisorObjects ...run
 		kube:       kubefake.NewClientset(kubeObjects...),
 		supervisor: supervisorfake.NewSimpleClientset(supervisorObjects...),
 		registry:   &connectors.Registry{},
-		now:        time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		clock:      clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 	}
 	watches := fakewatch.Record(e.kube, e.supervisor)
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(namespace))
 	e.idps = supervisorinformers.NewSharedInformerFactoryWithOptions(e.supervisor, 0, supervisorinformers.WithNamespace(namespace))
-	e.c = New(Config{Namespace: namespace, Labels: map[string]string{"app": "supervisor"}}, Clients{Supervisor: e.supervisor, Kube: e.kube}, kinds.All, Informers{
+	e.c = New(Config{Namespace: namespace, Labels: map[string]string{"app": "supervisor"}, Clock: e.clock}, Clients{Supervisor: e.supervisor, Kube: e.kube}, kinds.All, Informers{
 		IDPs:    e.idps.Idp().V1alpha1(),
 		Secrets: kubeFactory.Core().V1().Secrets(), ConfigMaps: kubeFactory.Core().V1().ConfigMaps(),
 	}, e.registry)
-	for _, k := range e.c.kinds {
-		k.now = func() time.Time { return e.now }
-	}
 	kubeFactory.Start(ctx.Done())
 	e.idps.Start(ctx.Done())
 	t.Cleanup(func() {
@@ -315,7 +314,7 @@ func TestWritesOnlyOnChange(t *testing.T) {
 	})
 
 	e.sync()
-	e.now = e.now.Add(connectors.ProbeTTL)
+	e.clock.Step(connectors.ProbeTTL)
 	e.sync()
 	if e.statusUpdates() != 1 {
 		t.Errorf("resyncs without changes, one with a repeated probe, wrote the status again (%d updates)", e.statusUpdates())
@@ -439,10 +438,9 @@ func TestRunReactsToEvents(t *testing.T) {
 	<-done
 }
 
-// TestUnreachableUpstream: a login that finds the upstream unreachable makes the controller probe
-// it at once, rather than at the end of connectors.ProbeTTL; the status shows the outage while the
-// registry keeps the last good connector, and further reports cause no probe.
-func TestUnreachableUpstream(t *testing.T) {
+// runOIDCUpstream runs the controller, until the test ends, on the OIDCIdentityProvider
+// "upstream" of a real issuer, which the test may close.
+func runOIDCUpstream(t *testing.T) (*env, *oidcissuer.Issuer) {
 	iss := oidcissuer.New(t)
 	e := newEnv(t, []runtime.Object{secret("client", oidcidp.ClientSecretType, map[string]string{"clientID": "a", "clientSecret": "b"})},
 		&idpv1alpha1.OIDCIdentityProvider{ObjectMeta: objectMeta("upstream"), Spec: idpv1alpha1.OIDCIdentityProviderSpec{
@@ -454,23 +452,38 @@ func TestUnreachableUpstream(t *testing.T) {
 		defer close(done)
 		e.c.Run(e.ctx)
 	}()
-	discovery := func() *metav1.Condition {
-		got, err := e.supervisor.IdpV1alpha1().OIDCIdentityProviders(namespace).Get(e.ctx, "upstream", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return meta.FindStatusCondition(got.Status.Conditions, idpv1alpha1.ConditionOIDCDiscoverySucceeded)
+	t.Cleanup(func() {
+		e.cancel()
+		<-done
+	})
+	return e, iss
+}
+
+// discovery is the upstream's OIDCDiscoverySucceeded condition as stored.
+func (e *env) discovery() *metav1.Condition {
+	e.t.Helper()
+	got, err := e.supervisor.IdpV1alpha1().OIDCIdentityProviders(namespace).Get(e.ctx, "upstream", metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
 	}
+	return meta.FindStatusCondition(got.Status.Conditions, idpv1alpha1.ConditionOIDCDiscoverySucceeded)
+}
+
+// TestUnreachableUpstream: a login that finds the upstream unreachable makes the controller probe
+// it at once, rather than at the end of connectors.ProbeTTL; the status shows the outage while the
+// registry keeps the last good connector, and further reports cause no probe.
+func TestUnreachableUpstream(t *testing.T) {
+	e, iss := runOIDCUpstream(t)
 	e.waitForCache("the OIDCIdentityProvider in the registry", func() bool { return e.ready(issuer.TypeOIDC, "upstream") })
 
 	iss.Close()
 	e.registry.Unreachable(issuer.TypeOIDC, "elsewhere", "upstream") // another namespace's
 	e.registry.Unreachable(issuer.TypeOIDC, namespace, "upstream")
 	e.waitForCache("OIDCDiscoverySucceeded False", func() bool {
-		c := discovery()
+		c := e.discovery()
 		return c != nil && c.Status == metav1.ConditionFalse
 	})
-	c := discovery()
+	c := e.discovery()
 	if c.Reason != idpv1alpha1.ReasonUnreachable || !strings.Contains(c.Message, iss.Issuer) {
 		t.Errorf("OIDCDiscoverySucceeded = %+v, want reason Unreachable naming the issuer", c)
 	}
@@ -490,8 +503,40 @@ func TestUnreachableUpstream(t *testing.T) {
 	if slot.cache.Expire() {
 		t.Error("the failed probe left a success to expire")
 	}
-	e.cancel()
-	<-done
+}
+
+// TestProbesAgainWhenTheSuccessGoesStale: an upstream that goes down while no login reaches this
+// replica (only the leader writes status; the logins may all reach the others) shows in the
+// status once the last success is ProbeTTL old, not at the resync after. The success here is
+// half a resync old at one resync, so that resync leaves it be; the next resync would come
+// ProbeTTL after it plus half a resync.
+func TestProbesAgainWhenTheSuccessGoesStale(t *testing.T) {
+	e, iss := runOIDCUpstream(t)
+	k := e.c.kinds[slices.IndexFunc(e.c.kinds, func(k *kindController) bool { return k.kind.Type == issuer.TypeOIDC })]
+	probedNow := func() bool { // the last success is this instant's on the fake clock
+		k.mu.Lock()
+		slot := k.probes["upstream"]
+		k.mu.Unlock()
+		left, ok := time.Duration(0), false
+		if slot != nil {
+			left, ok = slot.cache.FreshFor()
+		}
+		return ok && left == connectors.ProbeTTL
+	}
+	e.waitForCache("the first probe", probedNow)
+
+	// Half a resync later a report, with the upstream still up, makes the controller probe again.
+	e.clock.Step(controller.DefaultResync / 2)
+	e.registry.Unreachable(issuer.TypeOIDC, namespace, "upstream")
+	e.waitForCache("the probe after the report", probedNow)
+	// The resync finds that success fresh; then the upstream goes down.
+	e.clock.Step(controller.DefaultResync / 2)
+	iss.Close()
+	e.clock.Step(connectors.ProbeTTL - controller.DefaultResync/2)
+	e.waitForCache("OIDCDiscoverySucceeded False once the success went stale", func() bool {
+		c := e.discovery()
+		return c != nil && c.Status == metav1.ConditionFalse
+	})
 }
 
 // TestRealProbesReportFailures runs the real LDAP, Active Directory and GitHub probes against a
