@@ -92,11 +92,15 @@ func startStreamer(ctx context.Context, t *testing.T, kube kubernetes.Interface,
 // streamProcesses are the processes a stream passes through on this machine, besides the
 // streamer and the client (this test): the proxy (in the Concierge), the kube-apiserver, the
 // kubelet, which relays to the container runtime's streaming server, and the runtime.
-var streamProcesses = []string{"pinniped-concierge", "kube-apiserver", "kubelet", "containerd"}
+var streamProcesses = []string{streamProxyProcess, "kube-apiserver", "kubelet", "containerd"}
+
+// streamProxyProcess is the process the impersonation proxy runs in.
+const streamProxyProcess = "pinniped-concierge"
 
 // streamRates are streamThroughput's results, for each path: the median rate in MB/s, the CPU
 // time each of streamProcesses spent per MB, and how busy each group of CPUs ("control-plane",
-// "worker") was while the path ran (1 when saturated): what limited the rate.
+// "worker", and "proxy" where the proxy has CPUs of its own) was while the path ran (1 when
+// saturated): what limited the rate.
 type streamRates struct {
 	rate     map[string]float64
 	cpuPerMB map[string]map[string]time.Duration
@@ -123,6 +127,9 @@ func sampleStream() (streamSample, error) {
 // paths in turn so that both see the machine alike, and measures each path on split's CPUs.
 func streamThroughput(ctx context.Context, split cpuSplit, paths map[string]func(context.Context) (time.Duration, error)) (streamRates, error) {
 	groups := map[string][]int{"control-plane": split.controlPlane, "worker": split.rest}
+	if len(split.apart) > 0 {
+		groups["proxy"] = split.apart
+	}
 	rates := map[string][]float64{}
 	cpu := map[string]map[string]time.Duration{}
 	busy := map[string]map[string]time.Duration{}

@@ -234,6 +234,42 @@ func TestGoals(t *testing.T) {
 	}
 }
 
+// A goal about one configuration is judged in it and only reported in another, with why; a run
+// that does not record the configuration is not judged either.
+func TestGoalsWhere(t *testing.T) {
+	goals, err := readGoals(write(t, "goals.yaml", `
+- {name: Stream, unit: ratio, min: 0.9, why: keeps up, where: {proxy-cpus: own}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		config, want, elsewhere string
+	}{
+		{"proxy-cpus: own\n", "FAILED", ""},
+		{"proxy-cpus: shared\n", "not judged", "it needs proxy-cpus: own, this run's is shared"},
+		{"", "not judged", "it needs proxy-cpus: own, which this run does not record"},
+	} {
+		current, err := readFiles(write(t, "c.txt", tc.config+"BenchmarkStream 1 0.7 ratio\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := checkGoals(current, goals, false)
+		if len(got) != 1 || string(got[0].verdict) != tc.want || got[0].elsewhere != tc.elsewhere || got[0].verdict.fails() != (tc.want == "FAILED") {
+			t.Errorf("config %q: %+v, want %s (%s)", tc.config, got, tc.want, tc.elsewhere)
+		}
+	}
+	out := t.TempDir()
+	shared := write(t, "shared.txt", "proxy-cpus: shared\nBenchmarkStream 1 0.7 ratio\n")
+	if err := run("", write(t, "g.yaml", "- {name: Stream, unit: ratio, min: 0.9, why: keeps up, where: {proxy-cpus: own}}\n"), out, 0.10, false, []string{shared}); err != nil {
+		t.Errorf("a goal not judged failed the run: %v", err)
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if want := "| Stream | ratio | >= 0.9 | 700.0m | not judged (it needs proxy-cpus: own, this run's is shared) | keeps up |"; err != nil || !strings.Contains(string(report), want) {
+		t.Errorf("the report lacks %q (%v):\n%s", want, err, report)
+	}
+}
+
 func strs(vs []verdict) []string {
 	var out []string
 	for _, v := range vs {

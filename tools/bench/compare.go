@@ -17,6 +17,7 @@ const (
 	speedOnly verdict = "not gated (machine's speed)"
 	unknown   verdict = "new"
 	failed    verdict = "FAILED"
+	notJudged verdict = "not judged" // a goal measured elsewhere than its Where
 )
 
 func (v verdict) fails() bool { return v == regressed || v == missing || v == failed }

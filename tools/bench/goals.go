@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -17,6 +20,11 @@ type goal struct {
 	Max *float64 `json:"max,omitempty"`
 	// Why is what the bound stands for, in the report.
 	Why string `json:"why"`
+	// Where is the run's configuration (its "key: value" lines) in which the figure measures what
+	// the bound is about. A run measured otherwise reports the figure beside the bound but does
+	// not judge it: a goal about a proxy on CPUs of its own cannot be met or missed by a proxy
+	// sharing the node's.
+	Where map[string]string `json:"where,omitempty"`
 }
 
 func readGoals(name string) ([]goal, error) {
@@ -41,6 +49,16 @@ type goalResult struct {
 	goal
 	value   float64
 	verdict verdict
+	// elsewhere says how the run differs from the goal's Where, when it was not judged.
+	elsewhere string
+}
+
+// verdictText is the verdict with the reason a goal was not judged.
+func (r goalResult) verdictText() string {
+	if r.verdict == notJudged {
+		return fmt.Sprintf("%s (%s)", r.verdict, r.elsewhere)
+	}
+	return string(r.verdict)
 }
 
 func (g goal) bound() string {
@@ -52,6 +70,19 @@ func (g goal) bound() string {
 	default:
 		return fmt.Sprintf("<= %g", *g.Max)
 	}
+}
+
+// measuredElsewhere says how config differs from the goal's Where, or "" when it does not.
+func (g goal) measuredElsewhere(config map[string]string) string {
+	var differs []string
+	for _, k := range slices.Sorted(maps.Keys(g.Where)) {
+		if got, ok := config[k]; !ok {
+			differs = append(differs, fmt.Sprintf("it needs %s: %s, which this run does not record", k, g.Where[k]))
+		} else if got != g.Where[k] {
+			differs = append(differs, fmt.Sprintf("it needs %s: %s, this run's is %s", k, g.Where[k], got))
+		}
+	}
+	return strings.Join(differs, "; ")
 }
 
 func checkGoals(current *figures, goals []goal, subset bool) []goalResult {
@@ -67,7 +98,9 @@ func checkGoals(current *figures, goals []goal, subset bool) []goalResult {
 		default:
 			r.value = median(values)
 			r.verdict = pass
-			if (g.Min != nil && r.value < *g.Min) || (g.Max != nil && r.value > *g.Max) {
+			if r.elsewhere = g.measuredElsewhere(current.config); r.elsewhere != "" {
+				r.verdict = notJudged
+			} else if (g.Min != nil && r.value < *g.Min) || (g.Max != nil && r.value > *g.Max) {
 				r.verdict = failed
 			}
 		}

@@ -2,7 +2,9 @@
 // of files), compares every figure with the committed baseline as a ratio, checks the goals, draws
 // each curve, and writes report.md and the PNG plots into -out. It exits 1 when a figure regressed
 // by more than -tolerance beyond the noise measured in the baseline's own repeated runs, when a
-// goal does not hold, or (unless -subset) when a figure of the baseline or a goal is missing.
+// goal does not hold, or (unless -subset) when a figure of the baseline or a goal is missing. A
+// goal whose figure was measured otherwise than the goal is about (its where in goals.yaml) is
+// reported and named at the end, not judged.
 //
 // Benchmarks say which way is better with the format's unit metadata ("Unit req/s better=higher");
 // a figure whose unit says neither is reported, not gated.
@@ -73,6 +75,11 @@ func run(baselineFile, goalsFile, out string, tolerance float64, subset bool, re
 		return err
 	}
 	fmt.Print(text)
+	for _, g := range r.goals {
+		if g.verdict == notJudged {
+			fmt.Printf("bench: the goal of %s (%s %s) was not judged: %s\n", g.Name, g.bound(), g.Unit, g.elsewhere)
+		}
+	}
 	if failures := r.failures(); failures > 0 {
 		return fmt.Errorf("%d figures regressed, missing or short of their goals (see %s)", failures, filepath.Join(out, "report.md"))
 	}

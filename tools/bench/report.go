@@ -90,7 +90,7 @@ func (r report) markdown() string {
 			if g.verdict != missing {
 				v = value(g.value, g.Unit)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.Name, g.Unit, g.bound(), v, g.verdict, g.Why)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.Name, g.Unit, g.bound(), v, g.verdictText(), g.Why)
 		}
 	}
 	if len(r.curves) > 0 {
