@@ -40,6 +40,11 @@ import (
 const (
 	// benchStep bounds each load step (one operation, one path, one concurrency).
 	benchStep = 3 * time.Second
+	// benchGoalStep bounds the steps whose figures goals.yaml judges (benchGoalClients), which
+	// average more turns: with three turns of a second a path, a LIST at a proxy pod ran at 0.89,
+	// 1.01 and 1.09 of direct at 64 clients in three runs of one day, and its goal of 0.9 failed
+	// one of them.
+	benchGoalStep = 9 * time.Second
 	// benchObjects is how many ConfigMaps the LIST returns (plus the namespace's kube-root-ca.crt).
 	benchObjects = 500
 	// benchUpdates is how many updates the watch delay is measured over.
@@ -51,6 +56,10 @@ const (
 
 // benchConcurrency are the steps of the curves, up to the 500 concurrent clients of a busy cluster.
 var benchConcurrency = []int{1, 16, 64, 256, 500}
+
+// benchGoalClients are the steps whose figures goals.yaml judges: the latency a proxy pod adds at
+// one client, GET and LIST throughput at 64.
+var benchGoalClients = []int{1, 64}
 
 // benchProcesses are the servers whose CPU time a step of the benchmark reports per call: every
 // node of the simulated cluster runs on this machine, so /proc sees them all.
@@ -175,7 +184,11 @@ func TestImpersonationProxyBenchmark(t *testing.T) {
 			for _, op := range ops {
 				connect(ctx)
 				for _, clients := range benchConcurrency {
-					r := proxyBenchStep(ctx, t, op.id, clients, map[string]func(context.Context) error{
+					step := benchStep
+					if slices.Contains(benchGoalClients, clients) {
+						step = benchGoalStep
+					}
+					r := proxyBenchStep(ctx, t, op.id, clients, step, map[string]func(context.Context) error{
 						"direct": op.call(direct), "proxy": op.call(viaProxy), "proxy-pod": op.call(viaPod),
 					})
 					d, p, pod := r["direct"], r["proxy"], r["proxy-pod"]
@@ -360,12 +373,12 @@ func (l latencies) percentile(p float64) time.Duration {
 }
 
 // proxyBenchStep warms each path's call up (connections are not what is measured), runs the
-// paths' calls from clients concurrent callers for benchStep each, in turn in rounds of a second
+// paths' calls from clients concurrent callers for step each, in turn in rounds of a second
 // (loadrun.Interleaved: a ratio of two paths, or a difference of their latencies, is then of
 // figures measured over the same stretch of time, which a shared host's speed drifting does not
 // move), fails t if a call failed, and writes each path's figures with the CPU time each of
 // benchProcesses spent per call of it.
-func proxyBenchStep(ctx context.Context, t *testing.T, op string, clients int, calls map[string]func(context.Context) error) map[string]loadrun.Result {
+func proxyBenchStep(ctx context.Context, t *testing.T, op string, clients int, step time.Duration, calls map[string]func(context.Context) error) map[string]loadrun.Result {
 	t.Helper()
 	paths := slices.Sorted(maps.Keys(calls))
 	var ops []func(context.Context, int) error
@@ -378,7 +391,7 @@ func proxyBenchStep(ctx context.Context, t *testing.T, op string, clients int, c
 		ops = append(ops, func(ctx context.Context, _ int) error { return calls[path](ctx) })
 	}
 	cpu := make([]map[string]time.Duration, len(paths))
-	results := loadrun.InterleavedAround(clients, benchStep, time.Second, func(i int, turn func()) {
+	results := loadrun.InterleavedAround(clients, step, time.Second, func(i int, turn func()) {
 		before, err := loadrun.CPUOf(benchProcesses...)
 		if err != nil {
 			t.Fatal(err)
