@@ -103,25 +103,25 @@ func TestSubsetGatesMachineIndependentFigures(t *testing.T) {
 
 // A full run gates rates and latencies only on a machine as fast as the baseline's, which the
 // kube-apiserver's own rate in the same run says: on a slower one (a shared host's busy day) they
-// are reported, and ratios and counts are still gated.
+// are reported, and so are ratios at one client; other ratios and counts are still gated.
 func TestFullRunGatesSpeedOnAMachineAsFast(t *testing.T) {
 	units := "Unit req/s better=higher\nUnit ratio better=higher\n"
 	baseline, err := readFiles(write(t, "b.txt", units+
-		"BenchmarkKubeAPI/request=SelfSubjectReview/clients=1 1 1000 req/s\nBenchmarkKubeAPI/request=SelfSubjectReview/clients=16 1 3000 req/s\nBenchmarkX 1 100 req/s 0.8 ratio\n"+
-		"BenchmarkKubeAPI/request=SelfSubjectReview/clients=1 1 1040 req/s\nBenchmarkKubeAPI/request=SelfSubjectReview/clients=16 1 3060 req/s\nBenchmarkX 1 100 req/s 0.8 ratio\n"))
+		"BenchmarkKubeAPI/request=SelfSubjectReview/clients=1 1 1000 req/s\nBenchmarkKubeAPI/request=SelfSubjectReview/clients=16 1 3000 req/s\nBenchmarkX 1 100 req/s 0.8 ratio\nBenchmarkXOverY/clients=1 1 0.8 ratio\n"+
+		"BenchmarkKubeAPI/request=SelfSubjectReview/clients=1 1 1040 req/s\nBenchmarkKubeAPI/request=SelfSubjectReview/clients=16 1 3060 req/s\nBenchmarkX 1 100 req/s 0.8 ratio\nBenchmarkXOverY/clients=1 1 0.8 ratio\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		name, reference string
 		slower          bool
-		want            map[string]verdict // by unit, for X
+		want            map[string]verdict // by unit, for X; "one client" for XOverY/clients=1
 	}{
 		// The reference within 10% and its noise (2-4%) of the baseline's.
-		{"as fast", "clients=1 1 950 req/s\nBenchmarkKubeAPI/request=SelfSubjectReview/clients=16 1 2900", false, map[string]verdict{"req/s": regressed, "ratio": regressed}},
-		{"slower", "clients=1 1 700 req/s\nBenchmarkKubeAPI/request=SelfSubjectReview/clients=16 1 1500", true, map[string]verdict{"req/s": speedOnly, "ratio": regressed}},
+		{"as fast", "clients=1 1 950 req/s\nBenchmarkKubeAPI/request=SelfSubjectReview/clients=16 1 2900", false, map[string]verdict{"req/s": regressed, "ratio": regressed, "one client": regressed}},
+		{"slower", "clients=1 1 700 req/s\nBenchmarkKubeAPI/request=SelfSubjectReview/clients=16 1 1500", true, map[string]verdict{"req/s": speedOnly, "ratio": regressed, "one client": speedOnly}},
 	} {
-		current, err := readFiles(write(t, "c.txt", units+"BenchmarkKubeAPI/request=SelfSubjectReview/"+tt.reference+" req/s\nBenchmarkX 1 50 req/s 0.4 ratio\n"))
+		current, err := readFiles(write(t, "c.txt", units+"BenchmarkKubeAPI/request=SelfSubjectReview/"+tt.reference+" req/s\nBenchmarkX 1 50 req/s 0.4 ratio\nBenchmarkXOverY/clients=1 1 0.4 ratio\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,6 +131,9 @@ func TestFullRunGatesSpeedOnAMachineAsFast(t *testing.T) {
 		for _, c := range compare(current, baseline, gateOf(current, baseline, 0.10, false)) {
 			if c.name == "X" && c.verdict != tt.want[c.unit] {
 				t.Errorf("%s: %s %q, want %q", tt.name, c.key, c.verdict, tt.want[c.unit])
+			}
+			if c.name == "XOverY/clients=1" && c.verdict != tt.want["one client"] {
+				t.Errorf("%s: %s %q, want %q", tt.name, c.key, c.verdict, tt.want["one client"])
 			}
 		}
 	}

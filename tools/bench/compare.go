@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -80,6 +81,17 @@ func (s machineSpeed) slower(tolerance float64) bool {
 	return s.ratio > 0 && s.ratio < 1-tolerance-s.noise
 }
 
+// oneClient says whether a figure is of a step of one client. Its ratio is then of two latencies,
+// each path's calls made one after the other, and paths of different lengths (a login's Secret
+// writes through the kube-apiserver to etcd against the kube-apiserver's no-op) slow differently
+// when the host is busy. On three days this machine ran at 0.67 to 0.73 of the baseline's speed,
+// the password login over the no-op came out at 0.74, 0.76 and 1.14 of the baseline's ratio at
+// one client, and at 0.96 to 1.00 at 8 and 32; on two of them the exchange through the
+// aggregation layer over the anonymous WhoAmI came out at 0.81 to 0.91 at one client, and at
+// 1.06 to 1.14 at 16 and 64 on the second. So on a slower machine such a ratio is reported, as
+// the rates are.
+func oneClient(name string) bool { return slices.Contains(strings.Split(name, "/"), "clients=1") }
+
 // gate is how a run is set against the baseline.
 type gate struct {
 	tolerance float64      // how much worse than the baseline's median a figure may be, beyond its noise
@@ -143,6 +155,8 @@ func compare(current, baseline *figures, g gate) []comparison {
 			// path adds over another, where both are within their noise), means anything.
 			c.verdict = ungated
 		case !g.speedGated() && !machineIndependent[k.unit]:
+			c.verdict = speedOnly
+		case g.speed.slower(g.tolerance) && oneClient(k.name):
 			c.verdict = speedOnly
 		case float64(better)*(c.ratio-1) < -limit:
 			c.verdict = regressed

@@ -63,7 +63,7 @@ func (r report) markdown() string {
 			case r.gate.subset:
 				fmt.Fprintln(&b, " A short run gates what does not depend on the machine's speed.")
 			default:
-				fmt.Fprintln(&b, " The machine ran slower than the baseline's, so rates,\nlatencies and CPU times are reported, not gated; ratios, counts and memory are. Measure again on a quiet machine\nto gate them.")
+				fmt.Fprintln(&b, " The machine ran slower than the baseline's, so rates,\nlatencies, CPU times and ratios at one client are reported, not gated; other ratios, counts and memory are.\nMeasure again on a quiet machine to gate them.")
 			}
 			fmt.Fprintln(&b)
 		}
